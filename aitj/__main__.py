@@ -1,0 +1,3 @@
+from aitj.cli import main
+
+main()
