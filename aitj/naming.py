@@ -1,0 +1,44 @@
+"""Names of the objects the operator creates.
+
+Pure. A pod's name is ``<job>-<replica>-<5 chars>-<index>`` as in the CCE seed
+(``test-horovod-elastic-trainer-q7gmp-0``). The 5-character part is derived from
+(job uid, replica, index, restart generation), never random: an action repeated after an
+operator crash asks for the very same name and meets AlreadyExists instead of creating a
+duplicate, while a restart (a new generation) gets a new name, so an old name never returns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+# The alphabet Kubernetes uses for generateName suffixes: no vowels, no look-alike digits.
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def name_part(job_uid: str, replica: str, index: int, generation: int) -> str:
+    """name_part returns the deterministic 5-character middle of a pod name."""
+    digest = hashlib.sha256(f"{job_uid}/{replica}/{index}/{generation}".encode()).digest()
+    value = int.from_bytes(digest[:8], "big")
+    chars = []
+    for _ in range(5):
+        value, rem = divmod(value, len(_ALPHABET))
+        chars.append(_ALPHABET[rem])
+    return "".join(chars)
+
+
+def pod_name(job_name: str, job_uid: str, replica: str, index: int, generation: int) -> str:
+    """pod_name returns ``<job>-<replica>-<5 chars>-<index>``."""
+    return f"{job_name}-{replica}-{name_part(job_uid, replica, index, generation)}-{index}"
+
+
+def service_name(job_name: str) -> str:
+    """service_name is the job's headless Service; pods use it as their subdomain."""
+    return job_name
+
+
+def ssh_secret_name(job_name: str) -> str:
+    return f"{job_name}-ssh"
+
+
+def discovery_configmap_name(job_name: str) -> str:
+    return f"{job_name}-discovery"
