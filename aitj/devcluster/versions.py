@@ -1,0 +1,102 @@
+"""Pinned versions of the control plane and where its files live.
+
+Binaries are cached under ``$AITJ_CACHE`` (default ``~/.cache/aitj``) keyed by version, so a
+second build is a no-op and a version bump builds next to the old one. Running clusters keep
+their state (certificates, etcd data, logs, pids) under ``$AITJ_STATE`` (default
+``~/.local/state/aitj``), one folder per cluster name. Neither is inside the repository.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+KUBERNETES = "v1.36.3"
+ETCD = "v3.6.16"
+KWOK = "v0.8.0"
+
+# Go needed by Kubernetes 1.36 and kwok 0.8 (both declare go 1.26.0).
+MIN_GO = (1, 26)
+
+GOMOD_DIR = Path(__file__).parent / "gomod"
+
+
+@dataclass(frozen=True)
+class Component:
+    """A set of commands built together from one wrapper module."""
+
+    name: str
+    version: str
+    module_dir: Path
+    packages: tuple[str, ...]
+    ldflags: tuple[str, ...] = ()
+
+    @property
+    def bin_dir(self) -> Path:
+        return cache_dir() / "bin" / f"{self.name}-{self.version}"
+
+    def binary(self, command: str) -> Path:
+        return self.bin_dir / command
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        return tuple(p.rsplit("/", 1)[-1] for p in self.packages)
+
+
+def _k8s_version_ldflags(version: str) -> tuple[str, ...]:
+    major, minor = version.lstrip("v").split(".")[:2]
+    flags: list[str] = []
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [
+            f"-X {pkg}.gitVersion={version}",
+            f"-X {pkg}.gitMajor={major}",
+            f"-X {pkg}.gitMinor={minor}",
+            f"-X {pkg}.gitTreeState=clean",
+        ]
+    return tuple(flags)
+
+
+KUBERNETES_COMPONENT = Component(
+    name="kubernetes",
+    version=KUBERNETES,
+    module_dir=GOMOD_DIR / "kubernetes",
+    packages=(
+        "k8s.io/kubernetes/cmd/kube-apiserver",
+        "k8s.io/kubernetes/cmd/kube-controller-manager",
+        "k8s.io/kubernetes/cmd/kube-scheduler",
+        "k8s.io/kubernetes/cmd/kubectl",
+    ),
+    ldflags=_k8s_version_ldflags(KUBERNETES),
+)
+ETCD_COMPONENT = Component(
+    name="etcd",
+    version=ETCD,
+    module_dir=GOMOD_DIR / "etcd",
+    packages=("go.etcd.io/etcd/server/v3",),
+)
+KWOK_COMPONENT = Component(
+    name="kwok",
+    version=KWOK,
+    module_dir=GOMOD_DIR / "kwok",
+    packages=("sigs.k8s.io/kwok/cmd/kwok",),
+)
+COMPONENTS = (ETCD_COMPONENT, KWOK_COMPONENT, KUBERNETES_COMPONENT)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("AITJ_CACHE", Path.home() / ".cache" / "aitj"))
+
+
+def state_dir(cluster: str) -> Path:
+    base = Path(os.environ.get("AITJ_STATE", Path.home() / ".local" / "state" / "aitj"))
+    return base / "clusters" / cluster
+
+
+def etcd_binary() -> Path:
+    # go build names the binary after the last path element of the package: "v3".
+    return ETCD_COMPONENT.bin_dir / "etcd"
+
+
+def kubectl_binary() -> Path:
+    return KUBERNETES_COMPONENT.binary("kubectl")
