@@ -42,3 +42,13 @@ def ssh_secret_name(job_name: str) -> str:
 
 def discovery_configmap_name(job_name: str) -> str:
     return f"{job_name}-discovery"
+
+
+def pod_host(job_name: str, pod_name: str) -> str:
+    """pod_host is a pod's stable DNS name, ``<pod>.<service>``, as the discovery host list uses it.
+
+    Pods get ``hostname`` = pod name and ``subdomain`` = the job's headless Service, so the name
+    resolves from any pod in the job's namespace through the pod's DNS search path. The short
+    form is independent of the cluster domain and resolves on the first search-list try.
+    """
+    return f"{pod_name}.{service_name(job_name)}"
