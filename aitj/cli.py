@@ -34,7 +34,9 @@ def cluster() -> None:
     kube-scheduler built from source, with kwok-simulated nodes. Everything binds to 127.0.0.1."""
 
 
-_name_option = click.option("--name", default="default", show_default=True, help="Cluster name (state folder).")
+_name_option = click.option(
+    "--name", default="default", show_default=True, help="Cluster name (state folder)."
+)
 
 
 @cluster.command("build")
@@ -59,14 +61,29 @@ def cluster_build() -> None:
     help="Capacity and labels of the nodes: "
     + "; ".join(f"{p.name}: {p.description}" for p in nodes_mod.PROFILES.values()),
 )
-@click.option("--base-port", default=DEFAULT_BASE_PORT, show_default=True, type=click.IntRange(1024, 65530),
-              help="The apiserver's port; the other components use the next five.")
-@click.option("--node-grace", default=20, show_default=True, type=click.IntRange(min=1),
-              help="Seconds without a heartbeat before a node is marked Unknown (node-monitor-grace-period).")
+@click.option(
+    "--base-port",
+    default=DEFAULT_BASE_PORT,
+    show_default=True,
+    type=click.IntRange(1024, 65530),
+    help="The apiserver's port; the other components use the next five.",
+)
+@click.option(
+    "--node-grace",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Seconds without a heartbeat before a node is marked Unknown (node-monitor-grace-period).",
+)
 def cluster_up(name: str, nodes: int, node_profile: str, base_port: int, node_grace: int) -> None:
     """Start the local cluster in the background; prints the kubeconfig path last."""
-    config = ClusterConfig(nodes=nodes, node_profile=node_profile, base_port=base_port,
-                           node_grace_seconds=node_grace, node_lease_seconds=max(4, min(40, node_grace // 2)))
+    config = ClusterConfig(
+        nodes=nodes,
+        node_profile=node_profile,
+        base_port=base_port,
+        node_grace_seconds=node_grace,
+        node_lease_seconds=max(4, min(40, node_grace // 2)),
+    )
     try:
         kubeconfig = LocalCluster(name).up(config, say=_say)
     except (ClusterError, BuildError) as e:

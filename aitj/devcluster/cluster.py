@@ -30,7 +30,6 @@ from aitj.devcluster import nodes as nodes_mod
 from aitj.devcluster import pki
 from aitj.devcluster.build import ensure_built
 from aitj.devcluster.versions import (
-    ETCD_COMPONENT,
     KUBERNETES_COMPONENT,
     KWOK_COMPONENT,
     etcd_binary,
@@ -43,6 +42,11 @@ STAGES_DIR = Path(__file__).parent / "stages"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 DEFAULT_BASE_PORT = 36443
 SCHEDULER_NAMES = ("default-scheduler", "volcano")
+
+
+# Components started by this process, kept so they are reaped when stopped (no zombies, no
+# "still running" warnings when a Popen object is collected while its daemon runs on).
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
 class ClusterError(RuntimeError):
@@ -164,8 +168,10 @@ class LocalCluster:
         except BaseException:
             self.down(quiet=True)
             raise
-        say(f"cluster {self.name!r} healthy in {time.monotonic() - started:.1f}s: "
-            f"{config.nodes} {prof.name} node(s), apiserver {self.server}")
+        say(
+            f"cluster {self.name!r} healthy in {time.monotonic() - started:.1f}s: "
+            f"{config.nodes} {prof.name} node(s), apiserver {self.server}"
+        )
         return self.kubeconfig
 
     def _prepare(self, config: ClusterConfig, ports: Ports) -> None:
@@ -192,40 +198,64 @@ class LocalCluster:
         doc = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": f"aitj-{self.name}", "cluster": {
-                "server": f"https://127.0.0.1:{ports.apiserver}",
-                "certificate-authority": str(self.pki / "ca.crt")}}],
-            "users": [{"name": cert, "user": {
-                "client-certificate": str(self.pki / f"{cert}.crt"),
-                "client-key": str(self.pki / f"{cert}.key")}}],
-            "contexts": [{"name": f"aitj-{self.name}", "context": {
-                "cluster": f"aitj-{self.name}", "user": cert, "namespace": "default"}}],
+            "clusters": [
+                {
+                    "name": f"aitj-{self.name}",
+                    "cluster": {
+                        "server": f"https://127.0.0.1:{ports.apiserver}",
+                        "certificate-authority": str(self.pki / "ca.crt"),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": cert,
+                    "user": {
+                        "client-certificate": str(self.pki / f"{cert}.crt"),
+                        "client-key": str(self.pki / f"{cert}.key"),
+                    },
+                }
+            ],
+            "contexts": [
+                {
+                    "name": f"aitj-{self.name}",
+                    "context": {"cluster": f"aitj-{self.name}", "user": cert, "namespace": "default"},
+                }
+            ],
             "current-context": f"aitj-{self.name}",
         }
         path.write_text(yaml.safe_dump(doc))
         path.chmod(0o600)
 
-    def _commands(self, config: ClusterConfig, ports: Ports, sched: Path, kwok_cfg: Path) -> dict[str, list[str]]:
+    def _commands(
+        self, config: ClusterConfig, ports: Ports, sched: Path, kwok_cfg: Path
+    ) -> dict[str, list[str]]:
         p, cfg = self.pki, self.dir / "config"
         k8s = KUBERNETES_COMPONENT
         return {
             "etcd": [
-                str(etcd_binary()), "--name=aitj", f"--data-dir={self.dir / 'etcd' / 'data'}",
+                str(etcd_binary()),
+                "--name=aitj",
+                f"--data-dir={self.dir / 'etcd' / 'data'}",
                 f"--listen-client-urls=http://127.0.0.1:{ports.etcd}",
                 f"--advertise-client-urls=http://127.0.0.1:{ports.etcd}",
                 f"--listen-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
                 f"--initial-advertise-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
                 f"--initial-cluster=aitj=http://127.0.0.1:{ports.etcd_peer}",
-                "--listen-metrics-urls=", "--quota-backend-bytes=4294967296",
+                "--listen-metrics-urls=",
+                "--quota-backend-bytes=4294967296",
                 # A throwaway dev cluster: skip fsync, it is the slowest part of etcd on small disks.
-                "--unsafe-no-fsync=true", "--log-level=warn",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
             ],
             "kube-apiserver": [
                 str(k8s.binary("kube-apiserver")),
                 f"--etcd-servers=http://127.0.0.1:{ports.etcd}",
-                "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
                 f"--secure-port={ports.apiserver}",
-                f"--tls-cert-file={p / 'apiserver.crt'}", f"--tls-private-key-file={p / 'apiserver.key'}",
+                f"--tls-cert-file={p / 'apiserver.crt'}",
+                f"--tls-private-key-file={p / 'apiserver.key'}",
                 f"--client-ca-file={p / 'ca.crt'}",
                 "--authorization-mode=Node,RBAC",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -234,31 +264,43 @@ class LocalCluster:
                 "--service-cluster-ip-range=10.96.0.0/16",
                 "--allow-privileged=true",
                 "--endpoint-reconciler-type=none",
-                "--profiling=false", "--v=1",
+                "--profiling=false",
+                "--v=1",
             ],
             "kube-controller-manager": [
                 str(k8s.binary("kube-controller-manager")),
                 f"--kubeconfig={cfg / 'kube-controller-manager.kubeconfig'}",
                 f"--authentication-kubeconfig={cfg / 'kube-controller-manager.kubeconfig'}",
                 f"--authorization-kubeconfig={cfg / 'kube-controller-manager.kubeconfig'}",
-                "--bind-address=127.0.0.1", f"--secure-port={ports.controller_manager}",
-                "--leader-elect=false", "--use-service-account-credentials=true",
-                f"--service-account-private-key-file={p / 'sa.key'}", f"--root-ca-file={p / 'ca.crt'}",
-                f"--cluster-signing-cert-file={p / 'ca.crt'}", f"--cluster-signing-key-file={p / 'ca.key'}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={ports.controller_manager}",
+                "--leader-elect=false",
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={p / 'sa.key'}",
+                f"--root-ca-file={p / 'ca.crt'}",
+                f"--cluster-signing-cert-file={p / 'ca.crt'}",
+                f"--cluster-signing-key-file={p / 'ca.key'}",
                 "--allocate-node-cidrs=false",
                 "--node-monitor-period=1s",
                 f"--node-monitor-grace-period={config.node_grace_seconds}s",
-                "--kube-api-qps=200", "--kube-api-burst=400", "--profiling=false", "--v=1",
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
+                "--profiling=false",
+                "--v=1",
             ],
             "kube-scheduler": [
-                str(k8s.binary("kube-scheduler")), f"--config={sched}",
+                str(k8s.binary("kube-scheduler")),
+                f"--config={sched}",
                 f"--authentication-kubeconfig={cfg / 'kube-scheduler.kubeconfig'}",
                 f"--authorization-kubeconfig={cfg / 'kube-scheduler.kubeconfig'}",
-                "--bind-address=127.0.0.1", f"--secure-port={ports.scheduler}", "--v=1",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={ports.scheduler}",
+                "--v=1",
             ],
             "kwok": [
                 str(KWOK_COMPONENT.binary("kwok")),
-                f"--kubeconfig={cfg / 'kwok.kubeconfig'}", f"--config={kwok_cfg}",
+                f"--kubeconfig={cfg / 'kwok.kubeconfig'}",
+                f"--config={kwok_cfg}",
                 f"--server-address=127.0.0.1:{ports.kwok}",
             ],
         }
@@ -269,10 +311,15 @@ class LocalCluster:
         log.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {' '.join(argv)}\n")
         log.flush()
         proc = subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, cwd=self.dir,
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=self.dir,
         )
         log.close()
+        _CHILDREN[proc.pid] = proc
         self._pidfile(component).write_text(str(proc.pid))
 
     def start(self, component: str, *, wait: bool = True) -> None:
@@ -288,6 +335,9 @@ class LocalCluster:
         pid = self.pid(component)
         if pid is not None:
             _terminate(pid, timeout)
+            child = _CHILDREN.pop(pid, None)
+            if child is not None:
+                child.wait()
         self._pidfile(component).unlink(missing_ok=True)
 
     def _wait(self, ready: Callable[[], bool], what: str, timeout: float) -> None:
@@ -313,8 +363,10 @@ class LocalCluster:
         if self._get("/readyz") is None:
             return ["kube-apiserver /readyz"]
         ports = self.ports
-        for name, port in (("kube-controller-manager", ports.controller_manager),
-                           ("kube-scheduler", ports.scheduler)):
+        for name, port in (
+            ("kube-controller-manager", ports.controller_manager),
+            ("kube-scheduler", ports.scheduler),
+        ):
             if not _http_ok(f"https://127.0.0.1:{port}/healthz", insecure=True):
                 problems.append(f"{name} /healthz")
         if self._get("/api/v1/namespaces/default/serviceaccounts/default") is None:
@@ -359,11 +411,16 @@ class LocalCluster:
         info["nodes"] = {n["metadata"]["name"]: _node_ready(n) for n in node_list["items"]}
         return info
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         """kubectl runs the cluster's own kubectl against it."""
         proc = subprocess.run(
             [str(kubectl_binary()), f"--kubeconfig={self.kubeconfig}", *args],
-            input=input, capture_output=True, text=True, check=False,
+            input=input,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if check and proc.returncode != 0:
             raise ClusterError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
@@ -383,8 +440,9 @@ class LocalCluster:
 
     def _request(self, method: str, path: str, body: Any = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.server + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.server + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(req, context=self._ssl(), timeout=5) as resp:
                 raw = resp.read()

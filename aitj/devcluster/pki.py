@@ -79,9 +79,15 @@ def make_pki(directory: Path) -> None:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
@@ -90,7 +96,9 @@ def make_pki(directory: Path) -> None:
     _write_key(directory / "ca.key", ca_key)
     _write_cert(directory / "ca.crt", ca)
 
-    def leaf(file: str, subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName]) -> None:
+    def leaf(
+        file: str, subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName]
+    ) -> None:
         key = _key()
         builder = (
             x509.CertificateBuilder()
@@ -108,8 +116,13 @@ def make_pki(directory: Path) -> None:
         _write_key(directory / f"{file}.key", key)
         _write_cert(directory / f"{file}.crt", builder.sign(ca_key, hashes.SHA256()))
 
-    dns = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-           "kubernetes.default.svc.cluster.local"]
+    dns = [
+        "localhost",
+        "kubernetes",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local",
+    ]
     ips = ["127.0.0.1", "10.96.0.1"]
     sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
     sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]

@@ -1,0 +1,103 @@
+"""Test cluster backends: an existing cluster, pytest-kind, or the local control plane.
+
+Chosen by environment, in this order:
+- ``AITJ_KUBECONFIG=/path``: use that cluster as it is (nothing is started or stopped);
+- ``AITJ_TEST_BACKEND=kind``: pytest-kind's ``kind_cluster`` (needs Docker and kind);
+- otherwise the local control plane (``aitj.devcluster``), started for the session as the
+  cluster named ``pytest`` on free ports and stopped at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+
+from aitj.devcluster.cluster import ClusterConfig, LocalCluster, Ports
+from aitj.devcluster.versions import kubectl_binary
+
+TEST_NODES = 4
+TEST_PROFILE = "cce"
+
+
+@dataclass
+class KubeCluster:
+    """What a test needs of a cluster, whichever backend runs it."""
+
+    kubeconfig: Path
+    local: LocalCluster | None = None
+    _api: client.ApiClient | None = field(default=None, repr=False)
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        exe = str(kubectl_binary()) if kubectl_binary().exists() else (shutil.which("kubectl") or "kubectl")
+        proc = subprocess.run(
+            [exe, f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+        return proc
+
+    def new_api(self) -> client.ApiClient:
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=cfg)
+        return client.ApiClient(cfg)
+
+    @property
+    def api(self) -> client.ApiClient:
+        if self._api is None:
+            self._api = self.new_api()
+        return self._api
+
+    @property
+    def core(self) -> Any:
+        return client.CoreV1Api(self.api)
+
+
+def _free_base(start: int) -> int:
+    base = start
+    while base < 60000:
+        if all(_port_free(p) for p in Ports.from_base(base).by_component().values()):
+            return base
+        base += 10
+    raise RuntimeError("no free ports for the test cluster")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def start_local() -> KubeCluster:
+    local = LocalCluster("pytest")
+    local.down()  # a leftover from an interrupted run
+    cfg = ClusterConfig(
+        nodes=TEST_NODES,
+        node_profile=TEST_PROFILE,
+        base_port=_free_base(37443),
+        node_grace_seconds=16,
+        node_lease_seconds=8,
+    )
+    local.up(cfg, say=lambda m: print(m, flush=True))
+    return KubeCluster(local.kubeconfig, local)
+
+
+def existing() -> KubeCluster | None:
+    path = os.environ.get("AITJ_KUBECONFIG")
+    return KubeCluster(Path(path)) if path else None
