@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +12,8 @@ import yaml
 
 from aitj import api, naming
 from aitj.render import render_pod, render_service
+from tests.seeds import SEED_MANIFEST as SEED
 
-SEED = Path("/work/shared/seeds/001_e4b904c7b850aaa5.aitrainingjob.yaml")
 UID = "0b6e1c3a-5d2f-4e8b-9a71-2c4d6f8e0a13"
 FINALIZER = "aitj.kongming.cce.baiudbce.com/pods"
 SVC = "test-horovod-elastic"

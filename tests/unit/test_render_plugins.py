@@ -23,8 +23,8 @@ from aitj.render import (
     ssh_config_file,
     ssh_setup_script,
 )
+from tests.seeds import SEED_MANIFEST as SEED
 
-SEED = Path("/work/shared/seeds/001_e4b904c7b850aaa5.aitrainingjob.yaml")
 UID = "0b6e1c3a-5d2f-4e8b-9a71-2c4d6f8e0a13"
 PRIVATE = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\n"
 PUBLIC = "ssh-rsa AAAAB3NzaC1yc2E aitj"
