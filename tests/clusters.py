@@ -65,7 +65,7 @@ class KubeCluster:
         return client.CoreV1Api(self.api)
 
 
-def _free_base(start: int) -> int:
+def free_base(start: int) -> int:
     base = start
     while base < 60000:
         if all(_port_free(p) for p in Ports.from_base(base).by_component().values()):
@@ -90,7 +90,7 @@ def start_local() -> KubeCluster:
     cfg = ClusterConfig(
         nodes=TEST_NODES,
         node_profile=TEST_PROFILE,
-        base_port=_free_base(37443),
+        base_port=free_base(37443),
         node_grace_seconds=16,
         node_lease_seconds=8,
     )

@@ -119,16 +119,16 @@ def _run_with_progress(
     with log_path.open("w") as log:
         log.write("$ " + " ".join(cmd) + f"\n(in {cwd})\n")
         log.flush()
-        proc = subprocess.Popen(
-            cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
         thread = threading.Thread(target=ticker, daemon=True)
         thread.start()
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            log.write(line)
-            compiled += 1
-        rc = proc.wait()
+        with subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                log.write(line)
+                compiled += 1
+            rc = proc.wait()
         done.set()
     return rc
 
