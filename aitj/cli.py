@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -128,3 +129,58 @@ def cluster_kubeconfig(name: str) -> None:
     if not c.kubeconfig.exists():
         raise click.ClickException(f"cluster {name!r} has not been set up: run `aitj cluster up`")
     click.echo(str(c.kubeconfig))
+
+
+@main.command("run")
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
+)
+@click.option(
+    "--namespace",
+    "-n",
+    "namespaces",
+    multiple=True,
+    help="Namespace to operate in; repeat for more. Default: all namespaces.",
+)
+@click.option(
+    "--metrics-port",
+    default=8080,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: off).",
+)
+@click.option(
+    "--priority-class",
+    "priority_classes",
+    multiple=True,
+    metavar="PRIORITY=CLASS",
+    help="Map a job's spec.priority (high, normal, low) to a PriorityClass name; repeatable.",
+)
+@click.option("--json-logs", is_flag=True, help="Log JSON lines instead of key=value text.")
+def run_operator(
+    kubeconfig: Path | None,
+    namespaces: tuple[str, ...],
+    metrics_port: int,
+    priority_classes: tuple[str, ...],
+    json_logs: bool,
+) -> None:
+    """Run the operator: reconcile AITrainingJobs until interrupted."""
+    from aitj.runner import run
+
+    mapping: dict[str, str] = {}
+    for item in priority_classes:
+        key, sep, value = item.partition("=")
+        if not sep or key not in ("high", "normal", "low") or not value:
+            raise click.BadParameter(
+                f"{item!r}: expected high=CLASS, normal=CLASS or low=CLASS", param_hint="--priority-class"
+            )
+        mapping[key] = value
+    run(
+        kubeconfig=kubeconfig,
+        namespaces=namespaces,
+        metrics_port=metrics_port,
+        priority_classes=mapping,
+        json_logs=json_logs,
+    )

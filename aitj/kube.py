@@ -1,0 +1,321 @@
+"""The thin layer: carries out a Plan against the API server. The only module that writes.
+
+Order and error handling follow ``aitj.planner.types`` (read its docstring): every step is
+idempotent, so a pass that fails half-way is repaired by the next one. Calls use
+``_preload_content=False`` so the client does not build model objects from responses it does
+not read (most of its CPU on hot paths).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from aitj import api, metrics, naming, render, sshkeys
+from aitj.logs import log
+from aitj.observed import TRACKING_FINALIZER
+from aitj.planner.types import Plan, ResourceAction
+
+
+class JobIdentity(Protocol):
+    """What names a job: an ``api.Job`` or a ``JobRef`` for a job whose spec did not parse."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class JobRef:
+    namespace: str
+    name: str
+    uid: str
+
+
+class Executor(Protocol):
+    def execute(self, job: api.Job, plan: Plan) -> None: ...
+    def fail_invalid(self, body: Mapping[str, Any], message: str) -> None: ...
+
+
+@dataclass
+class OperatorConfig:
+    """OperatorConfig: settings of ``aitj run`` that shape what is created."""
+
+    priority_classes: Mapping[str, str] = field(default_factory=dict)  # job priority -> PriorityClass
+
+
+class StepFailed(RuntimeError):
+    """A step of the plan failed; the rest of the pass was skipped and the job is requeued."""
+
+
+class KubeExecutor:
+    """KubeExecutor carries out plans with the official client."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        config: OperatorConfig | None = None,
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
+        self.api = api_client
+        # Typed as Any: the generated client wants model objects, we send plain dicts.
+        self.core: Any = client.CoreV1Api(api_client)
+        self.custom: Any = client.CustomObjectsApi(api_client)
+        self.config = config or OperatorConfig()
+        self.clock = clock
+        # (job uid, kind) already known to exist: no GET per pass, no key pair per pass.
+        self._ensured: set[tuple[str, str]] = set()
+
+    # ---- the plan --------------------------------------------------------------------------
+    def execute(self, job: api.Job, plan: Plan) -> None:
+        bound = log.bind(namespace=job.namespace, job=job.name)
+        if plan.resources is ResourceAction.ENSURE:
+            self._ensure_resources(job)
+        elif plan.resources is ResourceAction.DELETE:
+            self._delete(
+                lambda: self.core.delete_namespaced_service(
+                    naming.service_name(job.name), job.namespace, _preload_content=False
+                )
+            )
+        for create in plan.creates:
+            replica = job.spec.replica(create.replica)
+            body = render.render_pod(
+                job,
+                replica,
+                create.index,
+                create.generation,
+                create.restart_counts,
+                priority_class=self.config.priority_classes.get(job.spec.priority or ""),
+                finalizer=TRACKING_FINALIZER,
+                extra_annotations=create.annotations,
+            )
+            try:
+                self.core.create_namespaced_pod(job.namespace, body, _preload_content=False)
+                metrics.PODS_CREATED.labels(create.replica).inc()
+                bound.info(
+                    "pod created",
+                    pod=create.name,
+                    replica=create.replica,
+                    index=create.index,
+                    generation=create.generation,
+                )
+            except ApiException as e:
+                if e.status != 409:
+                    raise StepFailed(f"creating pod {create.name}: {_reason(e)}") from e
+        if plan.hosts is not None and job.spec.discovery:
+            hosts = [
+                (naming.pod_host(job.name, h.pod), render.slots_for(job.spec.replica(h.replica).template))
+                for h in plan.hosts
+            ]
+            self._write_discovery(job, hosts)
+        if plan.status is not None:
+            self._write_status(job, plan.status)
+        for delete in plan.deletes:
+            opts = client.V1DeleteOptions(
+                grace_period_seconds=delete.grace_period_seconds,
+                preconditions=client.V1Preconditions(uid=delete.uid),
+            )
+            if self._delete(
+                lambda d=delete, o=opts: self.core.delete_namespaced_pod(  # type: ignore[misc]
+                    d.name, job.namespace, body=o, _preload_content=False
+                )
+            ):
+                metrics.PODS_DELETED.labels(delete.reason).inc()
+                bound.info(
+                    "pod deleted", pod=delete.name, reason=delete.reason, grace=delete.grace_period_seconds
+                )
+        for name in plan.release:
+            self.release(job.namespace, name)
+        for event in plan.events:
+            self.event(job, event.type, event.reason, event.message)
+        for r in plan.restarts:
+            metrics.RESTARTS.labels(job.namespace, job.name, r.replica, r.cause, str(r.scope)).inc()
+            if r.latency_seconds is not None:
+                metrics.RESTART_DETECTION.labels(r.cause).observe(r.latency_seconds)
+            bound.warning(
+                "restart",
+                replica=r.replica,
+                index=r.index,
+                pod=r.pod,
+                cause=r.cause,
+                rule=r.rule,
+                scope=str(r.scope),
+                latency_s=r.latency_seconds,
+            )
+        if plan.outcome is not None:
+            metrics.JOBS_FINISHED.labels(str(plan.outcome.phase)).inc()
+            bound.info(
+                "job finished",
+                phase=str(plan.outcome.phase),
+                reason=plan.outcome.reason,
+                message=plan.outcome.message,
+            )
+
+    # ---- pieces ----------------------------------------------------------------------------
+    def release(self, namespace: str, pod: str) -> None:
+        """release removes the tracking finalizer from a pod (NotFound is fine)."""
+        patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
+        try:
+            self.core.patch_namespaced_pod(pod, namespace, patch, _preload_content=False)
+        except ApiException as e:
+            if e.status != 404:
+                raise StepFailed(f"releasing pod {pod}: {_reason(e)}") from e
+
+    def _ensure_resources(self, job: api.Job) -> None:
+        wanted: list[tuple[str, Callable[[], dict[str, Any]], Callable[[dict[str, Any]], Any]]] = [
+            (
+                "service",
+                lambda: render.render_service(job),
+                lambda b: self.core.create_namespaced_service(job.namespace, b, _preload_content=False),
+            ),
+        ]
+        if job.spec.ssh:
+            wanted.append(
+                (
+                    "ssh",
+                    lambda: render.render_ssh_secret(job, *sshkeys.generate_keypair(f"aitj@{job.name}")),
+                    lambda b: self.core.create_namespaced_secret(job.namespace, b, _preload_content=False),
+                )
+            )
+        if job.spec.discovery:
+            wanted.append(
+                (
+                    "discovery",
+                    lambda: render.render_discovery_configmap(job, []),
+                    lambda b: self.core.create_namespaced_config_map(
+                        job.namespace, b, _preload_content=False
+                    ),
+                )
+            )
+        for kind, build, create in wanted:
+            if (job.uid, kind) in self._ensured:
+                continue
+            try:
+                create(build())
+            except ApiException as e:
+                if e.status != 409:
+                    raise StepFailed(f"creating the job's {kind} object: {_reason(e)}") from e
+            self._ensured.add((job.uid, kind))
+
+    def _write_discovery(self, job: api.Job, hosts: list[tuple[str, int]]) -> None:
+        body = render.render_discovery_configmap(job, hosts)
+        name = naming.discovery_configmap_name(job.name)
+        try:
+            self.core.replace_namespaced_config_map(name, job.namespace, body, _preload_content=False)
+        except ApiException as e:
+            if e.status != 404:
+                raise StepFailed(f"writing the discovery host list: {_reason(e)}") from e
+            self.core.create_namespaced_config_map(job.namespace, body, _preload_content=False)
+
+    def _write_status(self, job: JobIdentity, status: Mapping[str, Any]) -> None:
+        # The planner returns the whole status: replace it in one write, as a JSON patch (the
+        # typed client would send a merge patch, which cannot drop keys the planner dropped).
+        patch = [{"op": "add", "path": "/status", "value": dict(status)}]
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                api.GROUP,
+                api.VERSION,
+                job.namespace,
+                api.PLURAL,
+                job.name,
+                patch,
+                _content_type="application/json-patch+json",
+                _preload_content=False,
+            )
+        except ApiException as e:
+            if e.status == 404:
+                return  # the job is gone
+            raise StepFailed(f"writing status: {_reason(e)}") from e
+
+    def fail_invalid(self, body: Mapping[str, Any], message: str) -> None:
+        """fail_invalid records, once, that the job's spec cannot be run and why."""
+        meta = body.get("metadata", {})
+        status = dict(body.get("status") or {})
+        conditions = [dict(c, status="False") for c in status.get("conditions") or []]
+        last = (status.get("conditions") or [{}])[-1]
+        if last.get("reason") == "InvalidSpec" and last.get("message") == message:
+            return
+        now = _stamp(self.clock())
+        conditions.append(
+            {
+                "type": "Failed",
+                "status": "True",
+                "reason": "InvalidSpec",
+                "message": message,
+                "lastProbeTime": now,
+                "lastTransitionTime": now,
+            }
+        )
+        status.update(phase="Failed", conditions=conditions[-20:])
+        ref = JobRef(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""))
+        self._write_status(ref, status)
+        self.event(ref, "Warning", "InvalidSpec", message)
+
+    def event(self, job: JobIdentity, type_: str, reason: str, message: str) -> None:
+        """event records a Kubernetes Event on the job (best effort: never fails the pass)."""
+        now = self.clock()
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{job.name}.{uuid.uuid4().hex[:12]}", "namespace": job.namespace},
+            "involvedObject": {
+                "apiVersion": f"{api.GROUP}/{api.VERSION}",
+                "kind": api.KIND,
+                "name": job.name,
+                "namespace": job.namespace,
+                "uid": job.uid,
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message[:1024],
+            "firstTimestamp": _stamp(now),
+            "lastTimestamp": _stamp(now),
+            "count": 1,
+            "source": {"component": "aitj-operator"},
+            "reportingComponent": "aitj-operator",
+        }
+        try:
+            self.core.create_namespaced_event(job.namespace, body, _preload_content=False)
+        except ApiException as e:
+            log.warning("event not recorded", reason=reason, error=_reason(e))
+
+    def _delete(self, call: Callable[[], Any]) -> bool:
+        try:
+            call()
+        except ApiException as e:
+            if e.status in (404, 409):  # gone already, or a newer pod with the same name (uid precondition)
+                return False
+            raise StepFailed(f"deleting: {_reason(e)}") from e
+        return True
+
+    def job_exists(self, namespace: str, name: str) -> bool:
+        try:
+            self.custom.get_namespaced_custom_object(
+                api.GROUP, api.VERSION, namespace, api.PLURAL, name, _preload_content=False
+            )
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+        return True
+
+
+def _stamp(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _reason(e: ApiException) -> str:
+    try:
+        return str(json.loads(e.body or "").get("message") or e.reason)
+    except (TypeError, ValueError):
+        return f"{e.status} {e.reason}"
