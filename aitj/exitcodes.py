@@ -48,7 +48,7 @@ def parse_exit_codes(value: object) -> frozenset[int]:
             raise ExitCodesError(f"exit code {value} is out of range: {GRAMMAR_HINT}")
         return frozenset({value})
     if len(value) > MAX_LENGTH:
-        raise ExitCodesError(f"is {len(value)} characters long, more than {MAX_LENGTH}")
+        raise ExitCodesError(f"is {len(value)} characters: Too long: may not be more than {MAX_LENGTH} bytes")
     if not value.strip(" \t"):
         raise ExitCodesError(f"is empty: {GRAMMAR_HINT}")
     codes: set[int] = set()

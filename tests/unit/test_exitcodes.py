@@ -58,7 +58,9 @@ INVALID = [
     pytest.param("129;101", "'129;101' is not", id="semicolons are refused"),
     pytest.param("1\n", "is not an exit code", id="a trailing newline is refused"),
     pytest.param(
-        "1," * 40 + "1", f"more than {MAX_LENGTH}", id="a string longer than the CRD allows is refused"
+        "1," * 40 + "1",
+        f"may not be more than {MAX_LENGTH}",
+        id="a string longer than the CRD allows is refused",
     ),
 ]
 
