@@ -1,0 +1,383 @@
+"""Test builders for the decision core: jobs, pods, nodes, and a tiny simulated cluster.
+
+In the spirit of JobSet's pkg/util/testing/wrappers.go: small, chainable, defaults from the
+CCE seed (../shared/seeds/001_e4b904c7b850aaa5.aitrainingjob.yaml), so a test states only
+what it is about. Jobs are built here rather than with ``api.parse_job`` so the planner's
+tests do not depend on the parser.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aitj import naming
+from aitj.api import (
+    LABEL_GENERATION,
+    LABEL_INDEX,
+    LABEL_JOB,
+    LABEL_REPLICA,
+    CleanPodPolicy,
+    ExceptionalEvent,
+    FaultTolerantRule,
+    Job,
+    JobSpec,
+    Policy,
+    ReplicaSpec,
+    ReplicaType,
+    RestartPolicy,
+    RestartScope,
+)
+from aitj.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView, format_time
+from aitj.planner import Plan, plan
+
+TERMINAL = ("Succeeded", "Failed")
+T0 = datetime(2022, 1, 14, 9, 1, 52, tzinfo=UTC)  # the seed's first condition
+NAMESPACE = "default"
+JOB = "test-horovod-elastic"
+UID = "e4b904c7-b850-4aa5-9c1d-3f2a6b7c8d90"
+
+
+def at(seconds: float) -> datetime:
+    """at: T0 plus ``seconds``."""
+    return T0 + timedelta(seconds=seconds)
+
+
+# ---------------------------------------------------------------------------------------------
+# Jobs
+
+
+def codes(text: str) -> frozenset[int]:
+    """codes: the exitCodes grammar, enough of it for tests ("129,101", "130-140")."""
+    out: set[int] = set()
+    for item in text.split(","):
+        lo, _, hi = item.strip().partition("-")
+        out |= set(range(int(lo), int(hi or lo) + 1))
+    return frozenset(out)
+
+
+def exit_rule(text: str, scope: RestartScope = RestartScope.POD) -> FaultTolerantRule:
+    return FaultTolerantRule(
+        RestartPolicy.EXIT_CODE, scope, exit_codes=codes(text), source=f"exitCodes {text}"
+    )
+
+
+def event_rule(text: str, scope: RestartScope = RestartScope.POD) -> FaultTolerantRule:
+    events = frozenset(ExceptionalEvent(e.strip()) for e in text.split(","))
+    return FaultTolerantRule(
+        RestartPolicy.ON_NODE_FAIL, scope, events=events, source=f"exceptionalEvent {text}"
+    )
+
+
+def launcher(**changes: Any) -> ReplicaSpec:
+    """launcher: the seed's launcher (master; exitCodes 129,101 and nodeNotReady restart it)."""
+    spec = ReplicaSpec(
+        name="launcher",
+        replica_type=ReplicaType.MASTER,
+        replicas=1,
+        min_replicas=1,
+        max_replicas=1,
+        complete_policy=Policy.ALL,
+        fail_policy=Policy.ANY,
+        restart_policy=RestartPolicy.ON_NODE_FAIL_WITH_EXIT_CODE,
+        restart_scope=RestartScope.POD,
+        restart_limit=100,
+        restart_time_limit=60,
+        restart_timeout=864000,
+        scale_timeout=600,
+        rules=(exit_rule("129,101"), event_rule("nodeNotReady")),
+        template={"spec": {"containers": [{"name": "aitj-0"}]}},
+    )
+    return dataclasses.replace(spec, **changes)
+
+
+def trainer(**changes: Any) -> ReplicaSpec:
+    """trainer: the seed's trainer (3 workers; nodeNotReady and PodForceDeleted restart them;
+    completePolicy and failPolicy None)."""
+    spec = ReplicaSpec(
+        name="trainer",
+        replica_type=ReplicaType.WORKER,
+        replicas=3,
+        min_replicas=1,
+        max_replicas=5,
+        complete_policy=Policy.NONE,
+        fail_policy=Policy.NONE,
+        restart_policy=RestartPolicy.ON_NODE_FAIL_WITH_EXIT_CODE,
+        restart_scope=RestartScope.POD,
+        restart_limit=100,
+        restart_time_limit=60,
+        restart_timeout=864000,
+        scale_timeout=600,
+        rules=(event_rule("nodeNotReady,PodForceDeleted"),),
+        template={"spec": {"containers": [{"name": "aitj-0"}]}},
+    )
+    return dataclasses.replace(spec, **changes)
+
+
+def seed_job(
+    *replicas: ReplicaSpec,
+    status: Mapping[str, Any] | None = None,
+    generation: int = 1,
+    **changes: Any,
+) -> Job:
+    """seed_job: the seed's job (cleanPodPolicy None, completePolicy Any, failPolicy Any,
+    faultTolerant, ssh and discovery on), with ``replicas`` replacing the seed's pair."""
+    spec = JobSpec(
+        framework_type="horovod",
+        fault_tolerant=True,
+        complete_policy=Policy.ANY,
+        fail_policy=Policy.ANY,
+        clean_pod_policy=CleanPodPolicy.NONE,
+        ssh=True,
+        discovery=True,
+        priority="normal",
+        time_limit=None,
+        replicas=replicas or (trainer(), launcher()),
+    )
+    return Job(NAMESPACE, JOB, UID, generation, dataclasses.replace(spec, **changes), dict(status or {}))
+
+
+def with_replica(job: Job, name: str, **changes: Any) -> Job:
+    """with_replica: the job with one replica spec changed."""
+    replicas = tuple(dataclasses.replace(r, **changes) if r.name == name else r for r in job.spec.replicas)
+    return dataclasses.replace(job, spec=dataclasses.replace(job.spec, replicas=replicas))
+
+
+def with_status(job: Job, status: Mapping[str, Any] | None) -> Job:
+    return dataclasses.replace(job, status=dict(status or {}))
+
+
+def name_of(replica: str, index: int, generation: int = 0) -> str:
+    return naming.pod_name(JOB, UID, replica, index, generation)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pods and nodes
+
+
+class Pod:
+    """Pod: a raw pod dict the way the API returns it, built fluently. ``view()`` is its
+    PodView. New pods are tracked (the operator's finalizer) and Pending, unscheduled."""
+
+    def __init__(self, replica: str, index: int, generation: int = 0, created: float = 0) -> None:
+        self.raw: dict[str, Any] = {
+            "metadata": {
+                "name": name_of(replica, index, generation),
+                "namespace": NAMESPACE,
+                "uid": f"uid-{replica}-{index}-{generation}",
+                "creationTimestamp": format_time(at(created)),
+                "labels": {
+                    LABEL_JOB: JOB,
+                    LABEL_REPLICA: replica,
+                    LABEL_INDEX: str(index),
+                    LABEL_GENERATION: str(generation),
+                },
+                "finalizers": [TRACKING_FINALIZER],
+            },
+            "spec": {"containers": [{"name": "aitj-0"}]},
+            "status": {"phase": "Pending"},
+        }
+
+    @property
+    def name(self) -> str:
+        return str(self.raw["metadata"]["name"])
+
+    def copy(self) -> Pod:
+        other = Pod.__new__(Pod)
+        other.raw = copy.deepcopy(self.raw)
+        return other
+
+    def view(self) -> PodView:
+        return PodView.from_dict(self.raw)
+
+    def on(self, node: str) -> Pod:
+        self.raw["spec"]["nodeName"] = node
+        return self
+
+    def running(self, since: float = 1, node: str = "node-a") -> Pod:
+        self.raw["spec"].setdefault("nodeName", node)
+        self.raw["status"] = {
+            "phase": "Running",
+            "containerStatuses": [
+                {"name": "aitj-0", "state": {"running": {"startedAt": format_time(at(since))}}}
+            ],
+        }
+        return self
+
+    def creating(self, node: str = "node-a") -> Pod:
+        """creating: scheduled, containers not started yet."""
+        self.raw["spec"]["nodeName"] = node
+        return self
+
+    def exited(self, code: int, finished: float = 100, container: str = "aitj-0") -> Pod:
+        """exited: the container terminated with ``code``; phase Succeeded for 0, else Failed."""
+        self.raw["spec"].setdefault("nodeName", "node-a")
+        self.raw["status"] = {
+            "phase": "Succeeded" if code == 0 else "Failed",
+            "containerStatuses": [
+                {
+                    "name": container,
+                    "state": {
+                        "terminated": {
+                            "exitCode": code,
+                            "startedAt": format_time(at(1)),
+                            "finishedAt": format_time(at(finished)),
+                        }
+                    },
+                }
+            ],
+        }
+        return self
+
+    def deleted(self, when: float = 100, grace: int = 0) -> Pod:
+        """deleted: a delete call at ``when`` with ``grace`` seconds (deletionTimestamp is
+        when + grace, as the API server writes it)."""
+        self.raw["metadata"]["deletionTimestamp"] = format_time(at(when + grace))
+        self.raw["metadata"]["deletionGracePeriodSeconds"] = grace
+        return self
+
+    def disrupted(self, reason: str, when: float = 100) -> Pod:
+        self.raw["status"].setdefault("conditions", []).append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": reason,
+                "lastTransitionTime": format_time(at(when)),
+            }
+        )
+        return self
+
+    def evicted_by_kubelet(self, message: str = "The node was low on resource: memory.") -> Pod:
+        self.raw["status"].update({"phase": "Failed", "reason": "Evicted", "message": message})
+        return self
+
+    def untracked(self) -> Pod:
+        self.raw["metadata"]["finalizers"] = []
+        return self
+
+    def stamped(self, ledger: Mapping[str, Any]) -> Pod:
+        """stamped: carries a restart-ledger annotation (the wire form)."""
+        self.raw["metadata"].setdefault("annotations", {})[ANNOTATION_LEDGER] = json.dumps(ledger)
+        return self
+
+    def created_at(self, seconds: float) -> Pod:
+        self.raw["metadata"]["creationTimestamp"] = format_time(at(seconds))
+        return self
+
+
+def node(name: str = "node-a", ready: str = "True", since: float = 0) -> NodeView:
+    conditions = [{"type": "Ready", "status": ready, "lastTransitionTime": format_time(at(since))}]
+    return NodeView.from_dict({"metadata": {"name": name}, "status": {"conditions": conditions}})
+
+
+def nodes(*views: NodeView) -> dict[str, NodeView]:
+    views = views or (node("node-a"), node("node-b"))
+    return {n.name: n for n in views}
+
+
+def running_seed(since: float = 1, node_name: str = "node-a") -> list[Pod]:
+    """running_seed: the seed's three trainers and its launcher, all Running, generation 0."""
+    return [Pod("trainer", i).running(since, node_name) for i in range(3)] + [
+        Pod("launcher", 0, created=since).running(since + 1, node_name)
+    ]
+
+
+def views(pods: Iterable[Pod]) -> list[PodView]:
+    return [p.view() for p in pods]
+
+
+def running_status(job: Job, pods: Sequence[Pod], now: float = 10) -> dict[str, Any]:
+    """running_status: the status the planner writes for ``pods`` (all Running) at ``now``."""
+    result = plan(job, views(pods), nodes(), at(now))
+    assert result.status is not None and result.status["phase"] == "Running", result
+    return result.status
+
+
+# ---------------------------------------------------------------------------------------------
+# A simulated cluster: applies Plans the way the executor does, so scenarios can run several
+# passes, crash in between, and check what the API would end up holding.
+
+
+class Cluster:
+    """Cluster: a job, its pods (by name) and nodes; ``step`` plans and applies the plan."""
+
+    def __init__(self, job: Job, pods: Iterable[Pod] = (), node_views: Iterable[NodeView] = ()) -> None:
+        self.job = job
+        self.pods: dict[str, Pod] = {p.name: p for p in pods}
+        self.nodes = {n.name: n for n in node_views} or nodes()
+        self.history: list[Plan] = []
+
+    def plan(self, now: float) -> Plan:
+        return plan(self.job, [p.view() for p in self.pods.values()], self.nodes, at(now))
+
+    def step(self, now: float, *, creates: bool = True, status: bool = True, rest: bool = True) -> Plan:
+        """step: plan at ``now`` and apply it; the flags drop parts of it (an executor crash)."""
+        result = self.plan(now)
+        self.history.append(result)
+        self.apply(result, now, creates=creates, status=status, rest=rest)
+        return result
+
+    def apply(
+        self, result: Plan, now: float, *, creates: bool = True, status: bool = True, rest: bool = True
+    ) -> None:
+        if creates:
+            for c in result.creates:
+                if c.name in self.pods:
+                    continue  # AlreadyExists
+                pod = Pod(c.replica, c.index, c.generation, created=now)
+                pod.raw["metadata"]["annotations"] = dict(c.annotations)
+                self.pods[c.name] = pod
+        if status and result.status is not None:
+            self.job = with_status(self.job, result.status)
+        if rest:
+            for d in result.deletes:
+                pod = self.pods.get(d.name)
+                if pod is None:
+                    continue
+                if d.grace_period_seconds == 0:
+                    pod.deleted(now, 0)
+                elif "deletionTimestamp" not in pod.raw["metadata"]:
+                    pod.deleted(now, 30)
+            for name in result.release:
+                if name in self.pods:
+                    self.pods[name].untracked()
+        self.collect()
+
+    def collect(self) -> None:
+        """collect: the API server removes deleted pods without finalizers once they are done
+        (grace 0, or terminal)."""
+        for name, pod in list(self.pods.items()):
+            meta = pod.raw["metadata"]
+            gone = meta.get("deletionGracePeriodSeconds") == 0 or pod.raw["status"].get("phase") in TERMINAL
+            if "deletionTimestamp" in meta and not meta.get("finalizers") and gone:
+                del self.pods[name]
+
+    def run_all(self, since: float = 1, node_name: str = "node-a") -> None:
+        """run_all: every live pod that is not finished starts running."""
+        for pod in self.pods.values():
+            if "deletionTimestamp" not in pod.raw["metadata"] and pod.raw["status"]["phase"] == "Pending":
+                pod.running(since, node_name)
+
+    def terminate_deleted(self) -> None:
+        """terminate_deleted: the kubelet finishes every graceful deletion (containers stop)."""
+        for pod in self.pods.values():
+            if "deletionTimestamp" in pod.raw["metadata"]:
+                pod.raw["status"]["phase"] = "Failed"
+        self.collect()
+
+    def live(self, replica: str | None = None) -> list[str]:
+        """live: names of pods not being deleted (optionally of one replica), sorted."""
+        return sorted(
+            name
+            for name, p in self.pods.items()
+            if "deletionTimestamp" not in p.raw["metadata"]
+            and (replica is None or p.raw["metadata"]["labels"][LABEL_REPLICA] == replica)
+        )
+
+    @property
+    def status(self) -> dict[str, Any]:
+        return self.job.status
