@@ -59,6 +59,23 @@ def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     STATE["reconciler"] = Reconciler(executor, INDEXES.snapshot)
 
 
+@kopf.on.login()
+def login(memo: Any, **_: Any) -> kopf.ConnectionInfo:
+    """login gives kopf the credentials the API client already loaded, so both talk to the same
+    cluster as the same user (kubeconfig or in-cluster), whatever the environment says."""
+    cfg = memo.api_client.configuration
+    auth = (cfg.api_key or {}).get("authorization") or (cfg.api_key or {}).get("BearerToken")
+    token = auth.removeprefix("Bearer ").strip() if auth else None
+    return kopf.ConnectionInfo(
+        server=cfg.host,
+        ca_path=cfg.ssl_ca_cert,
+        insecure=not cfg.verify_ssl,
+        certificate_path=cfg.cert_file,
+        private_key_path=cfg.key_file,
+        token=token,
+    )
+
+
 @kopf.index(api.GROUP, api.VERSION, api.PLURAL)
 def jobs(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[JobKey, Mapping[str, Any]]:
     return {

@@ -46,8 +46,6 @@ def run(
 ) -> None:
     """run blocks, operating on the given namespaces (all when empty) until stopped."""
     configure(json=json_logs)
-    if kubeconfig is not None:
-        os.environ["KUBECONFIG"] = str(kubeconfig)  # kopf's own login reads it
     import aitj.operator  # noqa: F401  (registers the handlers)
 
     metrics.serve(metrics_port)
