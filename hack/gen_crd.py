@@ -667,6 +667,51 @@ def status_schema() -> Schema:
             "selector": string(
                 f"Label selector of the {api.SCALE_REPLICA} replica's pods, for the /scale subresource."
             ),
+            "discoveryHosts": {
+                "description": (
+                    "The worker pods in the discovery plugin's host list (/etc/edl/discover_hosts.sh), "
+                    "in order; written when plugin.discovery is on."
+                ),
+                "type": "array",
+                "x-kubernetes-list-type": "atomic",
+                "items": {"type": "string"},
+            },
+            "restartLedger": {
+                "description": (
+                    "The operator's restart bookkeeping per replica type, which keeps restart counts "
+                    "exact across operator crashes (docs/semantics.md). Not for people."
+                ),
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "properties": {
+                        "epoch": described(
+                            {"type": "integer", "format": "int64"},
+                            "Replica- and All-scope restarts that covered this replica type.",
+                        ),
+                        "seen": {
+                            "description": "Per index, the newest pod generation seen (-1: none).",
+                            "type": "array",
+                            "x-kubernetes-list-type": "atomic",
+                            "items": {"type": "integer", "format": "int64"},
+                        },
+                        "ended": {
+                            "description": "Per index, the newest generation seen finished.",
+                            "type": "object",
+                            "additionalProperties": {"type": "integer", "format": "int64"},
+                        },
+                        "restarts": {
+                            "description": "Per index, [the generation that failed, restarts so far].",
+                            "type": "object",
+                            "additionalProperties": {
+                                "type": "array",
+                                "x-kubernetes-list-type": "atomic",
+                                "items": {"type": "integer", "format": "int64"},
+                            },
+                        },
+                    },
+                },
+            },
             "observedGeneration": {
                 "description": "The metadata.generation this status describes.",
                 "type": "integer",
