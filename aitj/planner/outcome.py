@@ -15,10 +15,13 @@ from aitj.api import JobSpec, Phase, Policy, ReplicaSpec
 from aitj.observed import format_time
 from aitj.planner.survey import Slot, State, Survey
 from aitj.planner.types import Outcome
+from aitj.policy import FailReason
 
 REASON_SUCCEEDED = "TrainingJobSucceeded"
 REASON_FAILED = "TrainingJobFailed"
 REASON_TIMEOUT = "TrainingJobTimeout"
+# Fail reasons that name a Failed condition themselves; the others are TrainingJobFailed.
+_OWN_REASONS = frozenset({FailReason.RESTART_LIMIT_EXCEEDED, FailReason.RESTART_TIMEOUT})
 
 
 def replica_meets(policy: Policy, slots: Sequence[Slot], state: State) -> bool:
@@ -64,10 +67,10 @@ def judge(spec: JobSpec, survey: Survey, started: datetime | None, now: datetime
     if job_meets(spec.fail_policy, failing, failed):
         first = next(s for r in failing if failed(r) for s in survey.of(r.name) if s.state is State.FAILED)
         assert first.failure is not None and first.fail is not None
-        reason = first.fail.reason.value
+        reason = first.fail.reason
         return Outcome(
             Phase.FAILED,
-            reason if reason in ("RestartLimitExceeded", "RestartTimeout") else REASON_FAILED,
+            reason.value if reason in _OWN_REASONS else REASON_FAILED,
             f"pod {first.name} of replica {first.replica.name} failed: {first.failure.description}; "
             f"{first.fail.message}",
         )

@@ -428,6 +428,32 @@ def test_a_crash_after_some_creates_of_a_replica_restart_recreates_the_rest_with
     assert cluster.status["RestartCount"]["trainer"] == 1
 
 
+def test_a_crash_after_the_worker_creates_of_a_scope_all_restart_still_replaces_the_launcher_once() -> None:
+    job = with_replica(seed_job(), "trainer", rules=(event_rule("nodeNotReady", RestartScope.ALL),))
+    cluster = running(job)
+    cluster.nodes = nodes(*DEAD_B)
+    cluster.step(100, status=False, rest=False)  # trainers created; status and deletes lost
+    again = cluster.step(101)
+    assert again.restarts == () and sorted(d.name for d in again.deletes) == sorted([*TRAINERS, LAUNCHER])
+    cluster.terminate_deleted()
+    cluster.run_all(102)
+    last = cluster.step(103)
+    assert [c.name for c in last.creates] == [name_of("launcher", 0, 1)]
+    assert cluster.status["RestartCount"] == {"trainer": 1, "launcher": 0}
+
+
+def test_a_pod_stamped_with_an_older_epoch_is_replaced_without_counting() -> None:
+    cluster = running()
+    ledger = {
+        **cluster.status["restartLedger"],
+        "trainer": {**cluster.status["restartLedger"]["trainer"], "epoch": 1},
+    }
+    cluster.job = with_status(cluster.job, {**cluster.status, "restartLedger": ledger})
+    result = cluster.step(100)
+    assert sorted(c.name for c in result.creates) == sorted(name_of("trainer", i, 1) for i in range(3))
+    assert result.restarts == () and cluster.status["RestartCount"]["trainer"] == 0
+
+
 def test_the_ledger_on_the_new_pods_recounts_a_lost_status_exactly() -> None:
     cluster = running()
     cluster.pods[TRAINERS[0]].deleted(100, 0)
