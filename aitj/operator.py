@@ -1,8 +1,8 @@
 """kopf wiring: indexes and event handlers, a few lines each, delegating to the Reconciler.
 
 No create/update/resume handlers (they wait for their own patches and write progress
-annotations); only indexes, ``on.event`` and a periodic timer, none of which delay the
-recovery path.
+annotations); only indexes, ``on.event`` and a periodic resync task, none of which delay the
+recovery path or put a finalizer on the job.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import kopf
 
 from aitj import api
-from aitj.kube import KubeExecutor, OperatorConfig
+from aitj.kube import KubeExecutor
 from aitj.logs import log
 from aitj.observed import TRACKING_FINALIZER, NodeView, PodView
 from aitj.reconciler import JobKey, Reconciler, Snapshot
@@ -49,7 +49,7 @@ def reconciler() -> Reconciler:
 
 
 @kopf.on.startup()
-def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
+async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     settings.posting.enabled = False  # we emit the Events we mean
     settings.watching.server_timeout = 300  # renew a silently dead watch
     settings.watching.client_timeout = 330
@@ -57,6 +57,17 @@ def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     executor = KubeExecutor(memo.api_client, memo.config)
     STATE["executor"] = executor
     STATE["reconciler"] = Reconciler(executor, INDEXES.snapshot)
+    # A periodic pass over every job catches anything a missed event would have hidden. Not a
+    # kopf timer: kopf puts a finalizer on objects with timers, and a job should be deletable
+    # while the operator is down.
+    STATE["resync"] = asyncio.get_running_loop().create_task(_resync_forever())
+
+
+async def _resync_forever() -> None:
+    while True:
+        await asyncio.sleep(RESYNC_SECONDS)
+        for key in list(INDEXES.jobs or {}):
+            reconciler().spawn(key)
 
 
 @kopf.on.login()
@@ -135,13 +146,6 @@ async def node_event(name: str, type: str, **kwargs: Any) -> None:
             reconciler().spawn(key)
 
 
-@kopf.timer(api.GROUP, api.VERSION, api.PLURAL, interval=RESYNC_SECONDS)
-async def resync(namespace: str | None, name: str, **kwargs: Any) -> None:
-    """A periodic pass catches anything a missed event would have hidden."""
-    INDEXES.capture(kwargs)
-    await reconciler().kick((namespace or "", name))
-
-
 async def _release_orphan(namespace: str, job: str, pod: str) -> None:
     """A pod whose job is gone (deleted, garbage collection under way): let it go."""
     executor: KubeExecutor = STATE["executor"]
@@ -149,16 +153,3 @@ async def _release_orphan(namespace: str, job: str, pod: str) -> None:
         return  # the jobs index has not caught up yet; the job's own pass will handle the pod
     log.info("releasing pod of a deleted job", namespace=namespace, job=job, pod=pod)
     await asyncio.to_thread(executor.release, namespace, pod)
-
-
-__all__ = [
-    "OperatorConfig",
-    "job_event",
-    "jobs",
-    "node_event",
-    "nodes",
-    "pod_event",
-    "pods",
-    "resync",
-    "startup",
-]

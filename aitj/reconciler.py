@@ -23,7 +23,7 @@ from aitj import metrics
 from aitj.api import InvalidJob, Job, parse_job
 from aitj.kube import Executor, StepFailed
 from aitj.logs import log
-from aitj.observed import NodeView, PodView
+from aitj.observed import TRACKING_FINALIZER, NodeView, PodView
 from aitj.planner import plan as make_plan
 from aitj.planner.types import Plan
 
@@ -77,6 +77,13 @@ class Reconciler:
             if state.timer:
                 state.timer.cancel()
             self._jobs.pop(key, None)
+            return
+        if (body.get("metadata") or {}).get("deletionTimestamp"):
+            # Being deleted (foreground): plan nothing, or the pods garbage collection removes
+            # would look lost and be replaced. Let the tracked pods go.
+            for pod in pods:
+                if TRACKING_FINALIZER in pod.finalizers:
+                    await asyncio.to_thread(self.executor.release, key[0], pod.name)
             return
         started = time.perf_counter()
         try:

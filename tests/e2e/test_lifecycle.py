@@ -104,7 +104,7 @@ def test_the_seed_runs_trainers_first_then_the_launcher_and_tells_the_story(
 
     job = wait_phase(cluster, namespace, NAME, "Running")
     history = conditions(job)
-    assert [c["type"] for c in history][0] == "Pending"
+    assert history[0]["type"] == "Pending"
     assert history[-1] == {
         **history[-1],
         "type": "Running",
@@ -211,6 +211,8 @@ def test_deleting_a_job_leaves_nothing_behind(
     wait_phase(cluster, namespace, NAME, "Running")
     assert cluster.core.read_namespaced_secret(naming.ssh_secret_name(NAME), namespace)
     assert cluster.core.read_namespaced_config_map(naming.discovery_configmap_name(NAME), namespace)
+    # No finalizer on the job: it can be deleted even while the operator is down.
+    assert get_job(cluster, namespace, NAME)["metadata"].get("finalizers") in (None, [])
     delete_job(cluster, namespace, NAME)
 
     def leftovers() -> list[str]:
@@ -229,6 +231,10 @@ def test_deleting_a_job_leaves_nothing_behind(
         return left
 
     wait_for(lambda: leftovers() == [], 60, "every object of the job gone", interval=0.5)
+    restarts = [
+        e.message for e in events_for(cluster, namespace, NAME) if e.reason == "TrainingJobRestarting"
+    ]
+    assert restarts == [], "pods removed with their job were taken for lost ones"
 
 
 def test_discover_hosts_prints_exactly_the_running_trainers(
@@ -269,3 +275,28 @@ def test_an_operator_killed_while_creating_pods_ends_with_one_pod_per_index(
     )
     assert indices == [("launcher", 0)] + [("trainer", i) for i in range(5)]
     assert get_job(cluster, namespace, NAME)["status"]["RestartCount"] == {"launcher": 0, "trainer": 0}
+
+
+def test_a_job_deleted_in_the_foreground_is_not_replanned_and_its_pods_go(
+    cluster: KubeCluster, namespace: str, live_operator: OperatorProcess
+) -> None:
+    create_job(cluster, namespace, seed_variant(NAME))
+    wait_phase(cluster, namespace, NAME, "Running")
+    before = {p.metadata.name for p in job_pods(cluster, namespace, NAME)}
+    from kubernetes import client
+
+    client.CustomObjectsApi(cluster.api).delete_namespaced_custom_object(
+        api.GROUP, api.VERSION, namespace, api.PLURAL, NAME, propagation_policy="Foreground"
+    )
+
+    def state() -> tuple[set[str], bool]:
+        names = {p.metadata.name for p in job_pods(cluster, namespace, NAME)}
+        jobs = client.CustomObjectsApi(cluster.api).list_namespaced_custom_object(
+            api.GROUP, api.VERSION, namespace, api.PLURAL
+        )["items"]
+        return names, bool(jobs)
+
+    wait_for(lambda: state() == (set(), False), 60, "the pods and then the job gone", interval=0.1)
+    created = {e.message for e in events_for(cluster, namespace, NAME) if e.reason == "TrainingJobRestarting"}
+    assert created == set(), "garbage-collected pods were taken for lost ones"
+    assert before  # there were pods to lose
