@@ -481,7 +481,16 @@ def _kwok_config(config: ClusterConfig, ports: Ports) -> str:
             "enablePodsOnNodeSyncStreamWatch": True,
         },
     }
-    stages = [(STAGES_DIR / f).read_text() for f in ("node.yaml", "pod.yaml")]
+    # Node status heartbeats as often as Lease renewals, so kube-controller-manager never
+    # judges a node by a stale status heartbeat alone.
+    heartbeat_ms = config.node_lease_seconds * 1000 // 2
+    node_stages = (
+        (STAGES_DIR / "node.yaml")
+        .read_text()
+        .replace("HEARTBEAT_JITTER_MS", str(heartbeat_ms // 4))
+        .replace("HEARTBEAT_MS", str(heartbeat_ms))
+    )
+    stages = [node_stages, (STAGES_DIR / "pod.yaml").read_text()]
     return "---\n".join([yaml.safe_dump(options), *stages])
 
 

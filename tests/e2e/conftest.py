@@ -23,6 +23,7 @@ def crd(cluster: KubeCluster) -> None:
     """crd installs the AITrainingJob CRD (server-side apply) and waits until it is served."""
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
     wait_for(lambda: _established(cluster), 60, "the CRD Established")
+    wait_for(lambda: cluster.kubectl("get", "aitj", "-A", check=False).returncode == 0, 30, "aitj served")
 
 
 def _established(cluster: KubeCluster) -> bool:
@@ -44,7 +45,7 @@ def operator(
 
 
 @pytest.fixture
-def live_operator(operator: OperatorProcess, request: pytest.FixtureRequest) -> Iterator[OperatorProcess]:
+def live_operator(operator: OperatorProcess, cluster: KubeCluster) -> Iterator[OperatorProcess]:
     """live_operator is the session operator, checked alive before and after the test; its log
     is printed when the test fails."""
     if operator.proc is None:
@@ -54,4 +55,7 @@ def live_operator(operator: OperatorProcess, request: pytest.FixtureRequest) -> 
     yield operator
     # Shown by pytest only when the test fails.
     print(f"---- operator log during the test ----\n{operator.logs()[mark:][-6000:]}")
+    print("---- pods and nodes after the test ----")
+    print(cluster.kubectl("get", "pods", "-A", "-o", "wide", check=False).stdout)
+    print(cluster.kubectl("get", "nodes", "--show-labels", check=False).stdout)
     operator.assert_alive()

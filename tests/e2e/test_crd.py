@@ -29,25 +29,11 @@ pytestmark = pytest.mark.e2e
 
 CRD_FILE = Path(__file__).resolve().parents[2] / "crds" / "aitrainingjobs.yaml"
 CRD_NAME = "aitrainingjobs.kongming.cce.baiudbce.com"
-FIELD_MANAGER = "aitj-tests"
-
-
-def install_crds(cluster: KubeCluster) -> None:
-    """install_crds applies crds/ and waits until the apiserver serves the kind."""
-    cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", "-f", str(CRD_FILE)
-    )
-    cluster.kubectl("wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=60s")
-    wait_for(
-        lambda: cluster.kubectl("get", "aitj", "-A", check=False).returncode == 0,
-        30,
-        "the aitj resource to be served",
-    )
 
 
 @pytest.fixture(scope="session")
-def crd_installed(cluster: KubeCluster) -> KubeCluster:
-    install_crds(cluster)
+def crd_installed(cluster: KubeCluster, crd: None) -> KubeCluster:
+    """crd_installed is the cluster once the session's ``crd`` fixture has installed the CRD."""
     return cluster
 
 

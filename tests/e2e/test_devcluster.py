@@ -4,6 +4,7 @@ produces what a real cluster shows."""
 from __future__ import annotations
 
 import copy
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -179,3 +180,9 @@ def test_clients_reconnect_after_the_apiserver_restarts(cluster: KubeCluster, na
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "after"}})
     names = {cm.metadata.name for cm in core.list_namespaced_config_map(namespace).items}
     assert {"before", "after"} <= names
+    # The simulated kubelets keep their nodes Ready through it, as real ones would.
+    nodes = [n.metadata.name for n in core.list_node().items]
+    time.sleep(5)
+    wait_for(
+        lambda: all(node_ready(cluster, n) == "True" for n in nodes), 30, "every node Ready after the restart"
+    )
