@@ -184,3 +184,15 @@ def run_operator(
         priority_classes=mapping,
         json_logs=json_logs,
     )
+
+
+@main.command("demo")
+@_name_option
+def demo(name: str) -> None:
+    """Run the CCE seed training job on the local cluster and show what happens."""
+    from aitj.demo import DemoError, run_demo
+
+    try:
+        run_demo(cluster_name=name)
+    except (DemoError, ClusterError, BuildError) as e:
+        raise click.ClickException(str(e)) from e

@@ -300,7 +300,7 @@ def test_an_operator_killed_in_the_middle_of_a_restart_ends_with_one_pod_per_ind
     live_operator.start()
     wait_for(lambda: restart_count(cluster, namespace, "trainer") == 1, 30, "RestartCount.trainer 1")
     wait_phase(cluster, namespace, NAME, "Running")
-    pods = job_pods(cluster, namespace, NAME)
-    assert len(pods) == 4  # the old pod released, nothing extra
+    # The old pod is released at the end of a pass (after the status write): wait for that.
+    wait_for(lambda: len(job_pods(cluster, namespace, NAME)) == 4, 30, "the old pod released, nothing extra")
     assert sorted(by_index(job_pods(cluster, namespace, NAME, "trainer"))) == [0, 1, 2]
     assert restart_count(cluster, namespace, "trainer") == 1
