@@ -17,5 +17,7 @@ def test_the_demo_example_is_the_seed_manifest_unchanged() -> None:
 
 
 def test_the_demo_example_parses() -> None:
-    job = parse_job(yaml.safe_load(EXAMPLE.read_text()) | {"metadata": {"name": "test-horovod-elastic", "uid": "u"}})
+    job = parse_job(
+        yaml.safe_load(EXAMPLE.read_text()) | {"metadata": {"name": "test-horovod-elastic", "uid": "u"}}
+    )
     assert [r.name for r in job.spec.replicas] == ["trainer", "launcher"]
