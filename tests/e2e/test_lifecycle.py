@@ -15,6 +15,7 @@ from aitj import api, naming
 from aitj.devcluster import faults
 from aitj.devcluster.nodes import node_manifest, profile
 from tests.clusters import KubeCluster
+from tests.invalid_manifests import MODEL_ONLY, Case
 from tests.jobs import (
     Doc,
     condition_types,
@@ -300,3 +301,24 @@ def test_a_job_deleted_in_the_foreground_is_not_replanned_and_its_pods_go(
     created = {e.message for e in events_for(cluster, namespace, NAME) if e.reason == "TrainingJobRestarting"}
     assert created == set(), "garbage-collected pods were taken for lost ones"
     assert before  # there were pods to lose
+
+
+@pytest.mark.parametrize("case", MODEL_ONLY, ids=lambda c: c.id)
+def test_a_job_admission_cannot_refuse_fails_at_once_with_the_field_and_creates_nothing(
+    cluster: KubeCluster, namespace: str, live_operator: OperatorProcess, case: Case
+) -> None:
+    doc = case.manifest(name=NAME)
+    doc["metadata"].pop("namespace", None)
+    create_job(cluster, namespace, doc)
+    job = wait_phase(cluster, namespace, NAME, "Failed")
+    last = conditions(job)[-1]
+    assert last["reason"] == "InvalidSpec"
+    assert case.path in last["message"]
+    assert case.fragment in last["message"]
+    assert job_pods(cluster, namespace, NAME) == []
+    warnings = wait_for(
+        lambda: [e for e in events_for(cluster, namespace, NAME) if e.reason == "InvalidSpec"],
+        30,
+        "an InvalidSpec event",
+    )
+    assert case.path in warnings[0].message
