@@ -196,3 +196,14 @@ def demo(name: str) -> None:
         run_demo(cluster_name=name)
     except (DemoError, ClusterError, BuildError) as e:
         raise click.ClickException(str(e)) from e
+
+
+@main.command("bench")
+def bench() -> None:
+    """Print benchmark figures: warm cluster start, recovery latency of a force-deleted trainer."""
+    from aitj.bench import run_all
+
+    try:
+        run_all(say=lambda m: click.echo(m))
+    except (ClusterError, BuildError) as e:
+        raise click.ClickException(str(e)) from e
