@@ -23,6 +23,19 @@ def seed_variant(name: str = "test-horovod-elastic", **changes: Callable[[Doc], 
     return doc
 
 
+def set_path(path: str, value: Any) -> Callable[[Doc], None]:
+    """set_path is a change for seed_variant: set a dotted path (list indices as numbers)."""
+
+    def change(doc: Doc) -> None:
+        node: Any = doc
+        keys = path.split(".")
+        for key in keys[:-1]:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        node[keys[-1]] = value
+
+    return change
+
+
 def create_job(cluster: KubeCluster, namespace: str, doc: Doc) -> Doc:
     custom = _custom(cluster)
     created: Doc = custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, doc)

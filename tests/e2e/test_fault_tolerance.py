@@ -23,6 +23,7 @@ from tests.jobs import (
     live,
     running,
     seed_variant,
+    set_path,
     wait_phase,
 )
 from tests.operator_process import OperatorProcess
@@ -31,17 +32,6 @@ from tests.waiting import wait_for
 pytestmark = pytest.mark.e2e
 NAME = "ft-job"
 POOL_LABEL = "test.aitj.dev/pool"
-
-
-def set_path(path: str, value: Any) -> Callable[[Doc], None]:
-    def change(doc: Doc) -> None:
-        node = doc
-        keys = path.split(".")
-        for key in keys[:-1]:
-            node = node[int(key)] if isinstance(node, list) else node[key]
-        node[keys[-1]] = value
-
-    return change
 
 
 def by_index(pods: list[Any]) -> dict[int, str]:

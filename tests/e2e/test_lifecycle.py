@@ -7,7 +7,6 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,7 +16,6 @@ from aitj.devcluster.nodes import node_manifest, profile
 from tests.clusters import KubeCluster
 from tests.invalid_manifests import MODEL_ONLY, Case
 from tests.jobs import (
-    Doc,
     condition_types,
     conditions,
     create_job,
@@ -28,6 +26,7 @@ from tests.jobs import (
     live,
     running,
     seed_variant,
+    set_path,
     wait_phase,
 )
 from tests.operator_process import OperatorProcess
@@ -35,17 +34,6 @@ from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 NAME = "test-horovod-elastic"
-
-
-def set_path(path: str, value: Any) -> Any:
-    def change(doc: Doc) -> None:
-        node = doc
-        keys = path.split(".")
-        for key in keys[:-1]:
-            node = node[key]
-        node[keys[-1]] = value
-
-    return change
 
 
 @pytest.fixture
