@@ -149,6 +149,9 @@ DEFAULT_RESTART_POLICY = RestartPolicy.NEVER
 DEFAULT_RESTART_SCOPE = RestartScope.POD
 DEFAULT_RESTART_TIME_LIMIT = 60
 DEFAULT_SCALE_TIMEOUT = 600
+# Seconds scale-in pods stay alive after leaving the discovery host list: about one kubelet
+# sync period, the time a ConfigMap edit takes to reach the launcher's mounted file.
+DEFAULT_SCALE_IN_GRACE_PERIOD = 60
 
 # Bounds. Besides catching typos they keep the CRD's CEL rules inside the apiserver's cost
 # budget, which is estimated from the largest list, map and string the schema admits.
@@ -215,6 +218,9 @@ class ReplicaSpec:
     scale_timeout: int  # seconds a scale-out may take before it is rolled back
     rules: tuple[FaultTolerantRule, ...]
     template: dict[str, Any] = field(hash=False, compare=False)
+    # seconds scale-in pods stay alive out of the host list before they are deleted
+    scale_in_grace_period: int = DEFAULT_SCALE_IN_GRACE_PERIOD
+    scale_in_pods: tuple[str, ...] = ()  # scaleInpods: pods to remove first at a scale-in (CCE)
 
 
 @dataclass(frozen=True)
@@ -615,6 +621,8 @@ _REPLICA_FIELDS = (
     "restartTimeLimit",
     "restartTimeout",
     "scaleTimeout",
+    "scaleInGracePeriod",
+    "scaleInpods",
     "faultTolerantPolicy",
     "template",
 )
@@ -648,8 +656,33 @@ def _parse_replica(name: str, value: object, path: str, errors: list[FieldError]
         scale_timeout=f.integer("scaleTimeout", DEFAULT_SCALE_TIMEOUT, 1, MAX_SECONDS),
         rules=_parse_rules(f, restart_scope),
         template=_parse_template(f),
+        scale_in_grace_period=f.integer("scaleInGracePeriod", DEFAULT_SCALE_IN_GRACE_PERIOD, 0, MAX_SECONDS),
+        scale_in_pods=_parse_scale_in_pods(f),
     )
     return spec if len(errors) == before else None
+
+
+def _parse_scale_in_pods(f: _Fields) -> tuple[str, ...]:
+    """_parse_scale_in_pods reads scaleInpods (CCE's spelling): names of this replica's pods to
+    remove first when replicas goes down. Names that are not current pods are ignored."""
+    value = f.get("scaleInpods")
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        f.error("scaleInpods", f"must be of type array, not {_kind(value)}")
+        return ()
+    if len(value) > MAX_REPLICAS:
+        f.error("scaleInpods", f"Too many: {len(value)}: must have at most {MAX_REPLICAS} items")
+    names: list[str] = []
+    for i, item in enumerate(value):
+        where = f"{f.at('scaleInpods')}[{i}]"
+        if not isinstance(item, str):
+            f.errors.append(FieldError(where, f"must be of type string, not {_kind(item)}"))
+        elif len(item) > MAX_POD_NAME_LENGTH:
+            f.errors.append(FieldError(where, f"Too long: may not be more than {MAX_POD_NAME_LENGTH} bytes"))
+        else:
+            names.append(item)
+    return tuple(names)
 
 
 def _check_counts(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from aitj import api, metrics, naming, render, sshkeys
 from aitj.logs import log
 from aitj.observed import TRACKING_FINALIZER
-from aitj.planner.types import Plan, ResourceAction
+from aitj.planner.types import Plan, ReplicasPatch, ResourceAction
 
 
 class JobIdentity(Protocol):
@@ -121,6 +121,8 @@ class KubeExecutor:
             self._write_discovery(job, hosts)
         if plan.status is not None:
             self._write_status(job, plan.status)
+        if plan.spec_replicas:
+            self._set_replicas(job, plan.spec_replicas)
         for delete in plan.deletes:
             opts = client.V1DeleteOptions(
                 grace_period_seconds=delete.grace_period_seconds,
@@ -237,6 +239,40 @@ class KubeExecutor:
             if e.status == 404:
                 return  # the job is gone
             raise StepFailed(f"writing status: {_reason(e)}") from e
+
+    def _set_replicas(self, job: api.Job, patches: Sequence[ReplicasPatch]) -> None:
+        """_set_replicas sets replicas back after a rolled-back scale-out: one JSON patch that
+        tests each value before replacing it, so a newer edit of the user's wins (the test
+        fails, and the next pass plans the new spec)."""
+        ops: list[dict[str, Any]] = []
+        for p in patches:
+            path = f"/spec/replicaSpecs/{p.replica}/replicas"  # replica names are DNS labels
+            ops += [
+                {"op": "test", "path": path, "value": p.expected},
+                {"op": "replace", "path": path, "value": p.value},
+            ]
+        try:
+            self.custom.patch_namespaced_custom_object(
+                api.GROUP,
+                api.VERSION,
+                job.namespace,
+                api.PLURAL,
+                job.name,
+                ops,
+                _content_type="application/json-patch+json",
+                _preload_content=False,
+            )
+        except ApiException as e:
+            if e.status in (404, 409, 422):  # gone, or changed since (test failed), or refused
+                log.warning("replicas not set back", namespace=job.namespace, job=job.name, error=_reason(e))
+                return
+            raise StepFailed(f"setting replicas back: {_reason(e)}") from e
+        log.info(
+            "replicas set back",
+            namespace=job.namespace,
+            job=job.name,
+            replicas={p.replica: p.value for p in patches},
+        )
 
     def fail_invalid(self, body: Mapping[str, Any], message: str) -> None:
         """fail_invalid records, once, that the job's spec cannot be run and why."""

@@ -433,6 +433,26 @@ def replica_schema(template: Schema) -> Schema:
                 seconds,
                 default=api.DEFAULT_SCALE_TIMEOUT,
             ),
+            "scaleInGracePeriod": integer(
+                "Our addition: seconds the pods a scale-in removes stay alive after leaving the "
+                "discovery host list, for their workers to stop, before they are deleted. Unset: "
+                f"{api.DEFAULT_SCALE_IN_GRACE_PERIOD} (about one kubelet sync period, the time a host "
+                "list edit takes to reach the launcher's file). Pods not in the list go at once.",
+                0,
+                seconds,
+            ),
+            "scaleInpods": {
+                "description": (
+                    "CCE (its spelling): names of this replica's pods to remove first when replicas "
+                    "goes down (`aitj scalein --pods`); the highest indices make up the rest. Their "
+                    "indices stay vacant until a scale-out fills them. Names that are not current "
+                    "pods are ignored."
+                ),
+                "type": "array",
+                "maxItems": api.MAX_REPLICAS,
+                "x-kubernetes-list-type": "atomic",
+                "items": {"type": "string", "maxLength": api.MAX_POD_NAME_LENGTH},
+            },
             "faultTolerantPolicy": {
                 "description": (
                     "Ordered fault-tolerance rules, used when spec.faultTolerant is true. At most "
@@ -717,27 +737,70 @@ def status_schema() -> Schema:
                 "type": "integer",
                 "format": "int64",
             },
+            "currentReplicas": {
+                "description": (
+                    "Per replica type, the pods the job runs with: what replicas was when the last "
+                    "scale operation finished (CCE's name). A scale operation runs while "
+                    "spec.replicaSpecs.<name>.replicas differs from it."
+                ),
+                "type": "object",
+                "additionalProperties": count,
+            },
+            "vacantIndices": {
+                "description": (
+                    "Per replica type, indices below the highest current one without a pod: named "
+                    "pods were scaled in (scaleInpods). A scale-out fills them first."
+                ),
+                "type": "object",
+                "additionalProperties": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "atomic",
+                    "items": count,
+                },
+            },
+            "scaling": {
+                "description": "Scale operations in flight, by replica type (docs/scaling.md).",
+                "type": "object",
+                "additionalProperties": scale_operation(time, count),
+            },
             "scaleHistory": {
-                "description": f"Scale operations, oldest first. At most {api.MAX_SCALE_HISTORY}.",
+                "description": (
+                    f"Finished scale operations and rollbacks, oldest first. At most {api.MAX_SCALE_HISTORY}."
+                ),
                 "type": "array",
                 "maxItems": api.MAX_SCALE_HISTORY,
                 "x-kubernetes-list-type": "atomic",
                 "items": {
                     "type": "object",
                     "properties": {
-                        "time": described(time, "When it happened."),
+                        "time": described(time, "When it finished."),
+                        "started": described(time, "When it began."),
                         "replica": string("The replica spec scaled."),
                         "operation": string(
-                            "scaleout, scalein or rollback.", enum=enum_values(api.ScaleOperation)
+                            "scaleout or scalein (done), or rollback (a scale-out rolled back, or an "
+                            "operation cancelled by a newer edit).",
+                            enum=enum_values(api.ScaleOperation),
                         ),
+                        "version": described(
+                            count, "The operation's number (the job version of its message)."
+                        ),
+                        "generation": {
+                            "description": "metadata.generation of the edit that asked for it.",
+                            "type": "integer",
+                            "format": "int64",
+                        },
                         "from": described(count, "replicas before."),
-                        "to": described(count, "replicas after."),
+                        "to": described(count, "replicas asked for."),
                         "pods": {
                             "description": "Pods added or removed.",
                             "type": "array",
+                            "x-kubernetes-list-type": "atomic",
                             "items": {"type": "string"},
                         },
-                        "reason": string("One CamelCase word."),
+                        "reason": string(
+                            "ScaleSucceeded, ScaleTimeout (not Running within scaleTimeout), ScaleFailed "
+                            "(a new pod failed for good) or ScaleCancelled (a newer edit replaced it)."
+                        ),
                         "message": string("What happened, for people."),
                     },
                 },
@@ -760,6 +823,48 @@ def status_schema() -> Schema:
                     },
                 },
             },
+        },
+    }
+
+
+def scale_operation(time: Schema, count: Schema) -> Schema:
+    """scale_operation: status.scaling.<replica>, a scale operation in flight."""
+
+    def described(schema: Schema, text: str) -> Schema:
+        return {"description": text, **schema}
+
+    names = {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}}
+    return {
+        "description": "One scale operation in flight.",
+        "type": "object",
+        "properties": {
+            "operation": string(
+                "scaleout, scalein, or rollback (a scale-out being undone: replicas is being set back).",
+                enum=enum_values(api.ScaleOperation),
+            ),
+            "version": described(count, "The operation's number: 1 for the job's first (the job version)."),
+            "generation": {
+                "description": "metadata.generation of the edit that asked for it.",
+                "type": "integer",
+                "format": "int64",
+            },
+            "from": described(count, "replicas before."),
+            "to": described(count, "replicas asked for."),
+            "indices": {
+                "description": "Indices added (scaleout) or leaving (scalein).",
+                "type": "array",
+                "x-kubernetes-list-type": "atomic",
+                "items": count,
+            },
+            "pods": described(names, "Their pods."),
+            "draining": described(names, "Scale-in pods out of the host list, deleted at the deadline."),
+            "started": described(time, "When it began."),
+            "deadline": described(
+                time,
+                "scaleout: rolled back if its pods are not all Running by then; scalein: pods deleted then.",
+            ),
+            "reason": string("rollback: ScaleTimeout or ScaleFailed."),
+            "message": string("rollback: why, for people."),
         },
     }
 

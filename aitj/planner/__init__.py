@@ -7,6 +7,7 @@ It decides; the executor (aitj/kube.py) only carries the Plan out (see ``types``
 - ``survey``: slots per replica index, failures, restart decisions, launcher gating (issue 5).
 - ``outcome``: completePolicy / failPolicy / timeLimit (issue 4).
 - ``status``: phase, condition history, status fields.
+- ``scaling``: replicas edits as scale operations: host list order, grace, rollback (issue 6).
 - ``core``: ``plan`` itself, and cleanup on finish.
 
 What each decision means for users: docs/semantics.md.
@@ -20,6 +21,7 @@ from aitj.planner.types import (
     Plan,
     PodCreate,
     PodDelete,
+    ReplicasPatch,
     ResourceAction,
     RestartRecord,
 )
@@ -31,6 +33,7 @@ __all__ = [
     "Plan",
     "PodCreate",
     "PodDelete",
+    "ReplicasPatch",
     "ResourceAction",
     "RestartRecord",
     "plan",

@@ -23,6 +23,7 @@ from aitj.api import (
     ReplicaType,
 )
 from aitj.observed import ANNOTATION_LEDGER, Ledger, NodeView, PodView, format_time, parse_time
+from aitj.planner import scaling
 from aitj.planner.outcome import judge, timeout_at
 from aitj.planner.status import (
     Condition,
@@ -55,12 +56,16 @@ def plan(job: Job, pods: Sequence[PodView], nodes: Mapping[str, NodeView], now: 
     if _phase(prev.get("phase")) in FINISHED_PHASES:
         return _cleanup(job, mine, _phase(prev.get("phase")))
     ledger = observe(Ledger.from_json(prev.get("restartLedger")), job, mine)
-    found = survey(job, mine, nodes, ledger, now)
     started = parse_time(prev.get("startRunningTime"))
+    scale = scaling.prepare(job, prev, mine, now, started is not None)
+    found = survey(job, mine, nodes, ledger, now, scale.shape)
+    scale, reshaped = scaling.settle(job, scale, found, now)
+    if reshaped:  # a scale-out rolled back: its slots are gone, its pods retired
+        found = survey(job, mine, nodes, ledger, now, scale.shape)
     outcome = judge(job.spec, found, started, now)
     if outcome is not None:
         return _finish(job, mine, prev, found, ledger, outcome, now)
-    return _live(job, prev, found, started, now)
+    return _live(job, prev, found, scale, started, now)
 
 
 def _phase(value: object) -> Phase | None:
@@ -74,10 +79,19 @@ def _phase(value: object) -> Phase | None:
 # A job that goes on
 
 
-def _live(job: Job, prev: dict[str, Any], found: Survey, started: datetime | None, now: datetime) -> Plan:
+def _live(
+    job: Job,
+    prev: dict[str, Any],
+    found: Survey,
+    scale: scaling.Scaling,
+    started: datetime | None,
+    now: datetime,
+) -> Plan:
     stamp = format_time(now)
     previous = _phase(prev.get("phase"))
-    condition = live_condition(job, found, previous, started is not None)
+    shape = scale.shape
+    began, busy = scaling.conditions(job, scale)
+    condition = live_condition(job, found, previous, started is not None, began, busy, shape.joining)
     if condition.type is Phase.RUNNING and started is None:
         started = now
     counts = {r.name: found.ledger.replica(r.name).restart_count for r in job.spec.replicas}
@@ -88,8 +102,8 @@ def _live(job: Job, prev: dict[str, Any], found: Survey, started: datetime | Non
         if s.state in (State.CREATE, State.REPLACE)
     )
     deletes, release, force_events, wake = _retire(job, found.retirees, now)
-    hosts = _hosts(job, found)
-    status = _status(job, prev, found.ledger, found, condition, stamp)
+    hosts = _hosts(job, found, shape.joining)
+    status = scaling.write_status(_status(job, prev, found.ledger, found, condition, stamp), scale, now)
     if started is not None:
         status["startRunningTime"] = format_time(started)
     if hosts is not None:
@@ -109,17 +123,20 @@ def _live(job: Job, prev: dict[str, Any], found: Survey, started: datetime | Non
             for r, new in zip(records, found.restarts, strict=True)
         ]
         status["restarts"] = history[-MAX_RESTART_RECORDS:]
-    wake += _timeouts(job, found, started, now)
+    wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
     return Plan(
         creates=creates,
         deletes=deletes,
         release=release,
         status=None if status == prev else status,
-        events=tuple(_restart_event(new) for new in found.restarts) + force_events,
+        events=(
+            tuple(_restart_event(new) for new in found.restarts) + force_events + scaling.events(job, scale)
+        ),
         requeue_after=min(wake) if wake else None,
         hosts=hosts if hosts is not None and prev.get("discoveryHosts") != [h.pod for h in hosts] else None,
         resources=ResourceAction.ENSURE,
         restarts=records,
+        spec_replicas=scale.patches,
     )
 
 
@@ -144,14 +161,17 @@ def _status(
     return status
 
 
-def _hosts(job: Job, found: Survey) -> tuple[HostEntry, ...] | None:
-    """_hosts: the Running workers, by replica then index (None without plugin.discovery)."""
+def _hosts(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> tuple[HostEntry, ...] | None:
+    """_hosts: the Running workers, by replica then index (None without plugin.discovery), less
+    the pods of a scale-out in flight: they join together once all of them run."""
     if not job.spec.discovery:
         return None
     return tuple(
         HostEntry(s.name, s.replica.name, s.index)
         for s in found.slots
-        if s.replica.replica_type is ReplicaType.WORKER and s.state is State.RUNNING
+        if s.replica.replica_type is ReplicaType.WORKER
+        and s.state is State.RUNNING
+        and (s.replica.name, s.index) not in joining
     )
 
 

@@ -70,27 +70,38 @@ def pod_list(names: Sequence[str]) -> str:
     return "[" + " ".join(names) + "]"
 
 
-def live_condition(job: Job, survey: Survey, previous: Phase | None, started: bool) -> Condition:
+def live_condition(
+    job: Job,
+    survey: Survey,
+    previous: Phase | None,
+    started: bool,
+    scaling: Condition | None = None,
+    scaling_busy: Condition | None = None,
+    joining: frozenset[tuple[str, int]] = frozenset(),
+) -> Condition:
     """live_condition: the condition of a job that goes on (not finished).
 
     Restarting from a restart decision until every wanted pod runs again (also when a
-    replacement is still on its way after an operator restart). Scaling while a started job
-    gains new indices or sheds indices beyond ``replicas``. Running when every wanted pod runs
-    (succeeded pods and failures that stand do not hold it up). Before that: Pending while no
-    pod has been scheduled, then Creating with the pods not yet running.
+    replacement is still on its way after an operator restart). Scaling (aitj.planner.scaling)
+    when a scale operation begins or is rolled back (``scaling``), and while one is in flight
+    (``scaling_busy``); scale-out pods still on their way (``joining``) are the operation's
+    business, not a restart's. Running when every wanted pod runs (succeeded pods and failures
+    that stand do not hold it up). Before that: Pending while no pod has been scheduled, then
+    Creating with the pods not yet running.
     """
     waiting = [s for s in survey.slots if s.state.in_progress]
-    wait_message = f"waiting for pods {pod_list([s.name for s in waiting])} to run"
+    replacing = [s for s in waiting if (s.replica.name, s.index) not in joining]
     if survey.restarts:
         return Condition(Phase.RESTARTING, REASON_RESTARTING, restart_message(survey))
-    if waiting and (previous is Phase.RESTARTING or any(s.generation > 0 for s in waiting)):
+    if scaling is not None:
+        return scaling
+    if scaling_busy is not None and previous is Phase.SCALING:
+        return scaling_busy
+    if replacing and (previous is Phase.RESTARTING or any(s.generation > 0 for s in replacing)):
+        wait_message = f"waiting for pods {pod_list([s.name for s in replacing])} to run"
         return Condition(Phase.RESTARTING, REASON_RESTARTING, wait_message, keep=True)
-    if started:
-        scaling = scale_condition(job, survey)
-        if scaling is not None:
-            return scaling
-        if waiting and previous is Phase.SCALING:
-            return Condition(Phase.SCALING, REASON_SCALING, wait_message, keep=True)
+    if scaling_busy is not None:
+        return scaling_busy
     if not waiting:
         return Condition(Phase.RUNNING, REASON_RUNNING, MESSAGE_RUNNING)
     if not started and not any(s.pod is not None and s.pod.node_name for s in survey.slots):
@@ -108,29 +119,6 @@ def restart_message(survey: Survey) -> str:
             f"restarts scope {new.decision.scope}"
         )
     return "; ".join(parts)
-
-
-def scale_condition(job: Job, survey: Survey) -> Condition | None:
-    """scale_condition: the seed's Scaling message for new indices of a started job (scale-out)
-    or indices beyond ``replicas`` being removed (scale-in). Issue 6 builds the full protocol
-    (host list first, grace, rollback) on this seam."""
-    for r in job.spec.replicas:
-        new = [s.name for s in survey.of(r.name) if s.state.needs_pod and s.generation == 0]
-        gone = [
-            t.pod.name
-            for t in survey.retirees
-            if t.pod.replica == r.name and not t.restart and not t.pod.deleting and t.pod.index is not None
-        ]
-        for operation, pods in (("scaleout", new), ("scalein", gone)):
-            if pods:
-                return Condition(
-                    Phase.SCALING,
-                    REASON_SCALING,
-                    f"trainingJob {job.namespace}/{job.name} {operation} Operation {operation} "
-                    f"scale num {len(pods)} scale pods {pod_list(pods)}, replicas name {r.name} "
-                    f"job version {job.generation}",
-                )
-    return None
 
 
 def replica_statuses(survey: Survey, names: Sequence[str]) -> dict[str, dict[str, int]]:

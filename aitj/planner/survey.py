@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from aitj import naming
@@ -114,27 +114,52 @@ def observe(ledger: Ledger, job: Job, pods: Sequence[PodView]) -> Ledger:
     return ledger.merge(*(p.ledger for p in pods), seen)
 
 
+@dataclass(frozen=True)
+class Shape:
+    """Shape: which indices of each replica have a slot in this pass (aitj.planner.scaling
+    decides it). ``indices``: by replica name; a replica missing from it has ``0 .. replicas-1``.
+    ``keep``: pod names left alone (scale-in pods out of the host list, waiting for their grace
+    period): neither slots nor retired, never judged. ``joining``: (replica, index) of scale-out
+    slots not in the host list yet; they do not hold the launcher back."""
+
+    indices: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    keep: frozenset[str] = frozenset()
+    joining: frozenset[tuple[str, int]] = frozenset()
+
+    def of(self, r: ReplicaSpec) -> tuple[int, ...]:
+        found = self.indices.get(r.name)
+        return tuple(range(r.replicas)) if found is None else found
+
+
 def survey(
-    job: Job, pods: Sequence[PodView], nodes: Mapping[str, NodeView], ledger: Ledger, now: datetime
+    job: Job,
+    pods: Sequence[PodView],
+    nodes: Mapping[str, NodeView],
+    ledger: Ledger,
+    now: datetime,
+    shape: Shape | None = None,
 ) -> Survey:
     """survey: slots, retirees and restarts for one pass (see the module docstring)."""
-    s = _Surveyor(job, ledger)
+    shape = shape or Shape()
+    s = _Surveyor(job, ledger, shape)
     groups = s.group(pods)
     slots: list[Slot] = []
     for r in job.spec.replicas:
-        for i in range(r.replicas):
+        for i in shape.of(r):
             slots.append(s.look(r, i, groups.get((r.name, i), []), nodes, now))
     slots = [s.decide(slot) if slot.failure is not None and slot.fail is None else slot for slot in slots]
     slots = [s.sweep(slot) for slot in slots]
-    return Survey(tuple(_gate(slots)), tuple(s.retirees), tuple(s.restarts), s.ledger)
+    return Survey(tuple(_gate(slots, shape.joining)), tuple(s.retirees), tuple(s.restarts), s.ledger)
 
 
 class _Surveyor:
     """The survey's working state: the ledger as decisions accumulate, and what they retire."""
 
-    def __init__(self, job: Job, ledger: Ledger) -> None:
+    def __init__(self, job: Job, ledger: Ledger, shape: Shape) -> None:
         self.job = job
         self.ledger = ledger
+        self.keep = shape.keep
+        self.wanted = {r.name: frozenset(shape.of(r)) for r in job.spec.replicas}
         self.retirees: list[Retiree] = []
         self.restarts: list[NewRestart] = []
         self.covered: set[str] = set()  # replicas a Replica/All-scope restart recreates this pass
@@ -148,11 +173,15 @@ class _Surveyor:
         groups: dict[tuple[str, int], list[PodView]] = {}
         for p in pods:
             r = specs.get(p.replica) if p.replica is not None else None
+            if p.name in self.keep:
+                continue
             if r is None or p.index is None or p.index < 0:
                 self.retirees.append(Retiree(p, f"replica {p.replica} is not in the job's spec", False))
-            elif p.index >= r.replicas:
+            elif p.index not in self.wanted[r.name]:
                 self.ledger = self.ledger.with_index(r.name, p.index, IndexRecord(ended=p.generation))
-                self.retirees.append(Retiree(p, f"index {p.index} is not below replicas {r.replicas}", False))
+                self.retirees.append(
+                    Retiree(p, f"index {p.index} is not one of the {r.replicas} wanted (scaled away)", False)
+                )
             else:
                 groups.setdefault((r.name, p.index), []).append(p)
         return groups
@@ -237,14 +266,19 @@ class _Surveyor:
         return replace(slot, generation=gen + 1, name=successor, state=state, pod=None, fail=None)
 
 
-def gate_open(slots: Sequence[Slot]) -> bool:
+def gate_open(slots: Sequence[Slot], joining: frozenset[tuple[str, int]] = frozenset()) -> bool:
     """gate_open: no worker index is on its way (each is running, succeeded or failed for
-    good). Masters (the launcher) are created only then."""
-    return not any(s.state.in_progress for s in slots if s.replica.replica_type is ReplicaType.WORKER)
+    good). Masters (the launcher) are created only then. Scale-out slots (``joining``) do not
+    count: the launcher runs without them until they join."""
+    return not any(
+        s.state.in_progress
+        for s in slots
+        if s.replica.replica_type is ReplicaType.WORKER and (s.replica.name, s.index) not in joining
+    )
 
 
-def _gate(slots: list[Slot]) -> list[Slot]:
-    if gate_open(slots):
+def _gate(slots: list[Slot], joining: frozenset[tuple[str, int]]) -> list[Slot]:
+    if gate_open(slots, joining):
         return slots
     return [
         replace(s, state=State.WAITING)

@@ -13,6 +13,9 @@ repaired by the next pass:
    exist.
 3. ``hosts``: when not None, rewrite the discovery ConfigMap with exactly these hosts.
 4. ``status``: when not None, write it (the whole status; one write per pass).
+   Then ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in
+   one JSON patch of the job that first tests the value it replaces, so that a newer edit
+   wins; a failed test (or the job gone) is not an error: the next pass sees the new spec.
 5. ``deletes``: delete each pod with the uid precondition and the grace period given;
    NotFound and a uid Conflict count as success.
 6. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
@@ -98,6 +101,16 @@ class RestartRecord:
 
 
 @dataclass(frozen=True)
+class ReplicasPatch:
+    """ReplicasPatch: set ``spec.replicaSpecs.<replica>.replicas`` to ``value`` if it is still
+    ``expected`` (the rollback of a scale-out; aitj.planner.scaling)."""
+
+    replica: str
+    expected: int
+    value: int
+
+
+@dataclass(frozen=True)
 class Outcome:
     """Outcome: the job finished in this pass (Succeeded, Failed or Timeout) and why."""
 
@@ -120,3 +133,4 @@ class Plan:
     resources: ResourceAction = ResourceAction.ENSURE
     restarts: tuple[RestartRecord, ...] = ()
     outcome: Outcome | None = None
+    spec_replicas: tuple[ReplicasPatch, ...] = ()  # set replicas back (after the status write)

@@ -549,15 +549,16 @@ def test_scale_out_of_a_running_job_creates_the_next_indices_with_the_seeds_mess
     )
 
 
-def test_scale_in_removes_the_indices_beyond_replicas() -> None:
+def test_scale_in_takes_the_highest_index_out_of_the_host_list_then_deletes_it() -> None:
     job = seed_job()
     pods = running_seed()
     job = with_status(job, running_status(job, pods))
     job = with_replica(job, "trainer", replicas=2)
     result = plan(job, views(pods), nodes(), at(30))
-    assert [d.name for d in result.deletes] == [TRAINERS[2]] and result.release == (TRAINERS[2],)
-    assert current(result)["type"] == "Scaling" and result.creates == ()
+    assert current(result)["type"] == "Scaling" and result.creates == () and result.deletes == ()
     assert result.hosts == (HostEntry(TRAINERS[0], "trainer", 0), HostEntry(TRAINERS[1], "trainer", 1))
+    later = plan(with_status(job, result.status), views(pods), nodes(), at(90))  # the 60 s grace
+    assert [d.name for d in later.deletes] == [TRAINERS[2]] and later.release == (TRAINERS[2],)
 
 
 def test_an_index_scaled_in_and_out_again_gets_a_new_name() -> None:
@@ -565,9 +566,10 @@ def test_an_index_scaled_in_and_out_again_gets_a_new_name() -> None:
     cluster.step(10)
     cluster.job = with_replica(cluster.job, "trainer", replicas=2)
     cluster.step(20)
+    cluster.step(80)  # the scale-in grace period is over: the pod goes
     cluster.terminate_deleted()
-    cluster.step(30)
+    cluster.step(90)
     cluster.job = with_replica(cluster.job, "trainer", replicas=3)
-    result = cluster.step(40)
+    result = cluster.step(100)
     assert [(c.index, c.generation) for c in result.creates] == [(2, 1)]
     assert result.restarts == ()
