@@ -140,7 +140,7 @@ class KubeExecutor:
         for name in plan.release:
             self.release(job.namespace, name)
         for event in plan.events:
-            self.event(job, event.type, event.reason, event.message)
+            self.event(job, event.type, event.reason, event.message, name=event.name)
         for r in plan.restarts:
             metrics.RESTARTS.labels(job.namespace, job.name, r.replica, r.cause, str(r.scope)).inc()
             if r.latency_seconds is not None:
@@ -298,13 +298,16 @@ class KubeExecutor:
         self._write_status(ref, status)
         self.event(ref, "Warning", "InvalidSpec", message)
 
-    def event(self, job: JobIdentity, type_: str, reason: str, message: str) -> None:
-        """event records a Kubernetes Event on the job (best effort: never fails the pass)."""
+    def event(
+        self, job: JobIdentity, type_: str, reason: str, message: str, *, name: str | None = None
+    ) -> None:
+        """event records a Kubernetes Event on the job (best effort: never fails the pass). With
+        ``name``, once: a second call with the same name finds it there."""
         now = self.clock()
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{job.name}.{uuid.uuid4().hex[:12]}", "namespace": job.namespace},
+            "metadata": {"name": name or f"{job.name}.{uuid.uuid4().hex[:12]}", "namespace": job.namespace},
             "involvedObject": {
                 "apiVersion": f"{api.GROUP}/{api.VERSION}",
                 "kind": api.KIND,
@@ -324,6 +327,8 @@ class KubeExecutor:
         try:
             self.core.create_namespaced_event(job.namespace, body, _preload_content=False)
         except ApiException as e:
+            if name is not None and e.status == 409:
+                return  # recorded by an earlier pass
             log.warning("event not recorded", reason=reason, error=_reason(e))
 
     def _delete(self, call: Callable[[], Any]) -> bool:

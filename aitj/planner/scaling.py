@@ -304,8 +304,8 @@ class _Step:
             source=len(current),
             target=r.replicas,
             indices=added,
-            started=self.now,
-            deadline=self.now + timedelta(seconds=r.scale_timeout),
+            started=_after(self.now, 0),
+            deadline=_after(self.now, r.scale_timeout),
         )
         self.happened.append(Happening(Kind.BEGAN, op))  # its pods are named by settle
         return ReplicaScale(r, current, target, joining=added, op=op)
@@ -322,7 +322,7 @@ class _Step:
         fresh = [n for n in names if n in self.hosts]
         carried = [n for n in names if before is not None and n in before.draining and n not in fresh]
         if fresh:
-            deadline = self.now + timedelta(seconds=r.scale_in_grace_period)
+            deadline = _after(self.now, r.scale_in_grace_period)
         elif carried and before is not None:
             deadline = before.deadline
         else:
@@ -335,7 +335,7 @@ class _Step:
             source=len(current),
             target=r.replicas,
             indices=leaving,
-            started=self.now,
+            started=_after(self.now, 0),
             deadline=deadline,
             pods=names,
             draining=tuple(n for n in names if n in fresh or n in carried),
@@ -448,17 +448,20 @@ def _entry(h: Happening, now: datetime) -> dict[str, Any]:
 
 
 def events(job: Job, scaling: Scaling) -> tuple[Event, ...]:
-    """events: one Event per operation that began, finished, was rolled back or replaced."""
+    """events: one Event per operation that began, finished, was rolled back or replaced. Each
+    is named after the job (uid included), the operation's number and what happened, so a
+    pass planned again from a status not yet back in the operator's cache records it once."""
     out = []
     for h in scaling.happenings:
+        name = f"{job.name}.{job.uid[:8] or 'job'}.scale-{h.op.version}-{h.kind.value}"
         if h.kind is Kind.BEGAN:
-            out.append(Event("Normal", EVENT_SCALING, message(job, h.op)))
+            out.append(Event("Normal", EVENT_SCALING, message(job, h.op), name))
         elif h.kind is Kind.SUCCEEDED:
-            out.append(Event("Normal", EVENT_SCALED, outcome_message(h)))
+            out.append(Event("Normal", EVENT_SCALED, outcome_message(h), name))
         elif h.kind is Kind.ROLLED_BACK:
-            out.append(Event("Warning", EVENT_ROLLBACK, outcome_message(h)))
+            out.append(Event("Warning", EVENT_ROLLBACK, outcome_message(h), name))
         else:
-            out.append(Event("Normal", EVENT_CANCELLED, outcome_message(h)))
+            out.append(Event("Normal", EVENT_CANCELLED, outcome_message(h), name))
     return tuple(out)
 
 
@@ -600,6 +603,13 @@ def _last_version(status: Mapping[str, Any], ops: Iterable[Op]) -> int:
         if _is_int(v):
             versions.append(v)
     return max(versions, default=0)
+
+
+def _after(now: datetime, seconds: int) -> datetime:
+    """_after: ``seconds`` after ``now``, rounded up to a whole second: status keeps whole
+    seconds, and a deadline read back must not come early."""
+    due = now + timedelta(seconds=seconds)
+    return due if due.microsecond == 0 else due.replace(microsecond=0) + timedelta(seconds=1)
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

@@ -19,7 +19,8 @@ repaired by the next pass:
 5. ``deletes``: delete each pod with the uid precondition and the grace period given;
    NotFound and a uid Conflict count as success.
 6. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
-7. ``events``: emit them on the job. Then count ``restarts`` / ``outcome`` in metrics.
+7. ``events``: emit them on the job (one with a ``name`` only once). Then count ``restarts`` /
+   ``outcome`` in metrics.
 8. ``requeue_after``: plan the job again after that many seconds even if nothing changes.
 """
 
@@ -67,11 +68,14 @@ class PodDelete:
 
 @dataclass(frozen=True)
 class Event:
-    """Event: a Kubernetes Event to emit on the job. ``type`` is Normal or Warning."""
+    """Event: a Kubernetes Event to emit on the job. ``type`` is Normal or Warning. ``name``:
+    when set, the Event's object name; the executor creates it once (AlreadyExists is done), so
+    a pass planned twice from a status that was not yet back in the cache says it once."""
 
     type: str
     reason: str
     message: str
+    name: str | None = None
 
 
 @dataclass(frozen=True)

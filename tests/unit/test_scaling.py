@@ -615,3 +615,24 @@ def test_the_model_refuses_bad_scale_in_fields(fields: dict[str, Any], path: str
     with pytest.raises(InvalidJob) as refused:
         parse_job(trainer_with(**fields))
     assert [e.path for e in refused.value.errors] == [path]
+
+
+def test_deadlines_are_whole_seconds_rounded_up_so_they_never_come_early_once_read_back() -> None:
+    cluster = running(4, scale_in_grace_period=3)
+    scale(cluster, 3)
+    result = plan(cluster.job, [p.view() for p in cluster.pods.values()], cluster.nodes, at(20.4))
+    assert result.status is not None
+    assert result.status["scaling"]["trainer"]["deadline"] == "2022-01-14T09:02:16Z"  # 20.4 + 3 -> 24
+    assert result.requeue_after == pytest.approx(3.6)
+
+
+def test_scale_events_have_stable_names_so_a_pass_planned_twice_says_it_once() -> None:
+    cluster = running()
+    scale(cluster, 4)
+    first = cluster.plan(20)
+    again = cluster.plan(20.5)  # the same pass again, from the same (not yet updated) status
+    assert (
+        [e.name for e in first.events]
+        == [e.name for e in again.events]
+        == ["test-horovod-elastic.e4b904c7.scale-1-began"]
+    )
