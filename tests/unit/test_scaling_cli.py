@@ -1,0 +1,127 @@
+"""The `aitj scaleout` / `aitj scalein` commands without a cluster: how they read a scale's
+progress and outcome from the job (``follow``), their exit codes, and Arena's --timeout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aitj.cli_scale import EXIT_DONE, EXIT_UNDONE, follow, parse_duration
+
+G = 4  # metadata.generation after the command's patch
+
+
+def job(status: dict[str, Any], replicas: int = 4) -> dict[str, Any]:
+    return {
+        "metadata": {"generation": G},
+        "spec": {"replicaSpecs": {"trainer": {"replicas": replicas}}},
+        "status": {"observedGeneration": G, "phase": "Running", "startRunningTime": "t", **status},
+    }
+
+
+def entry(generation: int, operation: str, reason: str, message: str = "m") -> dict[str, Any]:
+    return {
+        "replica": "trainer",
+        "generation": generation,
+        "operation": operation,
+        "reason": reason,
+        "message": message,
+    }
+
+
+def op(generation: int, operation: str = "scaleout", **more: Any) -> dict[str, Any]:
+    return {
+        "scaling": {"trainer": {"operation": operation, "generation": generation, "from": 3, "to": 4, **more}}
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "words"),
+    [
+        pytest.param(
+            {"observedGeneration": G - 1}, None, "waiting for the operator to see", id="the edit not seen yet"
+        ),
+        pytest.param(
+            op(G, pods=["p3"], deadline="2999-01-01T00:00:00Z"),
+            None,
+            "0 of 1 new pods running",
+            id="a scale-out under way",
+        ),
+        pytest.param(
+            op(G, "scalein", pods=["p3"], draining=["p3"]),
+            None,
+            "left the host list (1 draining)",
+            id="a scale-in draining",
+        ),
+        pytest.param(
+            {"scaleHistory": [entry(G, "scaleout", "ScaleSucceeded", "done")]},
+            EXIT_DONE,
+            "done",
+            id="it succeeded",
+        ),
+        pytest.param(
+            {"scaleHistory": [entry(G, "rollback", "ScaleTimeout", "rolled back: late")]},
+            EXIT_UNDONE,
+            "rolled back: late",
+            id="it was rolled back",
+        ),
+        pytest.param(
+            {"scaleHistory": [entry(G, "rollback", "ScaleCancelled", "cancelled")]},
+            EXIT_UNDONE,
+            "cancelled",
+            id="a newer edit cancelled it",
+        ),
+        pytest.param(
+            {"scaleHistory": [entry(G + 1, "scaleout", "ScaleSucceeded", "x")]},
+            EXIT_UNDONE,
+            "replaced by a newer edit",
+            id="a newer edit's operation finished instead",
+        ),
+        pytest.param(
+            op(G + 1), EXIT_UNDONE, "replaced by a newer edit", id="a newer edit's operation is under way"
+        ),
+        pytest.param(
+            {"phase": "Failed", "conditions": [{"message": "launcher failed"}]},
+            EXIT_UNDONE,
+            "the job ended (Failed) before the scale finished: launcher failed",
+            id="the job ended first",
+        ),
+        pytest.param(
+            {"currentReplicas": {"trainer": 4}, "startRunningTime": None},
+            EXIT_DONE,
+            "the job has not run yet",
+            id="a job that has not run takes the edit at once",
+        ),
+        pytest.param(
+            {"scaleHistory": [entry(G - 1, "scaleout", "ScaleSucceeded")]},
+            None,
+            "waiting for the operator",
+            id="an older operation is not this edit's",
+        ),
+    ],
+)
+def test_follow_reads_how_the_scale_of_this_edit_goes(
+    status: dict[str, Any], code: int | None, words: str
+) -> None:
+    progress = follow(job(status), "trainer", G, lambda names: 0)
+    assert progress.code == code and words in progress.text
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        pytest.param("600", 600, id="plain seconds"),
+        pytest.param("90s", 90, id="seconds"),
+        pytest.param("10m", 600, id="minutes, as Arena writes it"),
+        pytest.param("1h30m", 5400, id="hours and minutes"),
+    ],
+)
+def test_timeouts_read_like_arenas(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "ten minutes", "10d", "m"])
+def test_a_timeout_that_is_not_a_duration_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="not a duration"):
+        parse_duration(text)
