@@ -16,7 +16,7 @@ import pytest
 from aitj import api, naming
 from aitj.devcluster import faults
 from tests.clusters import KubeCluster
-from tests.e2e.test_fault_tolerance import Pool, set_path
+from tests.e2e.test_fault_tolerance import Pool
 from tests.jobs import (
     Doc,
     conditions,
@@ -28,6 +28,7 @@ from tests.jobs import (
     patch_job,
     running,
     seed_variant,
+    set_path,
     wait_phase,
 )
 from tests.operator_process import OperatorProcess
