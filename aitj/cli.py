@@ -207,4 +207,9 @@ def bench() -> None:
         run_all(say=lambda m: click.echo(m))
     except (ClusterError, BuildError) as e:
         raise click.ClickException(str(e)) from e
+
+
 import aitj.cli_scale  # noqa: E402, F401  (registers scaleout and scalein)
+from aitj.cli_explain import explain  # noqa: E402
+
+main.add_command(explain)
