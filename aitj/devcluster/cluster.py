@@ -487,7 +487,8 @@ def _kwok_config(config: ClusterConfig, ports: Ports) -> str:
     node_stages = (
         (STAGES_DIR / "node.yaml")
         .read_text()
-        .replace("HEARTBEAT_JITTER_MS", str(heartbeat_ms // 4))
+        # kwok's jitter is the upper bound of the delay (below the duration it replaces it).
+        .replace("HEARTBEAT_JITTER_MS", str(heartbeat_ms * 5 // 4))
         .replace("HEARTBEAT_MS", str(heartbeat_ms))
     )
     stages = [node_stages, (STAGES_DIR / "pod.yaml").read_text()]

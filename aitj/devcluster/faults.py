@@ -22,6 +22,7 @@ from aitj.devcluster.nodes import MANAGED_LABEL, MANAGED_VALUE
 
 EXIT_CODE_ANNOTATION = "sim.aitj.dev/exit-code"
 EXIT_CONTAINER_ANNOTATION = "sim.aitj.dev/exit-container"
+NOT_READY_ANNOTATION = "faults.aitj.dev/node-not-ready"  # kwok's heartbeat stage skips such nodes
 
 
 def _now() -> str:
@@ -45,13 +46,22 @@ def _set_ready(api: client.ApiClient, node: str, status: str, reason: str, messa
 
 
 def node_not_ready(api: client.ApiClient, node: str) -> None:
-    """node_not_ready reports the node NotReady, as a kubelet whose runtime broke would."""
+    """node_not_ready reports the node NotReady, as a kubelet whose runtime broke would. The
+    annotation first stops kwok's status heartbeat for the node, so nothing writes Ready=True
+    back over the fault."""
+    _annotate_not_ready(api, node, True)
     _set_ready(api, node, "False", "KubeletNotReady", "container runtime is down (aitj fault)")
 
 
 def node_ready(api: client.ApiClient, node: str) -> None:
-    """node_ready reports the node Ready again."""
+    """node_ready reports the node Ready again and hands its heartbeat back to kwok."""
     _set_ready(api, node, "True", "KubeletReady", "kubelet is posting ready status")
+    _annotate_not_ready(api, node, False)
+
+
+def _annotate_not_ready(api: client.ApiClient, node: str, on: bool) -> None:
+    value = "true" if on else None
+    client.CoreV1Api(api).patch_node(node, {"metadata": {"annotations": {NOT_READY_ANNOTATION: value}}})
 
 
 def node_silent(api: client.ApiClient, node: str) -> None:

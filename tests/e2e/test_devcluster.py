@@ -102,6 +102,11 @@ def test_the_seed_trainer_template_is_scheduled_by_the_volcano_profile(
 def test_node_not_ready_shows_ready_false(cluster: KubeCluster, spare_node: str) -> None:
     faults.node_not_ready(cluster.api, spare_node)
     assert node_ready(cluster, spare_node) == "False"
+    # It stays so: longer than a few of kwok's heartbeats (one every 4-5 s at lease 8 s).
+    deadline = time.monotonic() + 12
+    while time.monotonic() < deadline:
+        assert node_ready(cluster, spare_node) == "False"
+        time.sleep(0.5)
     # kube-controller-manager's node lifecycle controller taints it as it would a real node.
     wait_for(
         lambda: any(
