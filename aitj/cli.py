@@ -149,7 +149,13 @@ def cluster_kubeconfig(name: str) -> None:
     default=8080,
     show_default=True,
     type=click.IntRange(0, 65535),
-    help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: off).",
+    help="Serve Prometheus metrics on ADDRESS:PORT/metrics (0: off).",
+)
+@click.option(
+    "--metrics-address",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the metrics server binds; 0.0.0.0 in a pod so Prometheus can scrape it.",
 )
 @click.option(
     "--priority-class",
@@ -163,6 +169,7 @@ def run_operator(
     kubeconfig: Path | None,
     namespaces: tuple[str, ...],
     metrics_port: int,
+    metrics_address: str,
     priority_classes: tuple[str, ...],
     json_logs: bool,
 ) -> None:
@@ -181,6 +188,7 @@ def run_operator(
         kubeconfig=kubeconfig,
         namespaces=namespaces,
         metrics_port=metrics_port,
+        metrics_address=metrics_address,
         priority_classes=mapping,
         json_logs=json_logs,
     )

@@ -35,7 +35,7 @@ PODS_CREATED = Counter("aitj_pods_created_total", "Pods created.", ["replica"])
 PODS_DELETED = Counter("aitj_pods_deleted_total", "Pods deleted.", ["reason"])
 
 
-def serve(port: int) -> None:
-    """serve exposes /metrics on 127.0.0.1:port (0: off)."""
+def serve(port: int, address: str = "127.0.0.1") -> None:
+    """serve exposes /metrics on address:port (port 0: off)."""
     if port:
-        start_http_server(port, addr="127.0.0.1")
+        start_http_server(port, addr=address)

@@ -39,6 +39,7 @@ def run(
     kubeconfig: Path | None,
     namespaces: Sequence[str],
     metrics_port: int,
+    metrics_address: str = "127.0.0.1",
     priority_classes: Mapping[str, str],
     json_logs: bool = False,
     stop_flag: threading.Event | None = None,
@@ -48,7 +49,7 @@ def run(
     configure(json=json_logs)
     import aitj.operator  # noqa: F401  (registers the handlers)
 
-    metrics.serve(metrics_port)
+    metrics.serve(metrics_port, metrics_address)
     memo = SimpleNamespace(api_client=api_client(kubeconfig), config=OperatorConfig(dict(priority_classes)))
     asyncio.run(_main(namespaces, memo, stop_flag, ready_flag))
 
