@@ -10,9 +10,11 @@ cluster of tests/unit/builders.py.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from aitj.api import InvalidJob, Policy, ScaleOperation, parse_job
 from aitj.planner import Plan, ReplicasPatch, plan
@@ -636,3 +638,43 @@ def test_scale_events_have_stable_names_so_a_pass_planned_twice_says_it_once() -
         == [e.name for e in again.events]
         == ["test-horovod-elastic.e4b904c7.scale-1-began"]
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The CRD keeps every status field scaling writes (the apiserver prunes what its schema lacks)
+
+STATUS_SCHEMA = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "crds" / "aitrainingjobs.yaml").read_text()
+)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+
+
+def pruned(value: Any, schema: dict[str, Any], path: str = "status") -> list[str]:
+    """pruned: the paths in ``value`` that ``schema`` has no place for."""
+    if isinstance(value, dict):
+        out = []
+        for key, sub in value.items():
+            node = schema.get("properties", {}).get(key) or schema.get("additionalProperties")
+            out += [f"{path}.{key}"] if not isinstance(node, dict) else pruned(sub, node, f"{path}.{key}")
+        return out
+    if isinstance(value, list):
+        return [p for item in value for p in pruned(item, schema.get("items", {}), f"{path}[]")]
+    return []
+
+
+def test_every_status_field_scaling_writes_is_in_the_crd() -> None:
+    statuses = []
+    cluster = running(5)
+    scale(cluster, 3, scale_in_pods=(T[1],))
+    cluster.step(20)
+    statuses.append(cluster.status)  # a scale-in in flight: draining
+    cluster.step(80)
+    scale(cluster, 6, scale_timeout=5)
+    cluster.step(81)
+    statuses.append(cluster.status)  # a scale-out in flight, a vacant index, history
+    cluster.step(90)
+    statuses.append(cluster.status)  # a rollback in flight: reason, message
+    for status in statuses:
+        assert {"scaling", "currentReplicas"} <= set(status)
+        assert pruned(status, STATUS_SCHEMA) == []
+    assert "vacantIndices" in statuses[1] and "scaleHistory" in statuses[1]
+    assert statuses[2]["scaling"]["trainer"]["reason"] == "ScaleTimeout"
