@@ -184,6 +184,7 @@ class Scaling:
 
     @property
     def shape(self) -> Shape:
+        """shape: what the survey needs: slots per replica, pods kept, joining slots."""
         return Shape(
             indices={rs.replica.name: rs.slots for rs in self.replicas},
             keep=frozenset(n for rs in self.replicas for n in rs.keep),
@@ -192,6 +193,7 @@ class Scaling:
 
     @property
     def ops(self) -> tuple[Op, ...]:
+        """ops: the operations in flight after this pass, in replica order."""
         return tuple(rs.op for rs in self.replicas if rs.op is not None)
 
 
@@ -238,6 +240,7 @@ class _Counter:
         self.last = last
 
     def next(self) -> int:
+        """next: the number of a new operation."""
         self.last += 1
         return self.last
 
@@ -261,6 +264,9 @@ class _Step:
         self.patches: list[ReplicasPatch] = []
 
     def run(self, op: Op | None) -> ReplicaScale:
+        """run: a rollback waits for its patch (asked again) until replicas is the current
+        count; an operation whose target replicas still asks for goes on; any other edit
+        ends it (cancelled, or replaced) and begins what replicas asks for now."""
         r, current, want = self.r, self.current, self.r.replicas
         steady = ReplicaScale(r, current, current)
         if op is not None and op.operation is ScaleOperation.ROLLBACK:
@@ -427,6 +433,7 @@ def write_status(status: Mapping[str, Any], scaling: Scaling, now: datetime) -> 
 
 
 def _entry(h: Happening, now: datetime) -> dict[str, Any]:
+    """_entry: the scaleHistory entry of an operation that ended in this pass."""
     op = h.op
     operation, reason = op.operation, SUCCEEDED
     if h.kind is not Kind.SUCCEEDED:
@@ -479,6 +486,7 @@ def message(job: Job, op: Op) -> str:
 
 
 def outcome_message(h: Happening) -> str:
+    """outcome_message: how an operation ended, for its Event and its scaleHistory entry."""
     op = h.op
     head = f"replica {op.replica}: {_verb(op)} from {op.source} to {op.target} (job version {op.version})"
     if h.kind is Kind.SUCCEEDED and op.operation is ScaleOperation.SCALE_OUT:
@@ -495,6 +503,7 @@ def outcome_message(h: Happening) -> str:
 
 
 def _verb(op: Op) -> str:
+    """_verb: what the operation is (a rollback undoes a scaleout)."""
     return ScaleOperation.SCALE_OUT.value if op.operation is ScaleOperation.ROLLBACK else op.operation.value
 
 
@@ -597,6 +606,7 @@ def _current_pods(pods: Sequence[PodView]) -> dict[int, PodView]:
 
 
 def _last_version(status: Mapping[str, Any], ops: Iterable[Op]) -> int:
+    """_last_version: the highest operation number in flight or in the history (0: none)."""
     versions = [op.version for op in ops]
     for entry in status.get("scaleHistory") or ():
         v = _mapping(entry).get("version")
