@@ -251,6 +251,9 @@ class Job:
     generation: int
     spec: JobSpec
     status: dict[str, Any] = field(hash=False, compare=False)
+    # The version of the object this was parsed from: the executor writes status only onto
+    # that version, so a pass planned from a stale copy cannot overwrite a newer status.
+    resource_version: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -305,6 +308,7 @@ def parse_job(obj: Mapping[str, Any]) -> Job:
         generation=generation if isinstance(generation, int) else 0,
         spec=spec,
         status=dict(status) if isinstance(status, Mapping) else {},
+        resource_version=str(meta.get("resourceVersion") or ""),
     )
 
 

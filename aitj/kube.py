@@ -55,6 +55,14 @@ class OperatorConfig:
     priority_classes: Mapping[str, str] = field(default_factory=dict)  # job priority -> PriorityClass
 
 
+class StaleJob(RuntimeError):
+    """The job changed since the snapshot this pass planned from; plan again from the new one."""
+
+
+class NamespaceTerminating(RuntimeError):
+    """The job's namespace is being deleted: nothing can be created in it any more."""
+
+
 class StepFailed(RuntimeError):
     """A step of the plan failed; the rest of the pass was skipped and the job is requeued."""
 
@@ -111,6 +119,8 @@ class KubeExecutor:
                     generation=create.generation,
                 )
             except ApiException as e:
+                if e.status == 403 and "being terminated" in _reason(e):
+                    raise NamespaceTerminating(job.namespace) from e
                 if e.status != 409:
                     raise StepFailed(f"creating pod {create.name}: {_reason(e)}") from e
         if plan.hosts is not None and job.spec.discovery:
@@ -120,7 +130,7 @@ class KubeExecutor:
             ]
             self._write_discovery(job, hosts)
         if plan.status is not None:
-            self._write_status(job, plan.status)
+            self._write_status(job, plan.status, expect_version=job.resource_version)
         if plan.spec_replicas:
             self._set_replicas(job, plan.spec_replicas)
         for delete in plan.deletes:
@@ -133,7 +143,7 @@ class KubeExecutor:
                     d.name, job.namespace, body=o, _preload_content=False
                 )
             ):
-                metrics.PODS_DELETED.labels(delete.reason).inc()
+                metrics.PODS_DELETED.labels(delete.kind).inc()
                 bound.info(
                     "pod deleted", pod=delete.name, reason=delete.reason, grace=delete.grace_period_seconds
                 )
@@ -220,10 +230,16 @@ class KubeExecutor:
                 raise StepFailed(f"writing the discovery host list: {_reason(e)}") from e
             self.core.create_namespaced_config_map(job.namespace, body, _preload_content=False)
 
-    def _write_status(self, job: JobIdentity, status: Mapping[str, Any]) -> None:
+    def _write_status(self, job: JobIdentity, status: Mapping[str, Any], expect_version: str = "") -> None:
         # The planner returns the whole status: replace it in one write, as a JSON patch (the
         # typed client would send a merge patch, which cannot drop keys the planner dropped).
-        patch = [{"op": "add", "path": "/status", "value": dict(status)}]
+        # With expect_version, the patch first tests that the job is still the version the
+        # pass planned from: a pass planned from a stale copy must not overwrite a newer status
+        # (say, drop the condition another pass just appended).
+        patch: list[dict[str, Any]] = []
+        if expect_version:
+            patch.append({"op": "test", "path": "/metadata/resourceVersion", "value": expect_version})
+        patch.append({"op": "add", "path": "/status", "value": dict(status)})
         try:
             self.custom.patch_namespaced_custom_object_status(
                 api.GROUP,
@@ -238,6 +254,8 @@ class KubeExecutor:
         except ApiException as e:
             if e.status == 404:
                 return  # the job is gone
+            if e.status == 422 and expect_version:
+                raise StaleJob(f"{job.namespace}/{job.name} changed since version {expect_version}") from e
             raise StepFailed(f"writing status: {_reason(e)}") from e
 
     def _set_replicas(self, job: api.Job, patches: Sequence[ReplicasPatch]) -> None:

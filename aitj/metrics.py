@@ -32,7 +32,8 @@ RECONCILE_ERRORS = Counter(
     "aitj_reconcile_errors_total", "Passes that failed and will be retried.", ["stage"]
 )
 PODS_CREATED = Counter("aitj_pods_created_total", "Pods created.", ["replica"])
-PODS_DELETED = Counter("aitj_pods_deleted_total", "Pods deleted.", ["reason"])
+# kind: restart, stuck, unwanted, cleanup (aitj.planner.types.DELETE_KINDS).
+PODS_DELETED = Counter("aitj_pods_deleted_total", "Pods deleted, by why.", ["kind"])
 
 
 def serve(port: int, address: str = "127.0.0.1") -> None:

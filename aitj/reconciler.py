@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from aitj import metrics
 from aitj.api import InvalidJob, Job, parse_job
-from aitj.kube import Executor, StepFailed
+from aitj.kube import Executor, NamespaceTerminating, StaleJob, StepFailed
 from aitj.logs import log
 from aitj.observed import TRACKING_FINALIZER, NodeView, PodView
 from aitj.planner import plan as make_plan
@@ -30,6 +30,7 @@ from aitj.planner.types import Plan
 JobKey = tuple[str, str]  # (namespace, name)
 Snapshot = tuple[Mapping[str, Any] | None, Sequence[PodView], Mapping[str, NodeView]]
 RETRY_SECONDS = 2.0
+STALE_RETRY_SECONDS = 0.5
 # How long a pass may lag behind a requeue request it could not serve (timer coalescing).
 MIN_REQUEUE_SECONDS = 0.2
 
@@ -81,9 +82,7 @@ class Reconciler:
         if (body.get("metadata") or {}).get("deletionTimestamp"):
             # Being deleted (foreground): plan nothing, or the pods garbage collection removes
             # would look lost and be replaced. Let the tracked pods go.
-            for pod in pods:
-                if TRACKING_FINALIZER in pod.finalizers:
-                    await asyncio.to_thread(self.executor.release, key[0], pod.name)
+            await self._release_all(key[0], pods)
             return
         started = time.perf_counter()
         try:
@@ -94,6 +93,16 @@ class Reconciler:
         plan = self.planner(job, pods, nodes, self.clock())
         try:
             await asyncio.to_thread(self.executor.execute, job, plan)
+        except StaleJob:
+            # The newer version's watch event is on its way (or already marked this job dirty).
+            metrics.RECONCILE_ERRORS.labels("stale").inc()
+            self._requeue(key, state, STALE_RETRY_SECONDS)
+            return
+        except NamespaceTerminating:
+            # Namespace deletion removes the pods first; none can be replaced. Let them all go.
+            log.info("namespace terminating: releasing the job's pods", namespace=key[0], job=key[1])
+            await self._release_all(key[0], pods)
+            return
         except (StepFailed, ApiException) as e:
             metrics.RECONCILE_ERRORS.labels("execute").inc()
             log.warning(
@@ -105,6 +114,11 @@ class Reconciler:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
         if plan.requeue_after is not None:
             self._requeue(key, state, max(MIN_REQUEUE_SECONDS, plan.requeue_after))
+
+    async def _release_all(self, namespace: str, pods: Sequence[PodView]) -> None:
+        for pod in pods:
+            if TRACKING_FINALIZER in pod.finalizers:
+                await asyncio.to_thread(self.executor.release, namespace, pod.name)
 
     def _requeue(self, key: JobKey, state: _JobState, delay: float) -> None:
         loop = asyncio.get_running_loop()

@@ -373,7 +373,7 @@ class LocalCluster:
             problems.append("default service account (kube-controller-manager)")
         node_list = self._get("/api/v1/nodes") or {"items": []}
         want = self.recorded()["config"]["nodes"]
-        ready = sum(1 for n in node_list["items"] if _node_ready(n) == "True")
+        ready = sum(1 for n in node_list["items"] if _node_ready(n) == "True" and not _tainted_not_ready(n))
         if ready < want:
             problems.append(f"nodes ready {ready}/{want} (kwok)")
         return problems
@@ -500,6 +500,12 @@ def _node_ready(node: dict[str, Any]) -> str:
         if cond.get("type") == "Ready":
             return str(cond.get("status"))
     return "None"
+
+
+def _tainted_not_ready(node: dict[str, Any]) -> bool:
+    return any(
+        t.get("key") == "node.kubernetes.io/not-ready" for t in node.get("spec", {}).get("taints") or []
+    )
 
 
 def _check_ports_free(ports: Ports) -> None:

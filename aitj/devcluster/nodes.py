@@ -78,6 +78,9 @@ def node_manifest(name: str, prof: NodeProfile) -> dict[str, Any]:
             },
             "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
         },
-        "spec": {},
+        # A kubelet registers its node with this taint; kube-controller-manager lifts it once the
+        # node reports Ready. Without it a pod could be bound to a node kwok has not yet marked
+        # Ready, and look like a pod on a NotReady node.
+        "spec": {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]},
         "status": {"capacity": dict(prof.capacity), "allocatable": dict(prof.capacity)},
     }

@@ -188,7 +188,7 @@ def _retire(
         p = t.pod
         limit = limits.get(p.replica or "", DEFAULT_RESTART_TIME_LIMIT)
         if not p.deleting:
-            deletes.append(PodDelete(p.name, p.uid, None, t.reason))
+            deletes.append(PodDelete(p.name, p.uid, None, t.reason, "restart" if t.restart else "unwanted"))
             if t.restart:
                 wake.append(float(limit))
             continue
@@ -200,7 +200,7 @@ def _retire(
             wake.append((due - now).total_seconds())
             continue
         why = f"still terminating {limit}s after its deletion started (restartTimeLimit)"
-        deletes.append(PodDelete(p.name, p.uid, 0, why))
+        deletes.append(PodDelete(p.name, p.uid, 0, why, "stuck"))
         events.append(
             Event("Warning", EVENT_FORCE_DELETING, f"pod {p.name} is {why}: deleting it with grace period 0")
         )
@@ -299,7 +299,7 @@ def _cleanup(job: Job, pods: Sequence[PodView], phase: Phase | None) -> Plan:
         and (policy is CleanPodPolicy.ALL or (policy is CleanPodPolicy.RUNNING and not p.terminal))
     ]
     return Plan(
-        deletes=tuple(PodDelete(p.name, p.uid, None, reason) for p in doomed),
+        deletes=tuple(PodDelete(p.name, p.uid, None, reason, "cleanup") for p in doomed),
         release=tuple(p.name for p in pods if p.tracked),
         resources=ResourceAction.DELETE if policy is CleanPodPolicy.ALL else ResourceAction.KEEP,
     )

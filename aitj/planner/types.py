@@ -58,12 +58,21 @@ class PodCreate:
 
 @dataclass(frozen=True)
 class PodDelete:
-    """PodDelete: a pod to delete. ``grace_period_seconds`` None: the pod's own grace period."""
+    """PodDelete: a pod to delete. ``grace_period_seconds`` None: the pod's own grace period.
+
+    ``reason`` is for people (logs); ``kind`` is for metrics, one of DELETE_KINDS."""
 
     name: str
     uid: str
     grace_period_seconds: int | None
     reason: str
+    kind: str = "unwanted"
+
+
+# PodDelete.kind values: the old pod of a restart; a pod still terminating restartTimeLimit after
+# its deletion (force-deleted); a pod no index wants (scaled away, replica gone); the pods a
+# finished job's cleanPodPolicy removes.
+DELETE_KINDS = ("restart", "stuck", "unwanted", "cleanup")
 
 
 @dataclass(frozen=True)

@@ -310,3 +310,32 @@ def test_a_job_admission_cannot_refuse_fails_at_once_with_the_field_and_creates_
         "an InvalidSpec event",
     )
     assert case.path in warnings[0].message
+
+
+def test_deleting_the_namespace_of_a_running_job_completes(
+    cluster: KubeCluster, live_operator: OperatorProcess
+) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    ns = f"gone-{uuid.uuid4().hex[:6]}"
+    cluster.core.create_namespace({"metadata": {"name": ns}})
+    wait_for(
+        lambda: any(
+            sa.metadata.name == "default" for sa in cluster.core.list_namespaced_service_account(ns).items
+        ),
+        30,
+        "the default service account",
+    )
+    create_job(cluster, ns, seed_variant(NAME))
+    wait_phase(cluster, ns, NAME, "Running")
+    cluster.core.delete_namespace(ns)
+
+    def gone() -> bool:
+        try:
+            cluster.core.read_namespace(ns)
+        except ApiException as e:
+            return e.status == 404
+        return False
+
+    # Namespace deletion removes pods first; the operator must not hold them with its finalizer.
+    wait_for(gone, 90, "the namespace deleted", interval=0.5)

@@ -311,6 +311,7 @@ def test_an_old_pod_still_terminating_after_restart_time_limit_is_deleted_with_g
             "uid-trainer-2-0",
             0,
             "still terminating 60s after its deletion started (restartTimeLimit)",
+            "stuck",
         ),
     )
     assert [e.reason for e in result.events] == ["ForceDeletingPod"]
