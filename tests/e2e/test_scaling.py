@@ -152,7 +152,9 @@ def test_the_seeds_scale_out_adds_trainer_3_to_the_host_list_only_once_it_runs(
 
     wait_for(joined, 60, "trainer 3 in the host list", interval=0.05)
     assert all(phase == "Running" for listed, phase in order if listed)  # never listed before it ran
-    assert order[0] == (False, "Pending")
+    # The first sample may already see it Running (a ready node takes it within a second), but
+    # never already listed: it joins the list after it runs.
+    assert order[0][0] is False
     name = trainers(cluster, namespace)[3].metadata.name
     job = wait_phase(cluster, namespace, NAME, "Running")
     last = conditions(job)[-2:]
