@@ -33,9 +33,10 @@ from aitj.api import (
     ReplicaSpec,
     ReplicaType,
 )
-from aitj.observed import KUBELET_EVICTED, Ledger, NodeView, PodView, format_time
+from aitj.observed import KUBELET_EVICTED, NodeView, PodView, format_time
 from aitj.planner import Plan, ResourceAction, plan
-from aitj.planner.survey import NewRestart, Retiree, Slot, State, Survey, observe, survey
+from aitj.planner.core import assess
+from aitj.planner.survey import NewRestart, Retiree, Slot, State, Survey
 from aitj.policy import Failure, FailureKind, allows, rule_matches
 
 
@@ -178,9 +179,8 @@ def explain(
         next_pass = _next_pass(job, result)
     else:
         result = plan(job, mine, nodes, now)
-        ledger = observe(Ledger.from_json(status.get("restartLedger")), job, mine)
-        # The planner's own first two steps (aitj.planner.core.plan), kept for the per-index verdicts.
-        found = survey(job, mine, nodes, ledger, now)
+        # The planner's own assessment (scale operations included), for the per-index verdicts.
+        found = assess(job, mine, nodes, now).found
         judge = _Judge(job, nodes, found, result)
         entries = [judge.pod(p) for p in mine] + judge.absent(mine)
         next_pass = _next_pass(job, result)

@@ -10,6 +10,7 @@ A finished job (Succeeded, Failed, Timeout) only gets its cleanup.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -55,6 +56,28 @@ def plan(job: Job, pods: Sequence[PodView], nodes: Mapping[str, NodeView], now: 
     mine = [p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)]
     if _phase(prev.get("phase")) in FINISHED_PHASES:
         return _cleanup(job, mine, _phase(prev.get("phase")))
+    a = assess(job, mine, nodes, now)
+    outcome = judge(job.spec, a.found, a.started, now)
+    if outcome is not None:
+        return _finish(job, mine, prev, a.found, a.ledger, outcome, now)
+    return _live(job, prev, a.found, a.scale, a.started, now)
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """Assessment: what the planner makes of a live job before it decides anything: the restart
+    ledger, the scale operation in flight, every index's verdict (the survey), and when the job
+    first ran. ``aitj explain`` shows it pod by pod."""
+
+    ledger: Ledger
+    scale: scaling.Scaling
+    found: Survey
+    started: datetime | None
+
+
+def assess(job: Job, mine: Sequence[PodView], nodes: Mapping[str, NodeView], now: datetime) -> Assessment:
+    """assess: the first steps of ``plan`` for a job that has not finished, given its own pods."""
+    prev: dict[str, Any] = dict(job.status or {})
     ledger = observe(Ledger.from_json(prev.get("restartLedger")), job, mine)
     started = parse_time(prev.get("startRunningTime"))
     scale = scaling.prepare(job, prev, mine, now, started is not None)
@@ -62,10 +85,7 @@ def plan(job: Job, pods: Sequence[PodView], nodes: Mapping[str, NodeView], now: 
     scale, reshaped = scaling.settle(job, scale, found, now)
     if reshaped:  # a scale-out rolled back: its slots are gone, its pods retired
         found = survey(job, mine, nodes, ledger, now, scale.shape)
-    outcome = judge(job.spec, found, started, now)
-    if outcome is not None:
-        return _finish(job, mine, prev, found, ledger, outcome, now)
-    return _live(job, prev, found, scale, started, now)
+    return Assessment(ledger, scale, found, started)
 
 
 def _phase(value: object) -> Phase | None:
