@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from aitj import api, metrics, naming, render, sshkeys
 from aitj.logs import log
 from aitj.observed import TRACKING_FINALIZER
+from aitj.planner.status import Condition, advance
 from aitj.planner.types import Plan, ReplicasPatch, ResourceAction
 
 
@@ -296,22 +297,13 @@ class KubeExecutor:
         """fail_invalid records, once, that the job's spec cannot be run and why."""
         meta = body.get("metadata", {})
         status = dict(body.get("status") or {})
-        conditions = [dict(c, status="False") for c in status.get("conditions") or []]
-        last = (status.get("conditions") or [{}])[-1]
-        if last.get("reason") == "InvalidSpec" and last.get("message") == message:
-            return
-        now = _stamp(self.clock())
-        conditions.append(
-            {
-                "type": "Failed",
-                "status": "True",
-                "reason": "InvalidSpec",
-                "message": message,
-                "lastProbeTime": now,
-                "lastTransitionTime": now,
-            }
+        history = status.get("conditions") or []
+        conditions = advance(
+            history, Condition(api.Phase.FAILED, "InvalidSpec", message), _stamp(self.clock())
         )
-        status.update(phase="Failed", conditions=conditions[-20:])
+        if conditions == history:
+            return  # already said
+        status.update(phase=api.Phase.FAILED.value, conditions=conditions)
         ref = JobRef(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""))
         self._write_status(ref, status)
         self.event(ref, "Warning", "InvalidSpec", message)
