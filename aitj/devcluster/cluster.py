@@ -166,7 +166,7 @@ class LocalCluster:
             self.create_nodes([f"kwok-node-{i}" for i in range(config.nodes)], prof.name)
             self._wait(self._healthy, "the cluster", 90)
         except BaseException:
-            self.down(quiet=True)
+            self.down()
             raise
         say(
             f"cluster {self.name!r} healthy in {time.monotonic() - started:.1f}s: "
@@ -386,7 +386,7 @@ class LocalCluster:
             self._request("POST", "/api/v1/nodes", body)
 
     # ---- down / status -------------------------------------------------------------------
-    def down(self, *, quiet: bool = False) -> list[str]:
+    def down(self) -> list[str]:
         """down stops every component (reverse order) and returns what was running."""
         was = self.running_components()
         for component in reversed(COMPONENTS):
