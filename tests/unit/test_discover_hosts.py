@@ -13,28 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from aitj import api, naming
+from aitj import naming
 from aitj.render import render_discovery_configmap
+from tests.unit.builders import seed_job
 
-JOB = api.Job(
-    namespace="default",
-    name="test-horovod-elastic",
-    uid="u",
-    generation=1,
-    spec=api.JobSpec(
-        framework_type="horovod",
-        fault_tolerant=True,
-        complete_policy=api.Policy.ANY,
-        fail_policy=api.Policy.ANY,
-        clean_pod_policy=api.CleanPodPolicy.NONE,
-        ssh=True,
-        discovery=True,
-        priority=None,
-        time_limit=None,
-        replicas=(),
-    ),
-    status={},
-)
+# The seed job (name test-horovod-elastic, discovery on).
+JOB = seed_job()
 
 
 def trainer(part: str, index: int) -> str:

@@ -11,9 +11,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from aitj import api
 from aitj.render import render_ssh_secret
 from aitj.sshkeys import KEY_BITS, generate_keypair
+from tests.unit.builders import seed_job
 
 
 @pytest.fixture(scope="module")
@@ -83,25 +83,7 @@ def test_a_comment_with_whitespace_is_refused() -> None:
 
 def test_the_key_survives_the_secret_round_trip(keypair: tuple[str, str]) -> None:
     private_pem, public = keypair
-    job = api.Job(
-        namespace="default",
-        name="test-horovod-elastic",
-        uid="u",
-        generation=1,
-        spec=api.JobSpec(
-            framework_type="horovod",
-            fault_tolerant=False,
-            complete_policy=api.Policy.ALL,
-            fail_policy=api.Policy.ANY,
-            clean_pod_policy=api.CleanPodPolicy.ALL,
-            ssh=True,
-            discovery=False,
-            priority=None,
-            time_limit=None,
-            replicas=(),
-        ),
-        status={},
-    )
+    job = seed_job()
     data = {
         k: base64.b64decode(v).decode()
         for k, v in render_ssh_secret(job, private_pem, public)["data"].items()
