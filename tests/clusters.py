@@ -74,6 +74,14 @@ def free_base(start: int) -> int:
     raise RuntimeError("no free ports for the test cluster")
 
 
+def free_port() -> int:
+    """free_port is a loopback port nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
 def _port_free(port: int) -> bool:
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

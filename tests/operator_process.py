@@ -7,13 +7,15 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 
 class OperatorProcess:
-    def __init__(self, kubeconfig: Path, log_dir: Path) -> None:
+    def __init__(self, kubeconfig: Path, log_dir: Path, metrics_port: int = 0) -> None:
         self.kubeconfig = kubeconfig
         self.log_dir = log_dir
+        self.metrics_port = metrics_port
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -27,12 +29,24 @@ class OperatorProcess:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "aitj", "run", f"--kubeconfig={self.kubeconfig}", "--metrics-port=0"],
+                [
+                    sys.executable,
+                    "-m",
+                    "aitj",
+                    "run",
+                    f"--kubeconfig={self.kubeconfig}",
+                    f"--metrics-port={self.metrics_port}",
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
+
+    def metrics(self) -> str:
+        """metrics is the operator's /metrics page (Prometheus text)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as resp:
+            return str(resp.read().decode())
 
     def kill(self) -> None:
         """kill ends the operator with SIGKILL: no cleanup, as a crash."""

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.clusters import KubeCluster
+from tests.clusters import KubeCluster, free_port
 from tests.operator_process import OperatorProcess
 from tests.seeds import REPO
 from tests.waiting import wait_for
@@ -36,7 +36,7 @@ def operator(
     cluster: KubeCluster, crd: None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
     """operator runs ``aitj run`` against the test cluster for the whole session."""
-    proc = OperatorProcess(cluster.kubeconfig, Path(tmp_path_factory.mktemp("operator")))
+    proc = OperatorProcess(cluster.kubeconfig, Path(tmp_path_factory.mktemp("operator")), free_port())
     proc.start()
     try:
         yield proc

@@ -111,6 +111,10 @@ def test_a_force_deleted_trainer_comes_back_under_the_same_index_with_a_new_name
         "a PodForceDeleted restart event",
     )
     assert before[0] in restarts[0].message
+    # Counted in the metrics, after the effect, by cause and scope.
+    series = f'aitj_restarts_total{{cause="PodForceDeleted",job="{NAME}",namespace="{namespace}",'
+    series += 'replica="trainer",scope="Pod"} 1.0'
+    assert series in live_operator.metrics()
 
 
 def test_a_not_ready_node_under_two_trainers_gets_both_replaced_on_another_node(
