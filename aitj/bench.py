@@ -9,8 +9,6 @@
 from __future__ import annotations
 
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,11 +17,10 @@ import yaml
 from kubernetes import client, config, watch
 
 from aitj import api
+from aitj.demo import EXAMPLE, install_crd, start_operator, wait
 from aitj.devcluster.bench import bench_cluster_up
 from aitj.devcluster.cluster import ClusterConfig, LocalCluster
 from aitj.devcluster.faults import force_delete
-
-EXAMPLE = "manifests/examples/horovod-elastic.yaml"
 
 
 def summary(name: str, values: list[float]) -> str:
@@ -36,23 +33,16 @@ def summary(name: str, values: list[float]) -> str:
 
 
 def bench_recovery(rounds: int = 10, *, base_port: int = 39443, say: Callable[[str], None] = print) -> None:
-    from aitj.demo import EXAMPLE as example_path
 
     cluster = LocalCluster("bench")
     cluster.down()
     cluster.up(ClusterConfig(nodes=4, node_profile="cce", base_port=base_port), say=lambda _m: None)
     operator = None
     try:
-        cluster.kubectl("apply", "--server-side", "-f", str(example_path.parents[2] / "crds"))
-        _until(lambda: cluster.kubectl("get", "aitj", check=False).returncode == 0, 30)
-        log = (cluster.dir / "logs" / "operator.log").open("wb")
-        operator = subprocess.Popen(
-            [sys.executable, "-m", "aitj", "run", f"--kubeconfig={cluster.kubeconfig}", "--metrics-port=0"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        cluster.kubectl("apply", "-f", str(example_path))
-        doc: dict[str, Any] = yaml.safe_load(example_path.read_text())
+        install_crd(cluster)
+        operator, _log = start_operator(cluster)
+        cluster.kubectl("apply", "-f", str(EXAMPLE))
+        doc: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
         name, ns = doc["metadata"]["name"], doc["metadata"]["namespace"]
         cfg = client.Configuration()
         config.load_kube_config(config_file=str(cluster.kubeconfig), client_configuration=cfg)  # type: ignore[no-untyped-call]
@@ -66,7 +56,7 @@ def bench_recovery(rounds: int = 10, *, base_port: int = 39443, say: Callable[[s
                 if p.metadata.deletion_timestamp is None and p.status.phase == "Running"
             ]
 
-        _until(lambda: len(trainers()) == 3, 60)
+        wait(lambda: len(trainers()) == 3, 60, "three trainers Running")
         to_create: list[float] = []
         to_running: list[float] = []
         for i in range(rounds):
@@ -102,7 +92,7 @@ def bench_recovery(rounds: int = 10, *, base_port: int = 39443, say: Callable[[s
                 f"round {i + 1}/{rounds}: trainer {index} force-deleted -> replacement created "
                 f"{created * 1000:.0f} ms, Running {running * 1000:.0f} ms"
             )
-            _until(lambda: len(trainers()) == 3, 30)
+            wait(lambda: len(trainers()) == 3, 30, "three trainers Running again")
         say(summary("force delete -> replacement created (watch)", to_create))
         say(summary("force delete -> replacement Running (kwok: no image pull)", to_running))
     finally:
@@ -110,14 +100,6 @@ def bench_recovery(rounds: int = 10, *, base_port: int = 39443, say: Callable[[s
             operator.terminate()
             operator.wait(timeout=15)
         cluster.down()
-
-
-def _until(probe: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > deadline:
-            raise RuntimeError("timed out")
-        time.sleep(0.2)
 
 
 def run_all(say: Callable[[str], None] = print) -> None:

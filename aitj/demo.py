@@ -45,20 +45,11 @@ def run_demo(*, cluster_name: str = "default", keep_operator: bool = False) -> N
     show(cluster, "get", "nodes", "-L", "nvidia.com/gpu.product")
 
     step("2. the AITrainingJob CRD")
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
-    wait(lambda: cluster.kubectl("get", "aitj", "-A", check=False).returncode == 0, 30, "the CRD served")
+    install_crd(cluster)
     show(cluster, "get", "crd", "aitrainingjobs.kongming.cce.baiudbce.com")
 
     step("3. the operator")
-    log_path = cluster.dir / "logs" / "operator.log"
-    with log_path.open("ab") as log:
-        operator = subprocess.Popen(
-            [sys.executable, "-m", "aitj", "run", f"--kubeconfig={cluster.kubeconfig}", "--metrics-port=0"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=keep_operator,
-        )
+    operator, log_path = start_operator(cluster, detached=keep_operator)
     console.print(f"`aitj run` started (pid {operator.pid}); its log: {log_path}")
     try:
         story(cluster)
@@ -75,6 +66,27 @@ def run_demo(*, cluster_name: str = "default", keep_operator: bool = False) -> N
         f"  {cluster_kubectl()} get aitj,pods\n"
         f"Stop it with `aitj cluster down`."
     )
+
+
+def install_crd(cluster: LocalCluster) -> None:
+    """install_crd applies crds/ and waits until the apiserver serves the kind."""
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
+    wait(lambda: cluster.kubectl("get", "aitj", "-A", check=False).returncode == 0, 30, "the CRD served")
+
+
+def start_operator(cluster: LocalCluster, *, detached: bool = False) -> tuple[subprocess.Popen[bytes], Path]:
+    """start_operator runs ``aitj run`` against the cluster in the background, logging to the
+    cluster's logs folder; ``detached`` lets it outlive this process."""
+    log_path = cluster.dir / "logs" / "operator.log"
+    with log_path.open("ab") as log:
+        operator = subprocess.Popen(
+            [sys.executable, "-m", "aitj", "run", f"--kubeconfig={cluster.kubeconfig}", "--metrics-port=0"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=detached,
+        )
+    return operator, log_path
 
 
 def story(cluster: LocalCluster) -> None:
