@@ -19,7 +19,7 @@ from typing import Any
 
 from kubernetes import client, config
 
-from aitj.devcluster.cluster import ClusterConfig, LocalCluster, Ports
+from aitj.devcluster.cluster import ClusterConfig, LocalCluster, Ports, port_free
 from aitj.devcluster.versions import kubectl_binary
 
 TEST_NODES = 4
@@ -68,7 +68,7 @@ class KubeCluster:
 def free_base(start: int) -> int:
     base = start
     while base < 60000:
-        if all(_port_free(p) for p in Ports.from_base(base).by_component().values()):
+        if all(port_free(p) for p in Ports.from_base(base).by_component().values()):
             return base
         base += 10
     raise RuntimeError("no free ports for the test cluster")
@@ -80,16 +80,6 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def start_local() -> KubeCluster:

@@ -508,19 +508,26 @@ def _tainted_not_ready(node: dict[str, Any]) -> bool:
     )
 
 
+def port_free(port: int) -> bool:
+    """port_free says whether a server could listen on 127.0.0.1:port now. Like the Go servers,
+    it may rebind a port whose old connections are in TIME_WAIT."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def _check_ports_free(ports: Ports) -> None:
     for component, port in ports.by_component().items():
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            # Like the Go servers, allow rebinding a port whose old connections are in TIME_WAIT.
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                raise ClusterError(
-                    f"port {port} on 127.0.0.1 (for {component}) is already in use. "
-                    f"Stop what uses it, or choose other ports with --base-port "
-                    f"(the cluster uses base..base+5)."
-                ) from None
+        if not port_free(port):
+            raise ClusterError(
+                f"port {port} on 127.0.0.1 (for {component}) is already in use. "
+                f"Stop what uses it, or choose other ports with --base-port "
+                f"(the cluster uses base..base+5)."
+            )
 
 
 def _http_ok(url: str, *, insecure: bool = False) -> bool:
