@@ -1,13 +1,11 @@
 """aitj: a Kubernetes operator that keeps distributed training jobs alive.
 
-Layout (decide purely, act thinly):
-- ``api``       the AITrainingJob model, enums, label and annotation names (pure)
-- ``policy``    failure classification and faultTolerantPolicy rule matching (pure)
-- ``planner``   ``plan(job, pods, nodes, now) -> Plan`` (pure)
-- ``render``    pod, service, secret and configmap manifests (pure)
-- ``kube``      the only module that talks to the API server
-- ``operator``  kopf handlers, a few lines each, delegating
+Decide purely, act thinly. The packages are layers (import-linter enforces the order):
+- ``cli``        the ``aitj`` command line (top: nothing imports it)
+- ``tools``      demo and bench, driving the local control plane
+- ``controller`` what talks to the API server: kopf wiring, reconciler, executor, metrics
 - ``devcluster`` the local control plane (etcd, kube-*, kwok) built from source
+- ``core``       pure: the model, policy, planner, render, explain (bottom: imports only itself)
 """
 
 __version__ = "0.1.0"

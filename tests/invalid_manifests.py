@@ -2,7 +2,7 @@
 (tests/unit/test_api.py) and by the apiserver's end-to-end tests (tests/e2e/test_crd.py).
 
 Each case is the seed manifest with one mistake, the field path a refusal must name, and a
-fragment of the message that both the model (``aitj.api.parse_job``) and the apiserver (the CRD's
+fragment of the message that both the model (``aitj.core.api.parse_job``) and the apiserver (the CRD's
 OpenAPI schema and CEL rules) say. Paths are written the model's way
 (``spec.replicaSpecs.trainer.replicas``); the apiserver writes CEL paths with map keys in
 brackets (``spec.replicaSpecs[trainer].replicas``) and ``apiserver_path`` accounts for that.

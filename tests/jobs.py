@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aitj import api
+from aitj.core import api
 from tests.clusters import KubeCluster
 from tests.seeds import seed_job
 from tests.waiting import wait_for

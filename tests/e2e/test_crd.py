@@ -1,5 +1,5 @@
 """The CRD on a real apiserver: the seed applies unchanged, every invalid manifest of
-tests/invalid_manifests.py is refused naming its field, and the model (aitj.api.parse_job)
+tests/invalid_manifests.py is refused naming its field, and the model (aitj.core.api.parse_job)
 agrees with admission on drawn manifests.
 
 Dry runs (``kubectl create --dry-run=server``) run the whole admission chain, OpenAPI schema
@@ -18,7 +18,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 
-from aitj.api import MODEL_ONLY_CHECKS, InvalidJob, parse_job
+from aitj.core.api import MODEL_ONLY_CHECKS, InvalidJob, parse_job
 from tests.clusters import KubeCluster
 from tests.invalid_manifests import CASES, MODEL_ONLY, UPDATE_CASES, Case, UpdateCase, apiserver_path
 from tests.manifest_strategies import Drawn, manifests

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aitj import api
+from aitj.core import api
 from aitj.devcluster import faults
 from aitj.devcluster.nodes import node_manifest, profile
 from tests.clusters import KubeCluster

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aitj import api, naming
+from aitj.core import api, naming
 from aitj.devcluster import faults
 from aitj.devcluster.nodes import node_manifest, profile
 from tests.clusters import KubeCluster

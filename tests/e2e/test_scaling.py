@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from aitj import api, naming
+from aitj.core import api, naming
 from aitj.devcluster import faults
 from tests.clusters import KubeCluster
 from tests.e2e.test_fault_tolerance import Pool

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aitj import naming
-from aitj.api import (
+from aitj.core import naming
+from aitj.core.api import (
     LABEL_GENERATION,
     LABEL_INDEX,
     LABEL_JOB,
@@ -32,8 +32,8 @@ from aitj.api import (
     RestartPolicy,
     RestartScope,
 )
-from aitj.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView, format_time
-from aitj.planner import Plan, plan
+from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView, format_time
+from aitj.core.planner import Plan, plan
 
 TERMINAL = ("Succeeded", "Failed")
 T0 = datetime(2022, 1, 14, 9, 1, 52, tzinfo=UTC)  # the seed's first condition

@@ -1,4 +1,4 @@
-"""parse_job and update_errors: the AITrainingJob model (aitj/api.py)."""
+"""parse_job and update_errors: the AITrainingJob model (aitj/core/api.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from aitj import api
-from aitj.api import (
+from aitj.core import api
+from aitj.core.api import (
     MODEL_ONLY_CHECKS,
     CleanPodPolicy,
     ExceptionalEvent,

@@ -1,4 +1,4 @@
-"""crds/aitrainingjobs.yaml: generated, structural, and in step with the model (aitj/api.py).
+"""crds/aitrainingjobs.yaml: generated, structural, and in step with the model (aitj/core/api.py).
 
 The apiserver's own verdict on the CRD is in tests/e2e/test_crd.py; these checks need no cluster.
 """
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from aitj import api, exitcodes
-from aitj.api import parse_job
+from aitj.core import api, exitcodes
+from aitj.core.api import parse_job
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_PATH = REPO / "crds" / "aitrainingjobs.yaml"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from aitj.api import InvalidJob, Job, parse_job
+from aitj.core.api import InvalidJob, Job, parse_job
 from tests.manifest_strategies import ABSENT, Drawn, manifests
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from aitj import naming
-from aitj.render import render_discovery_configmap
+from aitj.core import naming
+from aitj.core.render import render_discovery_configmap
 from tests.unit.builders import seed_job
 
 # The seed job (name test-horovod-elastic, discovery on).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from aitj.api import parse_job
+from aitj.core.api import parse_job
 from tests.seeds import REPO, SEED_MANIFEST
 
 EXAMPLE = REPO / "manifests" / "examples" / "horovod-elastic.yaml"

@@ -1,4 +1,4 @@
-"""The exitCodes grammar: aitj/exitcodes.py, and its agreement with the CRD's regex."""
+"""The exitCodes grammar: aitj/core/exitcodes.py, and its agreement with the CRD's regex."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aitj.exitcodes import (
+from aitj.core.exitcodes import (
     LIST_PATTERN,
     MAX_LENGTH,
     ExitCodesError,

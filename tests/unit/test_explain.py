@@ -1,4 +1,4 @@
-"""``aitj explain`` (aitj.explain): what the operator sees of each pod and which rule fires, as
+"""``aitj explain`` (aitj.core.explain): what the operator sees of each pod and which rule fires, as
 tables; every case is also checked against the planner's own Plan."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from datetime import datetime
 
 import pytest
 
-from aitj.api import Job, Phase, RestartPolicy, RestartScope
-from aitj.explain import Explanation, PodExplanation, RuleOutcome, UnknownPod, Verdict, explain, render
-from aitj.observed import NodeView, PodView
-from aitj.planner import plan
+from aitj.core.api import Job, Phase, RestartPolicy, RestartScope
+from aitj.core.explain import Explanation, PodExplanation, RuleOutcome, UnknownPod, Verdict, explain, render
+from aitj.core.observed import NodeView, PodView
+from aitj.core.planner import plan
 from tests.unit.builders import (
     Cluster,
     Pod,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from aitj.observed import (
+from aitj.core.observed import (
     ANNOTATION_LEDGER,
     IndexRecord,
     Ledger,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from aitj.api import LABEL_JOB, LABEL_REPLICA, MAX_STATUS_CONDITIONS, CleanPodPolicy, Policy
-from aitj.observed import ANNOTATION_LEDGER
-from aitj.planner import HostEntry, Plan, ResourceAction, plan
+from aitj.core.api import LABEL_JOB, LABEL_REPLICA, MAX_STATUS_CONDITIONS, CleanPodPolicy, Policy
+from aitj.core.observed import ANNOTATION_LEDGER
+from aitj.core.planner import HostEntry, Plan, ResourceAction, plan
 from tests.unit.builders import (
     JOB,
     Cluster,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from aitj.api import Policy, RestartPolicy, RestartScope
-from aitj.observed import NodeView
-from aitj.planner import Plan, PodDelete, plan
+from aitj.core.api import Policy, RestartPolicy, RestartScope
+from aitj.core.observed import NodeView
+from aitj.core.planner import Plan, PodDelete, plan
 from tests.unit.builders import (
     Cluster,
     at,

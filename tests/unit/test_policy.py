@@ -1,4 +1,4 @@
-"""Failure classification and faultTolerantPolicy matching (aitj.policy), as tables."""
+"""Failure classification and faultTolerantPolicy matching (aitj.core.policy), as tables."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from aitj.api import FaultTolerantRule, ReplicaSpec, RestartPolicy, RestartScope
-from aitj.observed import NodeView
-from aitj.policy import (
+from aitj.core.api import FaultTolerantRule, ReplicaSpec, RestartPolicy, RestartScope
+from aitj.core.observed import NodeView
+from aitj.core.policy import (
     Fail,
     FailReason,
     Failure,

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from aitj.api import Job
-from aitj.kube import NamespaceTerminating, StaleJob, StepFailed
-from aitj.observed import TRACKING_FINALIZER, NodeView, PodView
-from aitj.planner.types import Plan
-from aitj.reconciler import JobKey, Reconciler, Snapshot
+from aitj.controller.executor import NamespaceTerminating, StaleJob, StepFailed
+from aitj.controller.reconciler import JobKey, Reconciler, Snapshot
+from aitj.core.api import Job
+from aitj.core.observed import TRACKING_FINALIZER, NodeView, PodView
+from aitj.core.planner.types import Plan
 from tests.seeds import seed_job
 
 KEY: JobKey = ("default", "test-horovod-elastic")

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from aitj import api, naming
-from aitj.render import render_pod, render_service
+from aitj.core import api, naming
+from aitj.core.render import render_pod, render_service
 from tests.seeds import SEED_MANIFEST as SEED
 
 UID = "0b6e1c3a-5d2f-4e8b-9a71-2c4d6f8e0a13"

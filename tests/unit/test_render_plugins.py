@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from aitj import api, naming
-from aitj.render import (
+from aitj.core import api, naming
+from aitj.core.render import (
     DISCOVER_HOSTS_SCRIPT,
     hosts_file,
     is_gpu_resource,

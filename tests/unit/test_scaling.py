@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from aitj.api import InvalidJob, Policy, ScaleOperation, parse_job
-from aitj.planner import Plan, ReplicasPatch, plan
-from aitj.planner.scaling import Op, current_indices, vacant_indices
+from aitj.core.api import InvalidJob, Policy, ScaleOperation, parse_job
+from aitj.core.planner import Plan, ReplicasPatch, plan
+from aitj.core.planner.scaling import Op, current_indices, vacant_indices
 from tests.unit.builders import (
     JOB,
     Cluster,

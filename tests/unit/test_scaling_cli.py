@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from aitj.cli_scale import EXIT_DONE, EXIT_UNDONE, follow, parse_duration
+from aitj.cli.scale import EXIT_DONE, EXIT_UNDONE, follow, parse_duration
 
 G = 4  # metadata.generation after the command's patch
 

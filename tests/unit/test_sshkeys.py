@@ -11,8 +11,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from aitj.render import render_ssh_secret
-from aitj.sshkeys import KEY_BITS, generate_keypair
+from aitj.controller.sshkeys import KEY_BITS, generate_keypair
+from aitj.core.render import render_ssh_secret
 from tests.unit.builders import seed_job
 
 

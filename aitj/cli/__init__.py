@@ -1,0 +1,32 @@
+"""The ``aitj`` command line: one module per command group, registered here.
+
+Layer: the top. It may import ``aitj.tools``, ``aitj.controller``, ``aitj.devcluster`` and
+``aitj.core``; nothing imports it (import-linter's layers contract). Each command parses its
+options and calls into the module that does the work.
+
+- ``run``: the operator (``aitj run``).
+- ``cluster``: the local control plane (``aitj cluster build|up|down|status|kubeconfig``).
+- ``scale``: ``aitj scaleout`` / ``aitj scalein``.
+- ``explain``: ``aitj explain JOB [POD]``.
+- ``tools``: ``aitj demo`` / ``aitj bench``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from aitj.cli.cluster import cluster
+from aitj.cli.explain import explain
+from aitj.cli.run import run_operator
+from aitj.cli.scale import scalein, scaleout
+from aitj.cli.tools import bench, demo
+
+
+@click.group()
+@click.version_option(package_name="aitj")
+def main() -> None:
+    """aitj: keeps distributed training jobs (AITrainingJob) alive on Kubernetes."""
+
+
+for command in (run_operator, cluster, scaleout, scalein, explain, demo, bench):
+    main.add_command(command)

@@ -1,0 +1,118 @@
+"""``aitj cluster``: the local control plane (build, up, down, status, kubeconfig).
+
+Sits in the command-line layer: parses options and calls ``aitj.devcluster``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from aitj.cli.output import say as _say
+from aitj.devcluster import nodes as nodes_mod
+from aitj.devcluster.build import BuildError, ensure_built
+from aitj.devcluster.cluster import DEFAULT_BASE_PORT, ClusterConfig, ClusterError, LocalCluster
+
+
+@click.group()
+def cluster() -> None:
+    """The local control plane: real etcd, kube-apiserver, kube-controller-manager,
+    kube-scheduler built from source, with kwok-simulated nodes. Everything binds to 127.0.0.1."""
+
+
+name_option = click.option(
+    "--name", default="default", show_default=True, help="Cluster name (state folder)."
+)
+
+
+@cluster.command("build")
+def cluster_build() -> None:
+    """Build (or reuse) the control plane binaries."""
+    try:
+        took = ensure_built(say=_say)
+    except BuildError as e:
+        raise click.ClickException(str(e)) from e
+    if took == 0:
+        _say("control plane binaries already built (cached)")
+
+
+@cluster.command("up")
+@name_option
+@click.option("--nodes", default=3, show_default=True, type=click.IntRange(min=0), help="Simulated nodes.")
+@click.option(
+    "--node-profile",
+    default=nodes_mod.DEFAULT_PROFILE,
+    show_default=True,
+    type=click.Choice(sorted(nodes_mod.PROFILES)),
+    help="Capacity and labels of the nodes: "
+    + "; ".join(f"{p.name}: {p.description}" for p in nodes_mod.PROFILES.values()),
+)
+@click.option(
+    "--base-port",
+    default=DEFAULT_BASE_PORT,
+    show_default=True,
+    type=click.IntRange(1024, 65530),
+    help="The apiserver's port; the other components use the next five.",
+)
+@click.option(
+    "--node-grace",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Seconds without a heartbeat before a node is marked Unknown (node-monitor-grace-period).",
+)
+def cluster_up(name: str, nodes: int, node_profile: str, base_port: int, node_grace: int) -> None:
+    """Start the local cluster in the background; prints the kubeconfig path last."""
+    config = ClusterConfig(
+        nodes=nodes,
+        node_profile=node_profile,
+        base_port=base_port,
+        node_grace_seconds=node_grace,
+        node_lease_seconds=max(4, min(40, node_grace // 2)),
+    )
+    try:
+        kubeconfig = LocalCluster(name).up(config, say=_say)
+    except (ClusterError, BuildError) as e:
+        raise click.ClickException(str(e)) from e
+    click.echo(str(kubeconfig))
+
+
+@cluster.command("down")
+@name_option
+def cluster_down(name: str) -> None:
+    """Stop every component of the local cluster."""
+    was = LocalCluster(name).down()
+    _say(f"stopped: {', '.join(was)}" if was else f"cluster {name!r} was not running")
+
+
+@cluster.command("status")
+@name_option
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def cluster_status(name: str, as_json: bool) -> None:
+    """Show whether each component runs and the cluster is healthy (exit 1 if not)."""
+    info = LocalCluster(name).status()
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+    else:
+        click.echo(f"cluster {info['name']}: {info['state']}")
+        for comp, pid in (info.get("components") or {}).items():
+            click.echo(f"  {comp:<24} {'running (pid ' + str(pid) + ')' if pid else 'stopped'}")
+        for node, ready in (info.get("nodes") or {}).items():
+            click.echo(f"  node {node:<19} Ready={ready}")
+        for problem in info.get("problems") or []:
+            click.echo(f"  not ready: {problem}")
+        if "kubeconfig" in info:
+            click.echo(f"  kubeconfig: {info['kubeconfig']}")
+    sys.exit(0 if info["state"] == "healthy" else 1)
+
+
+@cluster.command("kubeconfig")
+@name_option
+def cluster_kubeconfig(name: str) -> None:
+    """Print the path of the cluster's admin kubeconfig."""
+    c = LocalCluster(name)
+    if not c.kubeconfig.exists():
+        raise click.ClickException(f"cluster {name!r} has not been set up: run `aitj cluster up`")
+    click.echo(str(c.kubeconfig))

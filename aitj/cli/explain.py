@@ -1,0 +1,197 @@
+"""``aitj explain JOB [POD]``: what the operator sees of a job and what it would do, without doing it.
+
+Thin: it reads the job, its pods (label ``api.LABEL_JOB``) and the nodes with GET and LIST
+calls only, hands them to the pure ``aitj.core.explain``, and prints the answer (rich for people,
+JSON with ``--json``). It never writes to the cluster, so it is safe to run at any time, also
+while the operator is stopped.
+
+Exit codes: 0 explained; 1 the job or the named pod does not exist, or the job's spec is
+invalid (its field errors are printed).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from aitj.core import api
+from aitj.core import explain as why
+from aitj.core.explain import Explanation, PodExplanation, UnknownPod, Verdict
+from aitj.core.observed import NodeView, PodView
+
+# Verdicts with nothing more to say than the table's row.
+_QUIET = frozenset({Verdict.HEALTHY, Verdict.SUCCEEDED})
+_STYLE = {
+    Verdict.HEALTHY: "green",
+    Verdict.SUCCEEDED: "green",
+    Verdict.PENDING: "cyan",
+    Verdict.RESTART: "yellow",
+    Verdict.FAILS: "red",
+    Verdict.REPLACED: "magenta",
+    Verdict.CREATE: "cyan",
+    Verdict.GATED: "cyan",
+}
+
+
+@click.command("explain")
+@click.argument("job")
+@click.argument("pod", required=False)
+@click.option(
+    "-n", "--namespace", help="The job's namespace (default: the kubeconfig context's, else default)."
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
+def explain(job: str, pod: str | None, namespace: str | None, kubeconfig: Path | None, as_json: bool) -> None:
+    """Explain what the operator sees of JOB (or of its pod POD) and what its next pass would do.
+
+    A dry run: for each pod, its replica, index, generation, phase, node and the node's Ready
+    state, exit code, deletion and disruption; which faultTolerantPolicy rule fires and why (or
+    why none does); and the job's next pass (pods created and deleted, status, requeue).
+    Nothing is written to the cluster.
+    """
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from aitj.controller.runner import api_client
+
+    ns = namespace or _context_namespace(kubeconfig)
+    with api_client(kubeconfig) as cl:
+        core: Any = client.CoreV1Api(cl)
+        custom: Any = client.CustomObjectsApi(cl)
+        try:
+            body = _json(
+                custom.get_namespaced_custom_object(
+                    api.GROUP, api.VERSION, ns, api.PLURAL, job, _preload_content=False
+                )
+            )
+        except ApiException as e:
+            if e.status == 404:
+                _fail(f"AITrainingJob {ns}/{job} not found")
+            raise click.ClickException(f"reading AITrainingJob {ns}/{job}: {e.status} {e.reason}") from e
+        try:
+            selector = f"{api.LABEL_JOB}={job}"
+            pods = _json(core.list_namespaced_pod(ns, label_selector=selector, _preload_content=False))
+            nodes = _json(core.list_node(_preload_content=False))
+        except ApiException as e:
+            raise click.ClickException(f"listing pods and nodes: {e.status} {e.reason}") from e
+    try:
+        parsed = api.parse_job(body)
+    except api.InvalidJob as e:
+        if as_json:
+            errors = [{"path": f.path, "message": f.message} for f in e.errors]
+            click.echo(json.dumps({"namespace": ns, "name": job, "invalid": errors}, indent=2))
+        else:
+            _say_lines([f"job {ns}/{job}:", *why.invalid_lines(e)])
+        sys.exit(1)
+    views = [PodView.from_dict(p) for p in pods.get("items") or []]
+    node_views = {n.name: n for n in (NodeView.from_dict(item) for item in nodes.get("items") or [])}
+    deleting = bool((body.get("metadata") or {}).get("deletionTimestamp"))
+    try:
+        result = why.explain(parsed, views, node_views, dt.datetime.now(dt.UTC), pod, deleting=deleting)
+    except UnknownPod as e:
+        _fail(f"pod {pod} not found in AITrainingJob {ns}/{job} (its pods: {', '.join(e.known) or 'none'})")
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        _print(result, detailed=pod is not None)
+
+
+def _json(response: Any) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(response.data)
+    return data
+
+
+def _context_namespace(kubeconfig: Path | None) -> str:
+    """_context_namespace: the current kubeconfig context's namespace, as kubectl uses it."""
+    from kubernetes import config
+
+    try:
+        _, active = config.list_kube_config_contexts(config_file=str(kubeconfig) if kubeconfig else None)  # type: ignore[no-untyped-call]
+    except Exception:  # no kubeconfig (in-cluster) or an unreadable one: kubectl's default
+        return "default"
+    context = active.get("context") if isinstance(active, Mapping) else None
+    value = context.get("namespace") if isinstance(context, Mapping) else None
+    return value if isinstance(value, str) and value else "default"
+
+
+def _fail(message: str) -> NoReturn:
+    Console(stderr=True).print(f"error: {message}", highlight=False, markup=False, soft_wrap=True)
+    sys.exit(1)
+
+
+def _console() -> Console:
+    out = Console()
+    # Piped or captured output: do not fold lines at 80 columns.
+    return out if out.is_terminal else Console(width=200)
+
+
+def _say_lines(lines: list[str]) -> None:
+    out = _console()
+    for line in lines:
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _print(e: Explanation, *, detailed: bool) -> None:
+    out = _console()
+    for line in why.header_lines(e):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    out.print()
+    out.print(_table(e))
+    for p in e.pods:
+        if detailed or p.verdict not in _QUIET:
+            out.print()
+            for line in why.pod_lines(p):
+                out.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _table(e: Explanation) -> Table:
+    table = Table(title=None, show_lines=False)
+    for column in (
+        "pod",
+        "replica",
+        "idx",
+        "gen",
+        "phase",
+        "node (Ready)",
+        "exit",
+        "deleting",
+        "disruption",
+        "verdict",
+    ):
+        table.add_column(column, overflow="fold")
+    for p in e.pods:
+        table.add_row(*_row(p))
+    return table
+
+
+def _row(p: PodExplanation) -> list[str]:
+    node = "-"
+    if p.node:
+        node = f"{p.node} ({p.node_ready})"
+    exit_code = "-" if p.exit_code is None else f"{p.exit_code} ({p.exit_container})"
+    style = _STYLE.get(p.verdict, "")
+    verdict = f"[{style}]{p.verdict}[/]" if style else str(p.verdict)
+    return [
+        p.name if p.present else f"{p.name} (no pod)",
+        p.replica or "-",
+        "-" if p.index is None else str(p.index),
+        "-" if p.generation is None else str(p.generation),
+        p.phase or "-",
+        node,
+        exit_code,
+        "yes" if p.deletion else "-",
+        p.disruption or "-",
+        verdict,
+    ]

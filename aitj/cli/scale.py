@@ -1,0 +1,423 @@
+"""``aitj scaleout`` and ``aitj scalein``: Arena's elastic-training commands, for AITrainingJobs.
+
+Thin: each command edits ``spec.replicaSpecs.<replica>.replicas`` with one JSON patch that first
+tests the value it read (so two people scaling at once cannot both win), then follows
+``status.scaling`` and ``status.scaleHistory`` until the operator says how the operation it
+started for that edit (same ``metadata.generation``) ended; ``follow`` reads that from a job.
+What the operator does is in docs/scaling.md.
+
+Exit codes: 0 the scale is done; 1 it was rolled back, cancelled or replaced by a newer edit,
+or the job ended first; 2 refused (the apiserver's admission message is shown as it is, or the
+input is wrong: no such job, replica or pod); 3 the operator did not finish it in time (is it
+running?).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from aitj.core import api
+
+EXIT_DONE, EXIT_UNDONE, EXIT_REFUSED, EXIT_NO_ANSWER = 0, 1, 2, 3
+POLL_SECONDS = 1.0
+SLACK_SECONDS = 60  # how long past the operator's own deadline the command waits for its word
+
+err = Console(stderr=True, highlight=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading how a scale goes, from the job alone
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Progress: where the scale asked for by one edit stands. ``code`` is None while it goes on."""
+
+    text: str
+    code: int | None = None
+
+
+def follow(
+    job: Mapping[str, Any], replica: str, generation: int, pods_running: Callable[[Sequence[str]], int]
+) -> Progress:
+    """follow reads ``job`` for the operation started by the edit that made ``generation``.
+    ``pods_running`` counts the Running pods among names (for a scale-out's progress)."""
+    status = _mapping(job.get("status"))
+    phase = status.get("phase")
+    conditions = status.get("conditions") or [{}]
+    if phase in ("Succeeded", "Failed", "Timeout"):
+        last = _mapping(conditions[-1]).get("message", "")
+        return Progress(f"the job ended ({phase}) before the scale finished: {last}", EXIT_UNDONE)
+    seen = status.get("observedGeneration")
+    if not isinstance(seen, int) or seen < generation:
+        return Progress("waiting for the operator to see the edit")
+    for entry in reversed(status.get("scaleHistory") or []):
+        h = _mapping(entry)
+        if h.get("replica") != replica or not isinstance(h.get("generation"), int):
+            continue
+        if h["generation"] > generation:
+            return Progress(f"replaced by a newer edit: {h.get('message', '')}", EXIT_UNDONE)
+        if h["generation"] == generation:
+            done = h.get("reason") == "ScaleSucceeded"
+            return Progress(str(h.get("message", "")), EXIT_DONE if done else EXIT_UNDONE)
+        break
+    op = _mapping(_mapping(status.get("scaling")).get(replica))
+    if op:
+        if isinstance(op.get("generation"), int) and op["generation"] > generation:
+            return Progress(f"replaced by a newer edit of replicas, to {op.get('to')}", EXIT_UNDONE)
+        return Progress(_op_text(op, pods_running))
+    current = _mapping(status.get("currentReplicas")).get(replica)
+    wanted = _mapping(_mapping(_mapping(job.get("spec")).get("replicaSpecs")).get(replica)).get("replicas")
+    if current is not None and current == wanted:
+        if not status.get("startRunningTime"):
+            return Progress(f"the job has not run yet: replica {replica} now has {wanted} pods", EXIT_DONE)
+        return Progress(f"replica {replica} already has {wanted} pods", EXIT_DONE)
+    return Progress("waiting for the operator")
+
+
+def _op_text(op: Mapping[str, Any], pods_running: Callable[[Sequence[str]], int]) -> str:
+    pods = [str(p) for p in op.get("pods") or []]
+    head = f"{op.get('operation')} from {op.get('from')} to {op.get('to')}"
+    deadline = _time(op.get("deadline"))
+    left = max(int((deadline - dt.datetime.now(dt.UTC)).total_seconds()), 0) if deadline else None
+    if op.get("operation") == api.ScaleOperation.SCALE_OUT.value:
+        when = f", rolled back in {left}s if not" if left is not None else ""
+        return f"{head}: {pods_running(pods)} of {len(pods)} new pods running{when}"
+    if op.get("operation") == api.ScaleOperation.SCALE_IN.value:
+        draining = op.get("draining") or []
+        when = f"; deleted in {left}s" if left is not None else ""
+        return f"{head}: pods [{' '.join(pods)}] left the host list ({len(draining)} draining){when}"
+    return f"rolling back: {op.get('message', '')}"
+
+
+def _time(value: object) -> dt.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def parse_duration(text: str) -> int:
+    """parse_duration: seconds from ``600``, ``90s``, ``10m`` or ``1h30m`` (Arena's --timeout)."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    m = _DURATION.fullmatch(text)
+    if not text or m is None or not any(m.groups()):
+        raise ValueError(f"{text!r} is not a duration: write seconds (600) or e.g. 90s, 10m, 1h30m")
+    h, mins, s = (int(g or 0) for g in m.groups())
+    return h * 3600 + mins * 60 + s
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """_duration: the --timeout option as seconds (a click callback)."""
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from e
+    if seconds < 1:
+        raise click.BadParameter("the timeout must be at least 1s")
+    return seconds
+
+
+# ---------------------------------------------------------------------------------------------
+# The commands
+
+
+def _common(f: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(
+        [
+            click.argument("name"),
+            click.option(
+                "--replica",
+                default=api.SCALE_REPLICA,
+                show_default=True,
+                help="The replica spec to scale (the workers).",
+            ),
+            click.option(
+                "-n",
+                "--namespace",
+                help="The job's namespace (default: the kubeconfig context's, else default).",
+            ),
+            click.option(
+                "--kubeconfig",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
+            ),
+            click.option(
+                "--wait/--no-wait",
+                default=True,
+                show_default=True,
+                help="Follow the scale until the operator finishes it.",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+@click.command("scaleout")
+@_common
+@click.option("--count", required=True, type=click.IntRange(min=1), help="Pods to add.")
+@click.option(
+    "--timeout",
+    callback=_duration,
+    metavar="DURATION",
+    help="Sets the replica's scaleTimeout: if the new pods do not all run within it (90s, 10m, "
+    "1h), the scale-out is rolled back. Default: the job's scaleTimeout (600s unless set).",
+)
+def scaleout(
+    name: str,
+    replica: str,
+    namespace: str | None,
+    kubeconfig: Path | None,
+    wait: bool,
+    count: int,
+    timeout: int | None,
+) -> None:
+    """Add COUNT pods to the replica (trainer) of the fault-tolerant job NAME, and follow it.
+
+    The new pods join the discovery host list once all of them run; then the job is Running
+    again. Exit 0 when done, 1 if it was rolled back (the reason is shown), 2 if refused.
+    """
+    session = _Session(kubeconfig, namespace, name)
+    job = session.job()
+    before = _replicas(job, replica)
+    patch = _replicas_patch(replica, before, before + count)
+    if timeout is not None:
+        patch.append({"op": "add", "path": f"/spec/replicaSpecs/{replica}/scaleTimeout", "value": timeout})
+    edited = session.patch(patch)
+    wanted_timeout = _replica_spec(edited, replica).get("scaleTimeout") or api.DEFAULT_SCALE_TIMEOUT
+    _say(f"{session.ref}: {replica} {before} -> {before + count} (scaleTimeout {wanted_timeout}s)")
+    if wait:
+        session.watch(edited, replica, int(wanted_timeout) + SLACK_SECONDS)
+
+
+@click.command("scalein")
+@_common
+@click.option(
+    "--count", type=click.IntRange(min=1), help="Pods to remove (default: as many as --pods names)."
+)
+@click.option(
+    "--pods",
+    "pods",
+    multiple=True,
+    help="A pod to remove (repeatable; the highest indices make up the rest of --count). Sets the "
+    "replica's scaleInpods.",
+)
+def scalein(
+    name: str,
+    replica: str,
+    namespace: str | None,
+    kubeconfig: Path | None,
+    wait: bool,
+    count: int | None,
+    pods: tuple[str, ...],
+) -> None:
+    """Remove COUNT pods (or the pods named) from the replica (trainer) of the job NAME.
+
+    They leave the discovery host list first and are deleted scaleInGracePeriod seconds later
+    (60 unless set). Exit 0 when done, 1 if it was cancelled by a newer edit, 2 if refused.
+    """
+    if count is None and not pods:
+        raise click.UsageError("give --count, --pods, or both")
+    if count is not None and count < len(pods):
+        raise click.UsageError(f"--count {count} is less than the {len(pods)} pods named")
+    session = _Session(kubeconfig, namespace, name)
+    job = session.job()
+    before = _replicas(job, replica)
+    session.check_pods(replica, pods)
+    after = before - (count if count is not None else len(pods))
+    patch = _replicas_patch(replica, before, after)
+    path = f"/spec/replicaSpecs/{replica}/scaleInpods"
+    if pods:
+        patch.append({"op": "add", "path": path, "value": list(pods)})
+    elif "scaleInpods" in _replica_spec(job, replica):
+        patch.append({"op": "remove", "path": path})  # old names must not pick this scale-in's pods
+    edited = session.patch(patch)
+    grace = _replica_spec(edited, replica).get("scaleInGracePeriod")
+    grace = api.DEFAULT_SCALE_IN_GRACE_PERIOD if grace is None else int(grace)
+    named = f" ({' '.join(pods)} first)" if pods else ""
+    _say(f"{session.ref}: {replica} {before} -> {after}{named} (scaleInGracePeriod {grace}s)")
+    if wait:
+        session.watch(edited, replica, grace + SLACK_SECONDS)
+
+
+def _replicas_patch(replica: str, before: int, after: int) -> list[dict[str, Any]]:
+    path = f"/spec/replicaSpecs/{replica}/replicas"
+    return [{"op": "test", "path": path, "value": before}, {"op": "replace", "path": path, "value": after}]
+
+
+def _replica_spec(job: Mapping[str, Any], replica: str) -> Mapping[str, Any]:
+    return _mapping(_mapping(_mapping(job.get("spec")).get("replicaSpecs")).get(replica))
+
+
+def _replicas(job: Mapping[str, Any], replica: str) -> int:
+    spec = _replica_spec(job, replica)
+    if not spec:
+        names = ", ".join(sorted(_mapping(_mapping(job.get("spec")).get("replicaSpecs"))))
+        _fail(EXIT_REFUSED, f"the job has no replica spec {replica!r} (it has: {names})")
+    value = spec.get("replicas", api.DEFAULT_REPLICAS)
+    return int(value)
+
+
+def _say(text: str, style: str | None = None) -> None:
+    """_say prints to stderr as written: no markup (pod lists are in brackets), no wrapping."""
+    err.print(text, style=style, markup=False, soft_wrap=True)
+
+
+def _fail(code: int, text: str) -> NoReturn:
+    _say(f"error: {text}" if code == EXIT_REFUSED else text, style="bold red")
+    sys.exit(code)
+
+
+class _Session:
+    """The cluster side of one command: the job, its pods, the patch and the follow loop."""
+
+    def __init__(self, kubeconfig: Path | None, namespace: str | None, name: str) -> None:
+        from kubernetes import client
+
+        from aitj.controller.runner import api_client
+
+        self.api = api_client(kubeconfig)
+        self.custom: Any = client.CustomObjectsApi(self.api)
+        self.core: Any = client.CoreV1Api(self.api)
+        self.namespace = namespace or _context_namespace(kubeconfig)
+        self.name = name
+        self.ref = f"{self.namespace}/{name}"
+
+    def _call(self, call: Callable[[], Any]) -> Any:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return json.loads(call().data)
+        except ApiException as e:
+            if e.status == 404:
+                _fail(EXIT_REFUSED, f"no AITrainingJob {self.ref}")
+            _fail(EXIT_REFUSED, _api_message(e))
+
+    def job(self) -> dict[str, Any]:
+        job: dict[str, Any] = self._call(
+            lambda: self.custom.get_namespaced_custom_object(
+                api.GROUP, api.VERSION, self.namespace, api.PLURAL, self.name, _preload_content=False
+            )
+        )
+        return job
+
+    def patch(self, ops: list[dict[str, Any]]) -> dict[str, Any]:
+        """patch sends one JSON patch; a refusal is shown as the apiserver words it."""
+        job: dict[str, Any] = self._call(
+            lambda: self.custom.patch_namespaced_custom_object(
+                api.GROUP,
+                api.VERSION,
+                self.namespace,
+                api.PLURAL,
+                self.name,
+                ops,
+                _content_type="application/json-patch+json",
+                _preload_content=False,
+            )
+        )
+        return job
+
+    def pods(self) -> dict[str, Mapping[str, Any]]:
+        selector = f"{api.LABEL_JOB}={self.name}"
+        listed = self._call(
+            lambda: self.core.list_namespaced_pod(
+                self.namespace, label_selector=selector, _preload_content=False
+            )
+        )
+        return {p["metadata"]["name"]: p for p in listed.get("items", [])}
+
+    def check_pods(self, replica: str, names: Sequence[str]) -> None:
+        if not names:
+            return
+        pods = self.pods()
+        for n in names:
+            labels = _mapping(_mapping(pods.get(n, {}).get("metadata")).get("labels"))
+            if labels.get(api.LABEL_REPLICA) != replica:
+                _fail(EXIT_REFUSED, f"{n} is not a pod of replica {replica} of {self.ref}")
+
+    def running(self, names: Sequence[str]) -> int:
+        pods = self.pods()
+        return sum(
+            1
+            for n in names
+            if _mapping(pods.get(n, {}).get("status")).get("phase") == "Running"
+            and not _mapping(pods.get(n, {}).get("metadata")).get("deletionTimestamp")
+        )
+
+    def watch(self, edited: Mapping[str, Any], replica: str, patience: int) -> NoReturn:
+        """watch polls the job until the operation of this edit ends, printing each change."""
+        generation = int(_mapping(edited.get("metadata")).get("generation") or 0)
+        deadline = time.monotonic() + patience
+        shown = ""
+        with err.status("", spinner="dots") as spinner:
+            while True:
+                progress = follow(self.job(), replica, generation, self.running)
+                if progress.code is not None:
+                    spinner.stop()
+                    if progress.code == EXIT_DONE:
+                        click.echo(progress.text)
+                    else:
+                        _say(progress.text, style="bold red")
+                    sys.exit(progress.code)
+                if progress.text != shown:
+                    shown = progress.text
+                    spinner.update(Text(progress.text))
+                    if not err.is_terminal:
+                        _say(progress.text)
+                if time.monotonic() > deadline:
+                    spinner.stop()
+                    _fail(
+                        EXIT_NO_ANSWER,
+                        f"no answer from the operator within {patience}s (is it running?); last: {shown}",
+                    )
+                time.sleep(POLL_SECONDS)
+
+
+def _api_message(e: Exception) -> str:
+    body = getattr(e, "body", None)
+    try:
+        message = json.loads(body or "").get("message")
+    except (TypeError, ValueError):
+        message = None
+    return str(message or f"{getattr(e, 'status', '')} {getattr(e, 'reason', '')}".strip())
+
+
+def _context_namespace(kubeconfig: Path | None) -> str:
+    """_context_namespace: the current kubeconfig context's namespace, as kubectl uses it."""
+    from kubernetes import config
+
+    try:
+        _, active = config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig) if kubeconfig else None
+        )
+    except Exception:  # no kubeconfig (in-cluster): the default namespace
+        return "default"
+    context = _mapping(active).get("context")
+    value = _mapping(context).get("namespace")
+    return str(value) if value else "default"

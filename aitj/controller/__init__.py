@@ -1,0 +1,13 @@
+"""The controller: the only layer that talks to the API server while operating.
+
+Layer: above ``aitj.core``, beside ``aitj.devcluster`` (neither imports the other); ``aitj.cli``
+and ``aitj.tools`` sit above it. It decides nothing: it keeps the caches the planner reads,
+runs one pass per job at a time, and carries each Plan out.
+
+- ``handlers``: kopf wiring, a few lines per handler.
+- ``reconciler``: one pass per job at a time; kicks coalesce; requeues.
+- ``executor``: sends what a Plan holds and handles errors; the executor contract.
+- ``runner``: ``aitj run``: the API client and kopf's operator loop.
+- ``metrics``, ``logs``: Prometheus metrics and structlog.
+- ``sshkeys``: fresh key pairs for the ssh plugin (randomness stays out of the core).
+"""

@@ -1,0 +1,67 @@
+"""Running the operator in this process: ``aitj run``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+
+import kopf
+from kubernetes import client, config
+
+from aitj.controller import metrics
+from aitj.controller.executor import OperatorConfig
+from aitj.controller.logs import configure
+
+
+def api_client(kubeconfig: Path | None) -> client.ApiClient:
+    cfg = client.Configuration()
+    if (
+        kubeconfig is not None
+        or os.environ.get("KUBECONFIG")
+        or Path.home().joinpath(".kube/config").exists()
+    ):
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig) if kubeconfig else None, client_configuration=cfg
+        )
+    else:
+        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    # A pass may send many calls at once (a whole replica's pods): allow that many connections.
+    cfg.connection_pool_maxsize = 32
+    return client.ApiClient(cfg)
+
+
+def run(
+    *,
+    kubeconfig: Path | None,
+    namespaces: Sequence[str],
+    metrics_port: int,
+    metrics_address: str = "127.0.0.1",
+    priority_classes: Mapping[str, str],
+    json_logs: bool = False,
+    stop_flag: threading.Event | None = None,
+    ready_flag: threading.Event | None = None,
+) -> None:
+    """run blocks, operating on the given namespaces (all when empty) until stopped."""
+    configure(json=json_logs)
+    import aitj.controller.handlers  # noqa: F401  (registers the handlers)
+
+    metrics.serve(metrics_port, metrics_address)
+    memo = SimpleNamespace(api_client=api_client(kubeconfig), config=OperatorConfig(dict(priority_classes)))
+    asyncio.run(_main(namespaces, memo, stop_flag, ready_flag))
+
+
+async def _main(
+    namespaces: Sequence[str], memo: object, stop: threading.Event | None, ready: threading.Event | None
+) -> None:
+    await kopf.operator(
+        standalone=True,
+        clusterwide=not namespaces,
+        namespaces=list(namespaces),
+        memo=kopf.Memo(vars(memo)),
+        stop_flag=stop,
+        ready_flag=ready,
+    )

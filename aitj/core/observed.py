@@ -1,0 +1,419 @@
+"""Observed state: slim, frozen views of the pods and nodes the operator watches.
+
+Pure (no kopf, kubernetes or prometheus_client; import-linter enforces it). The operator keeps
+these views in kopf indexes, built with ``PodView.from_dict`` / ``NodeView.from_dict`` from the
+raw watch bodies, and hands them to the planner (``aitj.core.planner.plan``). Nothing here decides
+anything: ``aitj.core.policy`` classifies failures, ``aitj.core.planner`` decides what to do.
+
+Also here, because both the pods and the planner need it: the restart ledger (``Ledger``), the
+record that makes restart counts exact across operator crashes (docs/semantics.md, "Exact
+restart counts"). Every pod the operator creates carries the ledger as it stood when the pod
+was planned (annotation ``ANNOTATION_LEDGER``); the job status carries the full one
+(``status.restartLedger``). The planner merges them all, and merging is idempotent and
+order-free (per-field max), so a pass replayed after a crash counts nothing twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aitj.core.api import LABEL_GENERATION, LABEL_INDEX, LABEL_JOB, LABEL_PREFIX, LABEL_REPLICA
+
+# The finalizer the operator puts on every pod it creates. A pod deleted by anyone else, even
+# with grace 0, stays visible (deletionTimestamp set) until the operator has created its
+# replacement and removes the finalizer: force deletion is detected exactly and crash-safely.
+TRACKING_FINALIZER = f"{LABEL_PREFIX}/pod-tracking"
+# The restart ledger as it stood when the pod was planned (JSON, see Ledger.to_json).
+ANNOTATION_LEDGER = f"{LABEL_PREFIX}/restart-ledger"
+
+DISRUPTION_TARGET = "DisruptionTarget"
+# DisruptionTarget reasons (k8s.io/api/core/v1). The scheduler's was renamed in 1.27.
+PREEMPTION_REASONS = frozenset({"PreemptionByScheduler", "PreemptionByKubeScheduler"})
+# Disruptions caused by the node going away; the planner prefers nodeNotReady for these when
+# the node is indeed not Ready.
+NODE_DISRUPTION_REASONS = frozenset({"DeletionByTaintManager", "DeletionByPodGC"})
+KUBELET_EVICTED = "Evicted"  # pod.status.reason after a kubelet (node-pressure) eviction
+
+
+def parse_time(value: object) -> datetime | None:
+    """parse_time reads an RFC 3339 timestamp as the API writes it; None if absent or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def format_time(value: datetime) -> str:
+    """format_time writes a timestamp the way the API does: UTC, whole seconds, a trailing Z."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _int(value: object, default: int | None = None) -> int | None:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return default
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+# ---------------------------------------------------------------------------------------------
+# The restart ledger
+
+
+@dataclass(frozen=True)
+class IndexRecord:
+    """IndexRecord is what the ledger knows about one index of one replica.
+
+    ``seen``: the highest restart generation observed for the index (-1: none). ``ended``: the
+    highest generation the operator itself decided to end (restart, scope, scale-in; -1: none).
+    ``failed`` / ``restarts``: the generation whose failure was counted last, and how many
+    restarts failures of this index have caused. A failure of generation g is counted only if
+    ``failed < g``: counting is idempotent.
+    """
+
+    seen: int = -1
+    ended: int = -1
+    failed: int = -1
+    restarts: int = 0
+
+    def merge(self, other: IndexRecord) -> IndexRecord:
+        """merge is the per-field max; (failed, restarts) move together."""
+        failed, restarts = max((self.failed, self.restarts), (other.failed, other.restarts))
+        return IndexRecord(max(self.seen, other.seen), max(self.ended, other.ended), failed, restarts)
+
+
+@dataclass(frozen=True)
+class ReplicaRecord:
+    """ReplicaRecord: a replica's restart epoch and its index records (sorted by index).
+
+    The epoch counts Replica- and All-scope restarts that covered the replica: a pod stamped
+    with an older epoch than the ledger's is superseded and gets replaced.
+    """
+
+    epoch: int = 0
+    indices: tuple[tuple[int, IndexRecord], ...] = ()
+
+    def index(self, i: int) -> IndexRecord:
+        for j, record in self.indices:
+            if j == i:
+                return record
+        return IndexRecord()
+
+    def merge(self, other: ReplicaRecord) -> ReplicaRecord:
+        merged = dict(self.indices)
+        for i, record in other.indices:
+            merged[i] = merged[i].merge(record) if i in merged else record
+        return ReplicaRecord(max(self.epoch, other.epoch), tuple(sorted(merged.items())))
+
+    @property
+    def restart_count(self) -> int:
+        return sum(record.restarts for _, record in self.indices)
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """Ledger: per replica name, a ReplicaRecord (sorted by name). Immutable; merge is a max."""
+
+    replicas: tuple[tuple[str, ReplicaRecord], ...] = ()
+
+    def replica(self, name: str) -> ReplicaRecord:
+        for n, record in self.replicas:
+            if n == name:
+                return record
+        return ReplicaRecord()
+
+    def merge(self, *others: Ledger) -> Ledger:
+        merged = dict(self.replicas)
+        for other in others:
+            for name, record in other.replicas:
+                merged[name] = merged[name].merge(record) if name in merged else record
+        return Ledger(tuple(sorted(merged.items())))
+
+    def with_index(self, replica: str, index: int, record: IndexRecord) -> Ledger:
+        """with_index merges ``record`` into the replica's index record."""
+        return self.merge(Ledger(((replica, ReplicaRecord(0, ((index, record),))),)))
+
+    def with_epoch(self, replica: str, epoch: int) -> Ledger:
+        return self.merge(Ledger(((replica, ReplicaRecord(epoch)),)))
+
+    def to_json(self, *, for_pod: bool = False) -> dict[str, Any]:
+        """to_json is the wire form; ``for_pod`` keeps only what a pod needs to carry.
+
+        ``{"trainer": {"epoch": 1, "seen": [0, 2, 0], "ended": {"1": 1},
+        "restarts": {"1": [1, 2]}}}``: ``seen`` is dense by index (-1: never seen), ``ended``
+        and ``restarts`` ([failed generation, count]) are sparse. A pod carries only
+        ``epoch`` and ``restarts``: enough to recount exactly if the status write was lost.
+        """
+        out: dict[str, Any] = {}
+        for name, record in self.replicas:
+            entry: dict[str, Any] = {"epoch": record.epoch}
+            restarts = {str(i): [r.failed, r.restarts] for i, r in record.indices if r.restarts}
+            if restarts:
+                entry["restarts"] = restarts
+            if not for_pod:
+                size = max((i + 1 for i, r in record.indices if r.seen >= 0), default=0)
+                if size:
+                    entry["seen"] = [record.index(i).seen for i in range(size)]
+                ended = {str(i): r.ended for i, r in record.indices if r.ended >= 0}
+                if ended:
+                    entry["ended"] = ended
+            out[name] = entry
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> Ledger:
+        """from_json reads the wire form; anything unreadable is skipped (an empty ledger)."""
+        return cls(
+            tuple(sorted((str(name), _replica_record(_mapping(e))) for name, e in _mapping(value).items()))
+        )
+
+    @classmethod
+    def from_annotation(cls, value: object) -> Ledger:
+        if not isinstance(value, str):
+            return cls()
+        try:
+            return cls.from_json(json.loads(value))
+        except ValueError:
+            return cls()
+
+    def annotation(self) -> str:
+        """annotation is the compact JSON a new pod carries in ANNOTATION_LEDGER."""
+        return json.dumps(self.to_json(for_pod=True), sort_keys=True, separators=(",", ":"))
+
+
+def _replica_record(e: Mapping[str, Any]) -> ReplicaRecord:
+    indices: dict[int, IndexRecord] = {}
+
+    def put(i: int | None, **fields: int) -> None:
+        if i is not None and i >= 0:
+            indices[i] = replace(indices.get(i, IndexRecord()), **fields)
+
+    for i, seen in enumerate(_list(e.get("seen"))):
+        gen = _int(seen)
+        if gen is not None and gen >= 0:
+            put(i, seen=gen)
+    for key, ended in _mapping(e.get("ended")).items():
+        gen = _int(ended)
+        if gen is not None:
+            put(_int(key), ended=gen)
+    for key, pair in _mapping(e.get("restarts")).items():
+        items = _list(pair)
+        if len(items) == 2:
+            failed, count = _int(items[0]), _int(items[1])
+            if failed is not None and count is not None and count >= 0:
+                put(_int(key), failed=failed, restarts=count)
+    epoch = _int(e.get("epoch"), 0) or 0
+    return ReplicaRecord(max(epoch, 0), tuple(sorted(indices.items())))
+
+
+# ---------------------------------------------------------------------------------------------
+# Pods and nodes
+
+
+@dataclass(frozen=True)
+class PodView:
+    """PodView is what the planner needs to know about one pod.
+
+    ``job``/``replica``/``index``/``generation`` come from the operator's labels (None / 0 when
+    absent: such a pod is not the operator's). ``running_since``: when its first app container
+    started (else when it became Ready), None if it never ran. ``exit_code``: the first non-zero
+    terminated exit code in spec order, init containers first (they run first; a failing one
+    stops the pod before the app containers start); sidecars (init containers with
+    ``restartPolicy: Always``) are skipped, since the kubelet kills them when the pod ends.
+    ``disruption``: the reason of a True ``DisruptionTarget`` condition (EvictionByEvictionAPI,
+    PreemptionByScheduler, TerminationByKubelet, DeletionByTaintManager, ...).
+    """
+
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    job: str | None = None
+    replica: str | None = None
+    index: int | None = None
+    generation: int = 0
+    phase: str = "Pending"
+    node_name: str | None = None
+    created: datetime | None = None
+    running_since: datetime | None = None
+    deleted_at: datetime | None = None  # metadata.deletionTimestamp
+    deletion_grace_seconds: int | None = None  # metadata.deletionGracePeriodSeconds
+    finalizers: tuple[str, ...] = ()
+    exit_code: int | None = None
+    exit_container: str | None = None
+    exit_at: datetime | None = None  # finishedAt of the container that gave exit_code
+    disruption: str | None = None
+    disruption_at: datetime | None = None
+    reason: str | None = None  # status.reason: Evicted, NodeLost, UnexpectedAdmissionError, ...
+    message: str | None = None  # status.message
+    ledger: Ledger = field(default_factory=Ledger, hash=False)
+
+    @property
+    def tracked(self) -> bool:
+        """tracked: the pod still carries the operator's finalizer."""
+        return TRACKING_FINALIZER in self.finalizers
+
+    @property
+    def deleting(self) -> bool:
+        return self.deleted_at is not None
+
+    @property
+    def deletion_started(self) -> datetime | None:
+        """deletion_started: when the delete call was made (deletionTimestamp minus the grace)."""
+        if self.deleted_at is None:
+            return None
+        return self.deleted_at - timedelta(seconds=self.deletion_grace_seconds or 0)
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def running(self) -> bool:
+        """running: phase Running and not on its way out."""
+        return self.phase == "Running" and self.deleted_at is None
+
+    @property
+    def epoch(self) -> int:
+        """epoch: the restart epoch of its own replica when the pod was planned."""
+        return self.ledger.replica(self.replica).epoch if self.replica else 0
+
+    @classmethod
+    def from_dict(cls, pod: Mapping[str, Any]) -> PodView:
+        meta = _mapping(pod.get("metadata"))
+        spec = _mapping(pod.get("spec"))
+        status = _mapping(pod.get("status"))
+        labels = _mapping(meta.get("labels"))
+        annotations = _mapping(meta.get("annotations"))
+        job = labels.get(LABEL_JOB)
+        replica = labels.get(LABEL_REPLICA)
+        exit_code, exit_container, exit_at = _exit(spec, status)
+        disruption, disruption_at = _disruption(status)
+        return cls(
+            name=str(meta.get("name", "")),
+            namespace=str(meta.get("namespace", "")),
+            uid=str(meta.get("uid", "")),
+            job=job if isinstance(job, str) else None,
+            replica=replica if isinstance(replica, str) else None,
+            index=_int(labels.get(LABEL_INDEX)),
+            generation=max(_int(labels.get(LABEL_GENERATION), 0) or 0, 0),
+            phase=str(status.get("phase") or "Pending"),
+            node_name=spec.get("nodeName") or None,
+            created=parse_time(meta.get("creationTimestamp")),
+            running_since=_running_since(status),
+            deleted_at=parse_time(meta.get("deletionTimestamp")),
+            deletion_grace_seconds=_int(meta.get("deletionGracePeriodSeconds")),
+            finalizers=tuple(str(f) for f in _list(meta.get("finalizers"))),
+            exit_code=exit_code,
+            exit_container=exit_container,
+            exit_at=exit_at,
+            disruption=disruption,
+            disruption_at=disruption_at,
+            reason=status.get("reason") or None,
+            message=status.get("message") or None,
+            ledger=Ledger.from_annotation(annotations.get(ANNOTATION_LEDGER)),
+        )
+
+
+def _statuses_in_spec_order(
+    spec: Mapping[str, Any], status: Mapping[str, Any]
+) -> Iterable[Mapping[str, Any]]:
+    """Container statuses, init containers first, each list in spec order (the API does not
+    promise status order); statuses of containers the spec does not name come last."""
+    for spec_key, status_key in (
+        ("initContainers", "initContainerStatuses"),
+        ("containers", "containerStatuses"),
+    ):
+        by_name = {_mapping(s).get("name"): _mapping(s) for s in _list(status.get(status_key))}
+        for container in _list(spec.get(spec_key)):
+            c = _mapping(container)
+            if spec_key == "initContainers" and c.get("restartPolicy") == "Always":
+                by_name.pop(c.get("name"), None)  # a sidecar: killed when the pod ends
+                continue
+            s = by_name.pop(c.get("name"), None)
+            if s is not None:
+                yield s
+        yield from by_name.values()
+
+
+def _exit(
+    spec: Mapping[str, Any], status: Mapping[str, Any]
+) -> tuple[int | None, str | None, datetime | None]:
+    for s in _statuses_in_spec_order(spec, status):
+        terminated = _mapping(_mapping(s.get("state")).get("terminated"))
+        code = _int(terminated.get("exitCode"))
+        if code:  # 0 is success, None is "not terminated"
+            return code, str(s.get("name", "")), parse_time(terminated.get("finishedAt"))
+    return None, None, None
+
+
+def _running_since(status: Mapping[str, Any]) -> datetime | None:
+    started: list[datetime] = []
+    for s in _list(status.get("containerStatuses")):
+        state = _mapping(_mapping(s).get("state"))
+        for key in ("running", "terminated"):
+            at = parse_time(_mapping(state.get(key)).get("startedAt"))
+            if at is not None:
+                started.append(at)
+    if started:
+        return min(started)
+    for c in _list(status.get("conditions")):
+        cond = _mapping(c)
+        if cond.get("type") == "Ready" and cond.get("status") == "True":
+            return parse_time(cond.get("lastTransitionTime"))
+    return None
+
+
+def _disruption(status: Mapping[str, Any]) -> tuple[str | None, datetime | None]:
+    for c in _list(status.get("conditions")):
+        cond = _mapping(c)
+        if cond.get("type") == DISRUPTION_TARGET and cond.get("status") == "True":
+            return str(cond.get("reason") or "Unknown"), parse_time(cond.get("lastTransitionTime"))
+    return None, None
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """NodeView: a node's name and its Ready condition ("True", "False" or "Unknown").
+
+    A node without a Ready condition is "Unknown". A node missing from the planner's nodes
+    mapping is gone (deleted), which counts as not ready.
+    """
+
+    name: str
+    ready: str = "Unknown"
+    ready_since: datetime | None = None  # lastTransitionTime of the Ready condition
+
+    @property
+    def is_ready(self) -> bool:
+        return self.ready == "True"
+
+    @classmethod
+    def from_dict(cls, node: Mapping[str, Any]) -> NodeView:
+        meta = _mapping(node.get("metadata"))
+        for c in _list(_mapping(node.get("status")).get("conditions")):
+            cond = _mapping(c)
+            if cond.get("type") == "Ready":
+                ready = cond.get("status")
+                return cls(
+                    name=str(meta.get("name", "")),
+                    ready=ready if ready in ("True", "False") else "Unknown",
+                    ready_since=parse_time(cond.get("lastTransitionTime")),
+                )
+        return cls(name=str(meta.get("name", "")))

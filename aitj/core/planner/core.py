@@ -1,0 +1,325 @@
+"""plan(job, pods, nodes, now) -> Plan: the one decision of a reconcile pass.
+
+Pure and clock-free. The steps: merge the restart ledger (status + pod stamps + observed
+generations), survey the slots (aitj.core.planner.survey: failures, restarts, gating), judge the
+outcome (aitj.core.planner.outcome), then turn it all into creates, deletes, finalizer releases,
+one status, events, the discovery host list and the next time-based wake-up.
+A finished job (Succeeded, Failed, Timeout) only gets its cleanup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from aitj.core.api import (
+    DEFAULT_RESTART_TIME_LIMIT,
+    FINISHED_PHASES,
+    MAX_RESTART_RECORDS,
+    CleanPodPolicy,
+    Job,
+    Phase,
+    ReplicaType,
+)
+from aitj.core.observed import ANNOTATION_LEDGER, Ledger, NodeView, PodView, format_time, parse_time
+from aitj.core.planner import scaling
+from aitj.core.planner.outcome import judge, timeout_at
+from aitj.core.planner.status import (
+    Condition,
+    advance,
+    live_condition,
+    replica_statuses,
+    scale_fields,
+)
+from aitj.core.planner.survey import NewRestart, Retiree, State, Survey, observe, survey
+from aitj.core.planner.types import (
+    Event,
+    HostEntry,
+    Outcome,
+    Plan,
+    PodCreate,
+    PodDelete,
+    ResourceAction,
+    RestartRecord,
+)
+
+EVENT_RESTARTING = "TrainingJobRestarting"
+EVENT_FORCE_DELETING = "ForceDeletingPod"
+
+
+def plan(job: Job, pods: Sequence[PodView], nodes: Mapping[str, NodeView], now: datetime) -> Plan:
+    """plan: what to do for ``job`` given its observed ``pods``, the cluster's ``nodes`` (by
+    name; a missing node is gone) and the time ``now``. The same inputs give the same Plan."""
+    prev: dict[str, Any] = dict(job.status or {})
+    mine = [p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)]
+    if _phase(prev.get("phase")) in FINISHED_PHASES:
+        return _cleanup(job, mine, _phase(prev.get("phase")))
+    a = assess(job, mine, nodes, now)
+    outcome = judge(job.spec, a.found, a.started, now)
+    if outcome is not None:
+        return _finish(job, mine, prev, a.found, a.ledger, outcome, now)
+    return _live(job, prev, a.found, a.scale, a.started, now)
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """Assessment: what the planner makes of a live job before it decides anything: the restart
+    ledger, the scale operation in flight, every index's verdict (the survey), and when the job
+    first ran. ``aitj explain`` shows it pod by pod."""
+
+    ledger: Ledger
+    scale: scaling.Scaling
+    found: Survey
+    started: datetime | None
+
+
+def assess(job: Job, mine: Sequence[PodView], nodes: Mapping[str, NodeView], now: datetime) -> Assessment:
+    """assess: the first steps of ``plan`` for a job that has not finished, given its own pods."""
+    prev: dict[str, Any] = dict(job.status or {})
+    ledger = observe(Ledger.from_json(prev.get("restartLedger")), job, mine)
+    started = parse_time(prev.get("startRunningTime"))
+    scale = scaling.prepare(job, prev, mine, now, started is not None)
+    found = survey(job, mine, nodes, ledger, now, scale.shape)
+    scale, reshaped = scaling.settle(job, scale, found, now)
+    if reshaped:  # a scale-out rolled back: its slots are gone, its pods retired
+        found = survey(job, mine, nodes, ledger, now, scale.shape)
+    return Assessment(ledger, scale, found, started)
+
+
+def _phase(value: object) -> Phase | None:
+    try:
+        return Phase(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# A job that goes on
+
+
+def _live(
+    job: Job,
+    prev: dict[str, Any],
+    found: Survey,
+    scale: scaling.Scaling,
+    started: datetime | None,
+    now: datetime,
+) -> Plan:
+    stamp = format_time(now)
+    previous = _phase(prev.get("phase"))
+    shape = scale.shape
+    began, busy = scaling.conditions(job, scale)
+    condition = live_condition(job, found, previous, started is not None, began, busy, shape.joining)
+    if condition.type is Phase.RUNNING and started is None:
+        started = now
+    counts = {r.name: found.ledger.replica(r.name).restart_count for r in job.spec.replicas}
+    annotations = {ANNOTATION_LEDGER: found.ledger.annotation()}
+    creates = tuple(
+        PodCreate(s.name, s.replica.name, s.index, s.generation, counts, annotations)
+        for s in found.slots
+        if s.state in (State.CREATE, State.REPLACE)
+    )
+    deletes, release, force_events, wake = _retire(job, found.retirees, now)
+    hosts = _hosts(job, found, shape.joining)
+    status = scaling.write_status(_status(job, prev, found.ledger, found, condition, stamp), scale, now)
+    if started is not None:
+        status["startRunningTime"] = format_time(started)
+    if hosts is not None:
+        status["discoveryHosts"] = [h.pod for h in hosts]
+    records = tuple(_record(new, now) for new in found.restarts)
+    if records:
+        history = list(prev.get("restarts") or []) + [
+            {
+                "time": stamp,
+                "replica": r.replica,
+                "index": r.index,
+                "pod": r.pod,
+                "cause": new.failure.cause,
+                "rule": r.rule,
+                "scope": r.scope.value,
+            }
+            for r, new in zip(records, found.restarts, strict=True)
+        ]
+        status["restarts"] = history[-MAX_RESTART_RECORDS:]
+    wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
+    return Plan(
+        creates=creates,
+        deletes=deletes,
+        release=release,
+        status=None if status == prev else status,
+        events=(
+            tuple(_restart_event(new) for new in found.restarts) + force_events + scaling.events(job, scale)
+        ),
+        requeue_after=min(wake) if wake else None,
+        hosts=hosts if hosts is not None and prev.get("discoveryHosts") != [h.pod for h in hosts] else None,
+        resources=ResourceAction.ENSURE,
+        restarts=records,
+        spec_replicas=scale.patches,
+    )
+
+
+def _status(
+    job: Job, prev: Mapping[str, Any], ledger: Ledger, found: Survey, condition: Condition, stamp: str
+) -> dict[str, Any]:
+    names = [r.name for r in job.spec.replicas]
+    counts = replica_statuses(found, names)
+    restarts = {name: ledger.replica(name).restart_count for name in names}
+    status = {
+        **prev,
+        "phase": condition.type.value,
+        "conditions": advance(prev.get("conditions") or [], condition, stamp),
+        "RestartCount": restarts,
+        "totalRestarts": sum(restarts.values()),
+        "replicaStatuses": counts,
+        "startTime": prev.get("startTime") or stamp,
+        "observedGeneration": job.generation,
+        "restartLedger": ledger.to_json(),
+        **scale_fields(job, counts),
+    }
+    return status
+
+
+def _hosts(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> tuple[HostEntry, ...] | None:
+    """_hosts: the Running workers, by replica then index (None without plugin.discovery), less
+    the pods of a scale-out in flight: they join together once all of them run."""
+    if not job.spec.discovery:
+        return None
+    return tuple(
+        HostEntry(s.name, s.replica.name, s.index)
+        for s in found.slots
+        if s.replica.replica_type is ReplicaType.WORKER
+        and s.state is State.RUNNING
+        and (s.replica.name, s.index) not in joining
+    )
+
+
+def _retire(
+    job: Job, retirees: Sequence[Retiree], now: datetime
+) -> tuple[tuple[PodDelete, ...], tuple[str, ...], tuple[Event, ...], list[float]]:
+    """_retire: delete what is no longer wanted; force-delete the old pod of a restart once it
+    has been terminating for restartTimeLimit seconds; release every retiree's finalizer."""
+    deletes: list[PodDelete] = []
+    events: list[Event] = []
+    wake: list[float] = []
+    limits = {r.name: r.restart_time_limit for r in job.spec.replicas}
+    for t in retirees:
+        p = t.pod
+        limit = limits.get(p.replica or "", DEFAULT_RESTART_TIME_LIMIT)
+        if not p.deleting:
+            deletes.append(PodDelete(p.name, p.uid, None, t.reason, "restart" if t.restart else "unwanted"))
+            if t.restart:
+                wake.append(float(limit))
+            continue
+        started = p.deletion_started
+        if not t.restart or p.deletion_grace_seconds == 0 or started is None:
+            continue
+        due = started + timedelta(seconds=limit)
+        if now < due:
+            wake.append((due - now).total_seconds())
+            continue
+        why = f"still terminating {limit}s after its deletion started (restartTimeLimit)"
+        deletes.append(PodDelete(p.name, p.uid, 0, why, "stuck"))
+        events.append(
+            Event("Warning", EVENT_FORCE_DELETING, f"pod {p.name} is {why}: deleting it with grace period 0")
+        )
+    release = tuple(t.pod.name for t in retirees if t.pod.tracked)
+    return tuple(deletes), tuple(dict.fromkeys(release)), tuple(events), wake
+
+
+def _timeouts(job: Job, found: Survey, started: datetime | None, now: datetime) -> list[float]:
+    """_timeouts: seconds until the next restartTimeout or timeLimit falls due."""
+    wake: list[float] = []
+    for s in found.slots:
+        p, timeout = s.pod, s.replica.restart_timeout
+        if (
+            s.state is State.PENDING
+            and p is not None
+            and p.generation > 0
+            and timeout is not None
+            and p.created
+        ):
+            due = p.created + timedelta(seconds=timeout)
+            wake.append((due - now).total_seconds())
+    if started is not None and job.spec.time_limit is not None:
+        wake.append((timeout_at(started, job.spec.time_limit) - now).total_seconds())
+    return [max(w, 0.0) for w in wake]
+
+
+def _record(new: NewRestart, now: datetime) -> RestartRecord:
+    at = new.failure.at
+    return RestartRecord(
+        replica=new.slot.replica.name,
+        index=new.slot.index,
+        pod=new.old_pod,
+        cause=new.failure.kind.value,
+        rule=new.decision.rule,
+        scope=new.decision.scope,
+        latency_seconds=max((now - at).total_seconds(), 0.0) if at is not None else None,
+    )
+
+
+def _restart_event(new: NewRestart) -> Event:
+    scope = new.decision.scope.value
+    what = {
+        "Pod": f"pod {new.slot.name}",
+        "Replica": f"every pod of replica {new.slot.replica.name}",
+        "All": "every pod of the job",
+    }[scope]
+    return Event(
+        "Warning",
+        EVENT_RESTARTING,
+        f"{new.failure.cause} on pod {new.old_pod} ({new.failure.description}): rule {new.decision.rule} "
+        f"restarts scope {scope}: recreating {what}",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# A job that finishes, or has finished
+
+
+def _finish(
+    job: Job,
+    pods: Sequence[PodView],
+    prev: dict[str, Any],
+    found: Survey,
+    ledger: Ledger,
+    outcome: Outcome,
+    now: datetime,
+) -> Plan:
+    """_finish: the pass in which the job ends. Restarts decided in the same pass are dropped
+    (nothing is created once the job has ended), so the ledger is the one before them."""
+    stamp = format_time(now)
+    condition = Condition(outcome.phase, outcome.reason, outcome.message)
+    status = _status(job, prev, ledger, found, condition, stamp)
+    status["completionTime"] = stamp
+    cleanup = _cleanup(job, pods, outcome.phase)
+    kind = "Normal" if outcome.phase is Phase.SUCCEEDED else "Warning"
+    return Plan(
+        deletes=cleanup.deletes,
+        release=cleanup.release,
+        status=status,
+        events=(Event(kind, outcome.reason, outcome.message),),
+        resources=cleanup.resources,
+        outcome=outcome,
+    )
+
+
+def _cleanup(job: Job, pods: Sequence[PodView], phase: Phase | None) -> Plan:
+    """_cleanup: cleanPodPolicy on a finished job. All: delete every pod (and the Service);
+    Running: delete the pods not finished; None: keep them. Every finalizer is released: a
+    finished job tracks nothing. The status is left alone."""
+    policy = job.spec.clean_pod_policy
+    reason = f"job {phase}: cleanPodPolicy {policy}"
+    doomed = [
+        p
+        for p in pods
+        if not p.deleting
+        and (policy is CleanPodPolicy.ALL or (policy is CleanPodPolicy.RUNNING and not p.terminal))
+    ]
+    return Plan(
+        deletes=tuple(PodDelete(p.name, p.uid, None, reason, "cleanup") for p in doomed),
+        release=tuple(p.name for p in pods if p.tracked),
+        resources=ResourceAction.DELETE if policy is CleanPodPolicy.ALL else ResourceAction.KEEP,
+    )

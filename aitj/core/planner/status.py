@@ -1,0 +1,149 @@
+"""Status: the phase, the condition history and the status fields, as the seed shows them.
+
+Pure. The history: each new condition is appended with status "True" and the one before set to
+"False", bounded to api.MAX_STATUS_CONDITIONS (oldest dropped). A condition of the current
+type is never appended twice: when only its message changes (Creating's pod list) the message
+is updated in place, with lastProbeTime; lastTransitionTime keeps when the phase began.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aitj.core.api import LABEL_JOB, LABEL_REPLICA, MAX_STATUS_CONDITIONS, SCALE_REPLICA, Job, Phase
+from aitj.core.planner.survey import State, Survey
+
+REASON_PENDING = "TrainingJobPending"
+REASON_CREATING = "TrainingJobCreating"
+REASON_RUNNING = "TrainingJobRunning"
+REASON_RESTARTING = "TrainingJobRestarting"
+REASON_SCALING = "TrainingJobScaling"
+
+MESSAGE_PENDING = "all pods are waiting for scheduling"
+MESSAGE_RUNNING = "all pods are running"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """Condition: the condition this pass wants current. ``keep``: leave the current one as
+    it is (a phase that goes on, e.g. Restarting, keeps the message it began with)."""
+
+    type: Phase
+    reason: str
+    message: str
+    keep: bool = False
+
+
+def current_condition(conditions: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    last = conditions[-1] if conditions else None
+    return last if last is not None and last.get("status") == "True" else None
+
+
+def advance(conditions: Sequence[Mapping[str, Any]], want: Condition, now: str) -> list[dict[str, Any]]:
+    """advance: the history with ``want`` current (unchanged when it already is)."""
+    history = [dict(c) for c in conditions]
+    last = current_condition(history)
+    if last is not None and last.get("type") == want.type.value:
+        if want.keep or (last.get("reason"), last.get("message")) == (want.reason, want.message):
+            return history
+        history[-1] = {**last, "reason": want.reason, "message": want.message, "lastProbeTime": now}
+        return history
+    for c in history:
+        if c.get("status") == "True":
+            c["status"] = "False"
+    history.append(
+        {
+            "type": want.type.value,
+            "status": "True",
+            "reason": want.reason,
+            "message": want.message,
+            "lastProbeTime": now,
+            "lastTransitionTime": now,
+        }
+    )
+    return history[-MAX_STATUS_CONDITIONS:]
+
+
+def pod_list(names: Sequence[str]) -> str:
+    return "[" + " ".join(names) + "]"
+
+
+def live_condition(
+    job: Job,
+    survey: Survey,
+    previous: Phase | None,
+    started: bool,
+    scaling: Condition | None = None,
+    scaling_busy: Condition | None = None,
+    joining: frozenset[tuple[str, int]] = frozenset(),
+) -> Condition:
+    """live_condition: the condition of a job that goes on (not finished).
+
+    Restarting from a restart decision until every wanted pod runs again (also when a
+    replacement is still on its way after an operator restart). Scaling (aitj.core.planner.scaling)
+    when a scale operation begins or is rolled back (``scaling``), and while one is in flight
+    (``scaling_busy``); scale-out pods still on their way (``joining``) are the operation's
+    business, not a restart's. Running when every wanted pod runs (succeeded pods and failures
+    that stand do not hold it up). Before that: Pending while no pod has been scheduled, then
+    Creating with the pods not yet running.
+    """
+    waiting = [s for s in survey.slots if s.state.in_progress]
+    replacing = [s for s in waiting if (s.replica.name, s.index) not in joining]
+    if survey.restarts:
+        return Condition(Phase.RESTARTING, REASON_RESTARTING, restart_message(survey))
+    if scaling is not None:
+        return scaling
+    if scaling_busy is not None and previous is Phase.SCALING:
+        return scaling_busy
+    if replacing and (previous is Phase.RESTARTING or any(s.generation > 0 for s in replacing)):
+        wait_message = f"waiting for pods {pod_list([s.name for s in replacing])} to run"
+        return Condition(Phase.RESTARTING, REASON_RESTARTING, wait_message, keep=True)
+    if scaling_busy is not None:
+        return scaling_busy
+    if not waiting:
+        return Condition(Phase.RUNNING, REASON_RUNNING, MESSAGE_RUNNING)
+    if not started and not any(s.pod is not None and s.pod.node_name for s in survey.slots):
+        return Condition(Phase.PENDING, REASON_PENDING, MESSAGE_PENDING)
+    return Condition(
+        Phase.CREATING, REASON_CREATING, f"pods {pod_list([s.name for s in waiting])} creating containers"
+    )
+
+
+def restart_message(survey: Survey) -> str:
+    parts = []
+    for new in survey.restarts:
+        parts.append(
+            f"pod {new.old_pod}: {new.failure.description}; rule {new.decision.rule} "
+            f"restarts scope {new.decision.scope}"
+        )
+    return "; ".join(parts)
+
+
+def replica_statuses(survey: Survey, names: Sequence[str]) -> dict[str, dict[str, int]]:
+    """replica_statuses: per replica, pending (to be created, scheduled or started), running,
+    succeeded, failed (failures that stand) and active (pending + running)."""
+    out: dict[str, dict[str, int]] = {}
+    for name in names:
+        states = [s.state for s in survey.of(name)]
+        pending = sum(1 for st in states if st.in_progress)
+        running = states.count(State.RUNNING)
+        out[name] = {
+            "active": pending + running,
+            "pending": pending,
+            "running": running,
+            "succeeded": states.count(State.SUCCEEDED),
+            "failed": states.count(State.FAILED),
+        }
+    return out
+
+
+def scale_fields(job: Job, counts: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """scale_fields: trainerReplicas and selector for the /scale subresource."""
+    if SCALE_REPLICA not in counts:
+        return {}
+    return {
+        "trainerReplicas": counts[SCALE_REPLICA]["active"],
+        "selector": f"{LABEL_JOB}={job.name},{LABEL_REPLICA}={SCALE_REPLICA}",
+    }

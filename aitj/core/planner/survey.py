@@ -1,0 +1,288 @@
+"""Survey: sort a job's pods into slots (one per replica index), find failures, decide restarts.
+
+Pure. This is the fault-tolerance half of the planner (issue 5). ``survey`` returns, for every
+index the spec wants, one ``Slot`` saying what the index needs in this pass (create a pod,
+replace it, wait, or nothing) and the pods to retire (superseded generations, indices beyond
+``replicas``, replicas no longer in the spec), plus the restart ledger with this pass's
+decisions merged in.
+
+How the pieces fit (docs/semantics.md has the user-facing version):
+
+- Each index has a generation; the current pod is the one with the highest generation seen
+  (labels, and the ledger's ``seen``). Lower generations are superseded: retired.
+- A current pod stamped with an older restart epoch than the ledger's (a Replica- or All-scope
+  restart happened) is stale: retired and replaced, without counting anything.
+- Otherwise ``policy.classify`` (and ``policy.restart_timed_out``) may find a failure. A failure
+  already counted in the ledger (``failed >= generation``: the pass that counted it did not
+  finish) is replaced again without counting; a new one goes through ``policy.decide`` and the
+  restart limit. A restart counts one in the ledger and, for scope Replica / All, bumps the
+  epoch of the replica / of every replica, which makes their other pods stale.
+- An index with no pod: never seen → create generation 0; its last pod was ended by the
+  operator (``ended >= seen``) → create the next generation; otherwise the pod vanished,
+  which is a PodForceDeleted failure.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from aitj.core import naming
+from aitj.core.api import Job, ReplicaSpec, ReplicaType, RestartScope
+from aitj.core.observed import IndexRecord, Ledger, NodeView, PodView
+from aitj.core.policy import Fail, FailReason, Failure, Restart, classify, decide, restart_timed_out, vanished
+
+
+class State(enum.Enum):
+    """State of a slot after this pass's decisions."""
+
+    CREATE = "create"  # no pod: create one at ``generation``
+    REPLACE = "replace"  # the current pod is retired; its successor is created at ``generation``
+    WAITING = "waiting"  # a master that needs a pod but waits until every worker runs
+    PENDING = "pending"  # the pod exists and has not reached Running yet
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # a failure that is not restarted: failPolicy judges it
+
+    @property
+    def in_progress(self) -> bool:
+        """in_progress: the index is on its way to Running."""
+        return self in (State.CREATE, State.REPLACE, State.WAITING, State.PENDING)
+
+    @property
+    def needs_pod(self) -> bool:
+        return self in (State.CREATE, State.REPLACE, State.WAITING)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Slot: one index of one replica. ``generation`` and ``name`` are those of the pod the
+    index has after this pass (the successor's, when one is to be created). ``pod`` is the
+    observed current pod, if any. ``failure``/``fail``: the failure found and, when it stands,
+    why it is not restarted."""
+
+    replica: ReplicaSpec
+    index: int
+    generation: int
+    name: str
+    state: State
+    pod: PodView | None = None
+    failure: Failure | None = None
+    fail: Fail | None = None
+
+
+@dataclass(frozen=True)
+class Retiree:
+    """Retiree: a pod the operator no longer wants. ``restart``: it is the old pod of a
+    restart, so restartTimeLimit applies to its termination."""
+
+    pod: PodView
+    reason: str
+    restart: bool
+
+
+@dataclass(frozen=True)
+class NewRestart:
+    """NewRestart: a restart counted in this pass."""
+
+    slot: Slot  # the slot after the decision (its successor's generation and name)
+    old_pod: str
+    failure: Failure
+    decision: Restart
+
+
+@dataclass(frozen=True)
+class Survey:
+    slots: tuple[Slot, ...]
+    retirees: tuple[Retiree, ...]
+    restarts: tuple[NewRestart, ...]
+    ledger: Ledger  # with this pass's decisions
+
+    def of(self, replica: str) -> tuple[Slot, ...]:
+        return tuple(s for s in self.slots if s.replica.name == replica)
+
+
+def observe(ledger: Ledger, job: Job, pods: Sequence[PodView]) -> Ledger:
+    """observe merges what the pods tell into the ledger: their stamps and their generations."""
+    names = {r.name for r in job.spec.replicas}
+    seen = Ledger()
+    for p in pods:
+        if p.replica in names and p.index is not None and p.index >= 0:
+            seen = seen.with_index(p.replica, p.index, IndexRecord(seen=p.generation))
+    return ledger.merge(*(p.ledger for p in pods), seen)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Shape: which indices of each replica have a slot in this pass (aitj.core.planner.scaling
+    decides it). ``indices``: by replica name; a replica missing from it has ``0 .. replicas-1``.
+    ``keep``: pod names left alone (scale-in pods out of the host list, waiting for their grace
+    period): neither slots nor retired, never judged. ``joining``: (replica, index) of scale-out
+    slots not in the host list yet; they do not hold the launcher back."""
+
+    indices: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    keep: frozenset[str] = frozenset()
+    joining: frozenset[tuple[str, int]] = frozenset()
+
+    def of(self, r: ReplicaSpec) -> tuple[int, ...]:
+        found = self.indices.get(r.name)
+        return tuple(range(r.replicas)) if found is None else found
+
+
+def survey(
+    job: Job,
+    pods: Sequence[PodView],
+    nodes: Mapping[str, NodeView],
+    ledger: Ledger,
+    now: datetime,
+    shape: Shape | None = None,
+) -> Survey:
+    """survey: slots, retirees and restarts for one pass (see the module docstring)."""
+    shape = shape or Shape()
+    s = _Surveyor(job, ledger, shape)
+    groups = s.group(pods)
+    slots: list[Slot] = []
+    for r in job.spec.replicas:
+        for i in shape.of(r):
+            slots.append(s.look(r, i, groups.get((r.name, i), []), nodes, now))
+    slots = [s.decide(slot) if slot.failure is not None and slot.fail is None else slot for slot in slots]
+    slots = [s.sweep(slot) for slot in slots]
+    return Survey(tuple(_gate(slots, shape.joining)), tuple(s.retirees), tuple(s.restarts), s.ledger)
+
+
+class _Surveyor:
+    """The survey's working state: the ledger as decisions accumulate, and what they retire."""
+
+    def __init__(self, job: Job, ledger: Ledger, shape: Shape) -> None:
+        self.job = job
+        self.ledger = ledger
+        self.keep = shape.keep
+        self.wanted = {r.name: frozenset(shape.of(r)) for r in job.spec.replicas}
+        self.retirees: list[Retiree] = []
+        self.restarts: list[NewRestart] = []
+        self.covered: set[str] = set()  # replicas a Replica/All-scope restart recreates this pass
+
+    def name(self, replica: str, index: int, generation: int) -> str:
+        return naming.pod_name(self.job.name, self.job.uid, replica, index, generation)
+
+    def group(self, pods: Sequence[PodView]) -> dict[tuple[str, int], list[PodView]]:
+        """group: the job's pods by (replica, index); the rest are retired as not wanted."""
+        specs = {r.name: r for r in self.job.spec.replicas}
+        groups: dict[tuple[str, int], list[PodView]] = {}
+        for p in pods:
+            r = specs.get(p.replica) if p.replica is not None else None
+            if p.name in self.keep:
+                continue
+            if r is None or p.index is None or p.index < 0:
+                self.retirees.append(Retiree(p, f"replica {p.replica} is not in the job's spec", False))
+            elif p.index not in self.wanted[r.name]:
+                self.ledger = self.ledger.with_index(r.name, p.index, IndexRecord(ended=p.generation))
+                self.retirees.append(
+                    Retiree(p, f"index {p.index} is not one of the {r.replicas} wanted (scaled away)", False)
+                )
+            else:
+                groups.setdefault((r.name, p.index), []).append(p)
+        return groups
+
+    def look(
+        self, r: ReplicaSpec, i: int, group: list[PodView], nodes: Mapping[str, NodeView], now: datetime
+    ) -> Slot:
+        """look: the slot as observed, with the failure of its current pod, if any."""
+        record = self.ledger.replica(r.name).index(i)
+        group = sorted(group, key=lambda p: (p.generation, p.name), reverse=True)
+        top = max(record.seen, group[0].generation if group else -1)
+        current = group[0] if group and group[0].generation == top else None
+        for old in group[1:] if current is not None else group:
+            self.retirees.append(Retiree(old, f"superseded by generation {top}", True))
+        if current is None:
+            if top < 0:
+                return Slot(r, i, 0, self.name(r.name, i, 0), State.CREATE)
+            if record.ended >= top:
+                return Slot(r, i, top + 1, self.name(r.name, i, top + 1), State.CREATE)
+            name = self.name(r.name, i, top)
+            return Slot(r, i, top, name, State.PENDING, failure=vanished(name))
+        if current.epoch < self.ledger.replica(r.name).epoch:
+            return self.replace(Slot(r, i, top, current.name, State.PENDING, current), "restart scope")
+        failure = classify(current, nodes.get(current.node_name) if current.node_name else None)
+        if failure is None:
+            failure = restart_timed_out(current, r, now)
+        state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
+        if state is State.RUNNING and current.deleting:
+            state = State.PENDING
+        return Slot(r, i, top, current.name, state, current, failure)
+
+    def decide(self, slot: Slot) -> Slot:
+        """decide: what a failure found by ``look`` leads to."""
+        assert slot.failure is not None
+        r, i = slot.replica, slot.index
+        record = self.ledger.replica(r.name).index(i)
+        if record.failed >= slot.generation:
+            return self.replace(slot, "restart")  # counted by a pass that did not finish
+        if r.name in self.covered:
+            return slot  # a Replica/All-scope restart decided earlier in this pass recreates it
+        decision = decide(r, self.job.spec.fault_tolerant, slot.failure)
+        if isinstance(decision, Restart):
+            count = self.ledger.replica(r.name).restart_count
+            if r.restart_limit is not None and count >= r.restart_limit:
+                decision = Fail(
+                    FailReason.RESTART_LIMIT_EXCEEDED,
+                    f"restartLimit {r.restart_limit} of replica {r.name} is used up ({count} restarts), "
+                    f"so {slot.failure.cause} is not restarted",
+                )
+        if isinstance(decision, Fail):
+            return replace(slot, state=State.FAILED, fail=decision)
+        self.ledger = self.ledger.with_index(
+            r.name, i, IndexRecord(failed=slot.generation, restarts=record.restarts + 1)
+        )
+        bumped = [r] if decision.scope is RestartScope.REPLICA else []
+        if decision.scope is RestartScope.ALL:
+            bumped = list(self.job.spec.replicas)
+        for b in bumped:
+            self.ledger = self.ledger.with_epoch(b.name, self.ledger.replica(b.name).epoch + 1)
+            self.covered.add(b.name)
+        new = self.replace(slot, f"restart ({slot.failure.cause})")
+        self.restarts.append(NewRestart(new, slot.name, slot.failure, decision))
+        return new
+
+    def sweep(self, slot: Slot) -> Slot:
+        """sweep: replace what this pass's Replica/All-scope restarts made stale."""
+        if slot.state.needs_pod:
+            return slot
+        stale = slot.pod is not None and slot.pod.epoch < self.ledger.replica(slot.replica.name).epoch
+        if stale or (slot.pod is None and slot.replica.name in self.covered):
+            return self.replace(slot, "restart scope")
+        return slot
+
+    def replace(self, slot: Slot, why: str) -> Slot:
+        """replace: end the slot's generation (retiring its pod) and plan the next one."""
+        r, i, gen = slot.replica, slot.index, slot.generation
+        self.ledger = self.ledger.with_index(r.name, i, IndexRecord(ended=gen))
+        successor = self.name(r.name, i, gen + 1)
+        if slot.pod is not None:
+            self.retirees.append(Retiree(slot.pod, f"{why}: replaced by {successor}", True))
+        state = State.REPLACE if slot.pod is not None else State.CREATE
+        return replace(slot, generation=gen + 1, name=successor, state=state, pod=None, fail=None)
+
+
+def gate_open(slots: Sequence[Slot], joining: frozenset[tuple[str, int]] = frozenset()) -> bool:
+    """gate_open: no worker index is on its way (each is running, succeeded or failed for
+    good). Masters (the launcher) are created only then. Scale-out slots (``joining``) do not
+    count: the launcher runs without them until they join."""
+    return not any(
+        s.state.in_progress
+        for s in slots
+        if s.replica.replica_type is ReplicaType.WORKER and (s.replica.name, s.index) not in joining
+    )
+
+
+def _gate(slots: list[Slot], joining: frozenset[tuple[str, int]]) -> list[Slot]:
+    if gate_open(slots, joining):
+        return slots
+    return [
+        replace(s, state=State.WAITING)
+        if s.replica.replica_type is ReplicaType.MASTER and s.state.needs_pod
+        else s
+        for s in slots
+    ]

@@ -1,0 +1,285 @@
+"""Failure policy: what went wrong with a pod, and whether its replica's policy restarts it.
+
+Pure (no kopf, kubernetes or prometheus_client; import-linter enforces it) and clock-free:
+the caller passes ``now``. Two steps, like the Kubernetes Job controller's
+``matchPodFailurePolicy`` (pkg/controller/job/pod_failure_policy.go):
+
+- ``classify(pod, node)`` says what, if anything, went wrong with a pod (a ``Failure``):
+  an exit code, or an exceptional event (nodeNotReady, PodForceDeleted, PodEvicted,
+  PodPreempted). ``restart_timed_out`` says a replacement took too long to reach Running.
+- ``decide(replica, fault_tolerant, failure)`` says what the replica's ``restartPolicy`` and
+  ``faultTolerantPolicy`` rules make of it: a ``Restart`` (with its scope and the rule that
+  matched) or a ``Fail`` (with a reason), which the planner hands to ``failPolicy``.
+
+The restart limit is not checked here: it depends on counts only the planner has.
+docs/semantics.md is the user-facing description of every branch below.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from aitj.core.api import ExceptionalEvent, ReplicaSpec, RestartPolicy, RestartScope
+from aitj.core.observed import KUBELET_EVICTED, NODE_DISRUPTION_REASONS, PREEMPTION_REASONS, NodeView, PodView
+
+
+class FailureKind(enum.StrEnum):
+    """FailureKind: what went wrong. Also the ``cause`` metric label; every value is listed here.
+
+    The exceptional events carry the names ``exceptionalEvent`` rules use. ``PodFailed`` (the
+    pod failed without any exit code, e.g. a kubelet admission error) and ``RestartTimeout``
+    match no rule.
+    """
+
+    EXIT_CODE = "exitCode"
+    NODE_NOT_READY = ExceptionalEvent.NODE_NOT_READY.value
+    POD_FORCE_DELETED = ExceptionalEvent.POD_FORCE_DELETED.value
+    POD_EVICTED = ExceptionalEvent.POD_EVICTED.value
+    POD_PREEMPTED = ExceptionalEvent.POD_PREEMPTED.value
+    POD_FAILED = "PodFailed"
+    RESTART_TIMEOUT = "RestartTimeout"
+
+    @property
+    def event(self) -> ExceptionalEvent | None:
+        """event: the exceptional event this kind is, if it is one."""
+        try:
+            return ExceptionalEvent(self.value)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Failure: what went wrong, for people (``description``) and for rules (kind, exit code).
+
+    ``at`` is when it happened as far as the cluster tells (container finishedAt, the node's
+    Ready transition, the delete call), None if unknown; detection latency is ``now - at``.
+    """
+
+    kind: FailureKind
+    description: str
+    exit_code: int | None = None
+    at: datetime | None = None
+
+    @property
+    def cause(self) -> str:
+        """cause: ``exitCode 137`` or the event name; the status and Event wording."""
+        return f"exitCode {self.exit_code}" if self.kind is FailureKind.EXIT_CODE else self.kind.value
+
+
+def node_failure(pod: PodView, node: NodeView | None) -> Failure | None:
+    """node_failure: the pod's node is gone or not Ready (only for a pod bound to a node)."""
+    if pod.node_name is None:
+        return None
+    if node is None:
+        return Failure(FailureKind.NODE_NOT_READY, f"node {pod.node_name} is gone")
+    if not node.is_ready:
+        return Failure(
+            FailureKind.NODE_NOT_READY,
+            f"node {pod.node_name} is not ready (Ready={node.ready})",
+            at=node.ready_since,
+        )
+    return None
+
+
+def classify(pod: PodView, node: NodeView | None) -> Failure | None:
+    """classify says what went wrong with a pod the operator still wants, or None if nothing.
+
+    ``node`` is the pod's node (None: bound to a node that no longer exists). The cause wins
+    over the symptom, so the checks run in this order:
+
+    1. Succeeded: success, never a failure (exit code 0 is success).
+    2. A True DisruptionTarget condition: PreemptionByScheduler is PodPreempted; a taint-manager
+       or pod-GC deletion on a node that is not Ready is nodeNotReady; anything else PodEvicted.
+       ``status.reason: Evicted`` (kubelet node-pressure eviction) is PodEvicted.
+    3. Failed with a non-zero exit code that came before any deletion: that exit code.
+    4. Not finished, on a node that is gone or not Ready: nodeNotReady.
+    5. Being deleted (the operator never deletes a pod it still wants): PodForceDeleted.
+    6. Failed without an exit code: nodeNotReady if the node is bad, else PodFailed.
+    """
+    if pod.phase == "Succeeded":
+        return None
+    if pod.disruption is not None:
+        if pod.disruption in PREEMPTION_REASONS:
+            return Failure(
+                FailureKind.POD_PREEMPTED, "pod was preempted by the scheduler", at=pod.disruption_at
+            )
+        if pod.disruption in NODE_DISRUPTION_REASONS and (bad := node_failure(pod, node)) is not None:
+            return bad
+        return Failure(FailureKind.POD_EVICTED, f"pod was evicted ({pod.disruption})", at=pod.disruption_at)
+    if pod.reason == KUBELET_EVICTED:
+        detail = f": {pod.message}" if pod.message else ""
+        return Failure(FailureKind.POD_EVICTED, f"pod was evicted by the kubelet{detail}", at=pod.exit_at)
+    started = pod.deletion_started
+    exited_first = pod.exit_at is None or started is None or pod.exit_at <= started
+    if pod.phase == "Failed" and pod.exit_code is not None and (not pod.deleting or exited_first):
+        return exit_failure(pod)
+    if not pod.terminal and (bad := node_failure(pod, node)) is not None:
+        return bad
+    if pod.deleting:
+        how = (
+            "with grace period 0"
+            if pod.deletion_grace_seconds == 0
+            else f"(grace period {pod.deletion_grace_seconds}s)"
+        )
+        return Failure(
+            FailureKind.POD_FORCE_DELETED,
+            f"pod was deleted {how} by someone other than the operator",
+            at=started,
+        )
+    if pod.phase == "Failed":
+        if (bad := node_failure(pod, node)) is not None:
+            return bad
+        why = f" ({pod.reason})" if pod.reason else ""
+        return Failure(FailureKind.POD_FAILED, f"pod failed without an exit code{why}")
+    return None
+
+
+def exit_failure(pod: PodView) -> Failure:
+    code = pod.exit_code
+    return Failure(
+        FailureKind.EXIT_CODE,
+        f"container {pod.exit_container} exited with code {code}",
+        exit_code=code,
+        at=pod.exit_at,
+    )
+
+
+def vanished(pod_name: str) -> Failure:
+    """vanished: the pod is gone entirely (no finalizer held it) while its index should exist."""
+    return Failure(FailureKind.POD_FORCE_DELETED, f"pod {pod_name} vanished without the operator deleting it")
+
+
+def restart_timed_out(pod: PodView, replica: ReplicaSpec, now: datetime) -> Failure | None:
+    """restart_timed_out: a replacement (generation > 0) that has not reached Running within
+    ``restartTimeout`` seconds of its creation. A pod that ever ran is judged by classify."""
+    timeout = replica.restart_timeout
+    if timeout is None or pod.generation == 0 or pod.created is None:
+        return None
+    if pod.running_since is not None or pod.phase != "Pending":
+        return None
+    deadline = pod.created + timedelta(seconds=timeout)
+    if now < deadline:
+        return None
+    return Failure(
+        FailureKind.RESTART_TIMEOUT,
+        f"replacement pod {pod.name} was not Running within restartTimeout {timeout}s",
+        at=deadline,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Decisions
+
+
+class FailReason(enum.StrEnum):
+    """FailReason: why a failure is not restarted. Also a metric label; every value is here."""
+
+    NOT_RESTARTABLE = "NotRestartable"  # the replica restartPolicy does not restart this kind
+    NO_MATCHING_RULE = "NoMatchingRule"  # faultTolerant: no active rule matches
+    RESTART_LIMIT_EXCEEDED = "RestartLimitExceeded"  # set by the planner
+    RESTART_TIMEOUT = "RestartTimeout"
+
+
+@dataclass(frozen=True)
+class Restart:
+    """Restart: recreate ``scope`` because of ``rule`` (a rule's source text, or
+    ``restartPolicy <policy>`` when faultTolerant is off)."""
+
+    scope: RestartScope
+    rule: str
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Fail: the failure stands; the replica's failPolicy judges it. ``message`` says why."""
+
+    reason: FailReason
+    message: str
+
+
+Decision = Restart | Fail
+
+_EXIT_CODE_POLICIES = frozenset(
+    {
+        RestartPolicy.ALWAYS,
+        RestartPolicy.ON_FAILURE,
+        RestartPolicy.EXIT_CODE,
+        RestartPolicy.ON_NODE_FAIL_WITH_EXIT_CODE,
+    }
+)
+_EVENT_POLICIES = frozenset(
+    {
+        RestartPolicy.ALWAYS,
+        RestartPolicy.ON_FAILURE,
+        RestartPolicy.ON_NODE_FAIL,
+        RestartPolicy.ON_NODE_FAIL_WITH_EXIT_CODE,
+    }
+)
+_ANY_POLICIES = frozenset({RestartPolicy.ALWAYS, RestartPolicy.ON_FAILURE})
+
+
+def allows(policy: RestartPolicy, kind: FailureKind) -> bool:
+    """allows: whether a replica restartPolicy lets failures of ``kind`` be restarted at all.
+
+    ExitCode: exit codes; OnNodeFail: exceptional events; OnNodeFailWithExitCode: both;
+    Always and OnFailure: any failure (the same thing: a success is never restarted);
+    Never: nothing. RestartTimeout is never restartable: it is the failure of a restart.
+    """
+    if kind is FailureKind.RESTART_TIMEOUT:
+        return False
+    if kind is FailureKind.EXIT_CODE:
+        return policy in _EXIT_CODE_POLICIES
+    if kind.event is not None:
+        return policy in _EVENT_POLICIES
+    return policy in _ANY_POLICIES
+
+
+def decide(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> Decision:
+    """decide: Restart or Fail for a failure of one of ``replica``'s pods.
+
+    The replica ``restartPolicy`` gates first (``allows``). With ``fault_tolerant`` the
+    ``faultTolerantPolicy`` rules are tried in order; a rule is active only if the
+    restartPolicy allows its kind; the first active rule that matches restarts with the rule's
+    scope; with no match the failure stands (NoMatchingRule). Without ``fault_tolerant`` the
+    rules are ignored and an allowed failure restarts with the replica's ``restartScope``.
+    """
+    policy = replica.restart_policy
+    if failure.kind is FailureKind.RESTART_TIMEOUT:
+        return Fail(FailReason.RESTART_TIMEOUT, failure.description)
+    if not allows(policy, failure.kind):
+        return Fail(
+            FailReason.NOT_RESTARTABLE,
+            f"restartPolicy {policy} of replica {replica.name} does not restart {failure.cause}",
+        )
+    if not fault_tolerant:
+        return Restart(replica.restart_scope, f"restartPolicy {policy}")
+    for rule in replica.rules:
+        if rule_matches(rule.exit_codes, rule.events, policy, failure):
+            return Restart(rule.restart_scope, rule.source or _rule_text(rule.exit_codes, rule.events))
+    return Fail(
+        FailReason.NO_MATCHING_RULE,
+        f"{failure.cause} matches no faultTolerantPolicy rule of replica {replica.name}",
+    )
+
+
+def rule_matches(
+    exit_codes: frozenset[int], events: frozenset[ExceptionalEvent], policy: RestartPolicy, failure: Failure
+) -> bool:
+    """rule_matches: the rule is active under ``policy`` and names the failure's code or event."""
+    if exit_codes:
+        return (
+            policy in _EXIT_CODE_POLICIES
+            and failure.exit_code is not None
+            and failure.exit_code in exit_codes
+        )
+    event = failure.kind.event
+    return bool(events) and policy in _EVENT_POLICIES and event is not None and event in events
+
+
+def _rule_text(exit_codes: frozenset[int], events: frozenset[ExceptionalEvent]) -> str:
+    if exit_codes:
+        return "exitCodes " + ",".join(str(c) for c in sorted(exit_codes))
+    return "exceptionalEvent " + ",".join(sorted(e.value for e in events))

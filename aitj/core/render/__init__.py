@@ -1,0 +1,44 @@
+"""Rendering: the manifests the operator creates, as plain dicts ready for the API.
+
+Pure (import-linter enforces it: no kopf, kubernetes or prometheus_client), and free of
+randomness and clocks: the planner decides what should exist and calls these; the executor
+sends the result. Key material comes in as input (``aitj.controller.sshkeys`` makes it).
+
+- ``render_pod`` (``pod.py``): a replica's pod; environment in ``env.py``.
+- ``render_service`` (``service.py``): the headless Service behind the pods' DNS names.
+- ``render_ssh_secret`` (``ssh.py``): plugin.ssh, and the pod parts it needs.
+- ``render_discovery_configmap``, ``slots_for`` (``discovery.py``): plugin.discovery.
+
+What a pod ends up with, for users: docs/pods.md.
+"""
+
+from aitj.core.render.discovery import (
+    DISCOVER_HOSTS_SCRIPT,
+    DISCOVERY_MOUNT_PATH,
+    hosts_file,
+    is_gpu_resource,
+    render_discovery_configmap,
+    slots_for,
+)
+from aitj.core.render.env import job_env, replica_env_prefix
+from aitj.core.render.pod import pod_labels, render_pod
+from aitj.core.render.service import render_service
+from aitj.core.render.ssh import SSH_DIR, render_ssh_secret, ssh_config_file, ssh_setup_script
+
+__all__ = [
+    "DISCOVERY_MOUNT_PATH",
+    "DISCOVER_HOSTS_SCRIPT",
+    "SSH_DIR",
+    "hosts_file",
+    "is_gpu_resource",
+    "job_env",
+    "pod_labels",
+    "render_discovery_configmap",
+    "render_pod",
+    "render_service",
+    "render_ssh_secret",
+    "replica_env_prefix",
+    "slots_for",
+    "ssh_config_file",
+    "ssh_setup_script",
+]

@@ -1,0 +1,122 @@
+"""plugin.discovery: the host list Horovod elastic reads through ``/etc/edl/discover_hosts.sh``.
+
+The ConfigMap holds two files. ``hosts`` is the list, one ``host:slots`` per line; the operator
+rewrites it whenever the set of Running workers changes. ``discover_hosts.sh`` only prints that
+file, so it never changes. The kubelet swaps a ConfigMap volume's files atomically (one
+``..data`` symlink), so the script sees either the old list or the new one, never half of each;
+expect the usual kubelet sync delay (up to about a minute) between the API write and the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aitj.core import api, naming
+from aitj.core.render._meta import object_meta
+
+DISCOVERY_MOUNT_PATH = "/etc/edl"  # the path et-operator and Arena use (--host-discovery-script)
+DISCOVERY_VOLUME = "aitj-discovery"
+DISCOVERY_SCRIPT_KEY = "discover_hosts.sh"
+DISCOVERY_HOSTS_KEY = "hosts"
+DISCOVERY_MODE = 0o755  # the script must be executable; horovodrun runs it directly
+
+# Prints the hosts file that sits next to it. $0 is the path it was run by (horovodrun runs
+# it by its absolute path), so "next to it" follows the volume, wherever it is mounted.
+DISCOVER_HOSTS_SCRIPT = """\
+#!/bin/sh
+# Written by the aitj operator (plugin.discovery). Prints the job's current workers, one
+# "host:slots" per line, as horovodrun --host-discovery-script expects. The operator rewrites
+# the "hosts" file next to this script; the script itself never changes.
+exec cat "$(dirname "$0")/hosts"
+"""
+
+# Resource names counted as GPUs, i.e. Horovod slots. baidu.com/<model>_cgpu is CCE's
+# shared-GPU card count; its _cgpu_core and _cgpu_memory siblings are shares of one card and
+# are not counted.
+GPU_RESOURCE = "nvidia.com/gpu"
+_BAIDU_CGPU = re.compile(r"baidu\.com/[A-Za-z0-9_.-]+_cgpu")
+_WHOLE = re.compile(r"[0-9]+")
+
+
+def is_gpu_resource(name: str) -> bool:
+    """is_gpu_resource tells whether a resource name counts toward a pod's slots."""
+    return name == GPU_RESOURCE or bool(_BAIDU_CGPU.fullmatch(name))
+
+
+def slots_for(pod: Mapping[str, Any]) -> int:
+    """slots_for is the number of Horovod slots of a pod: its GPU count, or 1 if it has none.
+
+    ``pod`` is a Pod or PodTemplateSpec (anything with ``spec.containers``) or a bare PodSpec.
+    The GPU count is the sum over the app containers (not init containers, which do not
+    train) of every GPU resource (``is_gpu_resource``); a container's request is used, or its
+    limit when it has no request (extended resources default their request to the limit).
+    """
+    spec = pod if "containers" in pod else (pod.get("spec") or {})
+    total = 0
+    for container in spec.get("containers") or []:
+        resources = container.get("resources") or {}
+        counted = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        for name, quantity in counted.items():
+            if is_gpu_resource(name):
+                total += _whole_quantity(quantity, f"container {container.get('name')!r} {name}")
+    return total or 1
+
+
+def _whole_quantity(quantity: object, where: str) -> int:
+    # Extended resources are whole numbers; the API server refuses "500m" or "1.5" for them.
+    text = str(quantity).strip()
+    if not _WHOLE.fullmatch(text):
+        raise ValueError(f"{where}: GPU quantity {quantity!r} is not a whole number")
+    return int(text)
+
+
+def hosts_file(hosts: Sequence[tuple[str, int]]) -> str:
+    """hosts_file renders the ``hosts`` file: ``host:slots`` lines in the given order.
+
+    Horovod splits each line at ':' and trusts the rest, so anything odd is refused here rather
+    than turned into a phantom host by the launcher.
+    """
+    seen: set[str] = set()
+    lines = []
+    for host, slots in hosts:
+        if not host or any(ch.isspace() or ch == ":" for ch in host):
+            raise ValueError(f"discovery host {host!r} must be non-empty, without ':' or whitespace")
+        if host in seen:
+            raise ValueError(f"discovery host {host!r} is listed twice")
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise ValueError(f"discovery host {host!r} has {slots!r} slots; it needs a whole number >= 1")
+        seen.add(host)
+        lines.append(f"{host}:{slots}\n")
+    return "".join(lines)
+
+
+def render_discovery_configmap(job: api.Job, hosts: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    """render_discovery_configmap returns the job's discovery ConfigMap listing ``hosts``.
+
+    ``hosts`` are ``(naming.pod_host(job, pod), slots_for(pod))`` for the Running workers, in
+    the order the launcher should learn them (the caller's choice; by replica index is natural).
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": object_meta(job, naming.discovery_configmap_name(job.name)),
+        "data": {
+            DISCOVERY_SCRIPT_KEY: DISCOVER_HOSTS_SCRIPT,
+            DISCOVERY_HOSTS_KEY: hosts_file(hosts),
+        },
+    }
+
+
+def discovery_volume(job: api.Job) -> dict[str, Any]:
+    """discovery_volume is the pod volume of the discovery ConfigMap, files mode 0755."""
+    return {
+        "name": DISCOVERY_VOLUME,
+        "configMap": {"name": naming.discovery_configmap_name(job.name), "defaultMode": DISCOVERY_MODE},
+    }
+
+
+def discovery_mount() -> dict[str, Any]:
+    """discovery_mount mounts the discovery volume read-only at /etc/edl."""
+    return {"name": DISCOVERY_VOLUME, "mountPath": DISCOVERY_MOUNT_PATH, "readOnly": True}

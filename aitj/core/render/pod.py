@@ -1,0 +1,126 @@
+"""One pod of a replica, rendered from the replica's template.
+
+What the operator adds to or forces on the user's template (docs/pods.md says it for users):
+
+- metadata: name ``<job>-<replica>-<5 chars>-<index>``, the job's namespace, the job as
+  controlling owner, our labels (they win over template labels of the same key), the
+  operator's finalizer, template annotations plus the caller's. Other template metadata
+  (``name``, ``generateName``, ``creationTimestamp``, owner references) is dropped.
+- spec: ``restartPolicy: Never`` (the operator owns restarts), ``hostname`` = pod name and
+  ``subdomain`` = the headless Service, ``priorityClassName`` when the operator maps the job's
+  priority to one. Everything else, ``schedulerName`` included, passes through untouched.
+- every container: the environment of ``aitj.core.render.env``.
+- plugin.ssh: the ssh init step and ``/root/.ssh`` (``aitj.core.render.ssh``), in every pod.
+- plugin.discovery: ``/etc/edl`` (``aitj.core.render.discovery``), in the master replica's pod.
+
+A mount the user already has at ``/root/.ssh`` or ``/etc/edl`` in a container is theirs: we
+add none there for that container.
+"""
+
+from __future__ import annotations
+
+import copy
+import posixpath
+import types
+from collections.abc import Mapping
+from typing import Any
+
+from aitj.core import api, naming
+from aitj.core.render._meta import owner_reference, require_dns1035_label, require_dns1123_label
+from aitj.core.render.discovery import discovery_mount, discovery_volume
+from aitj.core.render.env import inject_env, job_env
+from aitj.core.render.ssh import ssh_init_container, ssh_mount, ssh_volumes
+
+_NO_ANNOTATIONS: Mapping[str, str] = types.MappingProxyType({})
+
+
+def pod_labels(job: api.Job, replica: api.ReplicaSpec, index: int, generation: int) -> dict[str, str]:
+    """pod_labels are the labels the operator finds its pods by."""
+    labels = {
+        api.LABEL_JOB: job.name,
+        api.LABEL_REPLICA: replica.name,
+        api.LABEL_INDEX: str(index),
+        api.LABEL_GENERATION: str(generation),
+    }
+    if job.spec.priority:
+        labels[api.LABEL_PRIORITY] = job.spec.priority
+    return labels
+
+
+def render_pod(
+    job: api.Job,
+    replica: api.ReplicaSpec,
+    index: int,
+    generation: int,
+    restart_counts: Mapping[str, int],
+    *,
+    priority_class: str | None,
+    finalizer: str,
+    extra_annotations: Mapping[str, str] = _NO_ANNOTATIONS,
+) -> dict[str, Any]:
+    """render_pod returns the pod for ``index`` of ``replica`` at restart ``generation``.
+
+    ``restart_counts`` is ``status.RestartCount`` (replica name → restarts); this replica's
+    entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. The replica's template is not modified.
+    Raises ValueError if the pod name cannot be a hostname (longer than 63 characters):
+    admission is expected to keep job and replica names short enough.
+    """
+    name = naming.pod_name(job.name, job.uid, replica.name, index, generation)
+    service = naming.service_name(job.name)
+    require_dns1123_label(name, "pod name (used as the pod's hostname)")
+    require_dns1035_label(service, "Service name (the job name, used as the pod's subdomain)")
+
+    template = copy.deepcopy(replica.template)
+    template_meta = template.get("metadata") or {}
+    spec: dict[str, Any] = template.get("spec") or {}
+
+    finalizers = list(template_meta.get("finalizers") or [])
+    if finalizer not in finalizers:
+        finalizers.append(finalizer)
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": job.namespace,
+        "labels": {**(template_meta.get("labels") or {}), **pod_labels(job, replica, index, generation)},
+        "ownerReferences": [owner_reference(job)],
+        "finalizers": finalizers,
+    }
+    annotations = {**(template_meta.get("annotations") or {}), **extra_annotations}
+    if annotations:
+        metadata["annotations"] = annotations
+
+    spec["restartPolicy"] = "Never"
+    spec["hostname"] = name
+    spec["subdomain"] = service
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+        spec.pop("priority", None)  # admission fills it from the class; a stale value is refused
+
+    containers: list[dict[str, Any]] = spec.get("containers") or []
+    init_containers: list[dict[str, Any]] = spec.get("initContainers") or []
+    volumes: list[dict[str, Any]] = spec.get("volumes") or []
+    every = init_containers + containers
+    if job.spec.ssh and containers:
+        volumes += ssh_volumes(job)
+        _mount_unless_taken(every, ssh_mount())
+        init_containers = [ssh_init_container(containers[0]), *init_containers]
+    if job.spec.discovery and replica.replica_type is api.ReplicaType.MASTER:
+        volumes.append(discovery_volume(job))
+        _mount_unless_taken(every, discovery_mount())
+    if volumes:
+        spec["volumes"] = volumes
+    if init_containers:
+        spec["initContainers"] = init_containers
+
+    ours = job_env(job, replica, index, restart_counts.get(replica.name, 0))
+    for container in init_containers + containers:
+        inject_env(container, ours)
+
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def _mount_unless_taken(containers: list[dict[str, Any]], mount: dict[str, Any]) -> None:
+    path = posixpath.normpath(mount["mountPath"])
+    for container in containers:
+        mounts = container.get("volumeMounts") or []
+        if all(posixpath.normpath(m.get("mountPath", "")) != path for m in mounts):
+            container["volumeMounts"] = [*mounts, dict(mount)]

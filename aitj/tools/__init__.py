@@ -1,0 +1,8 @@
+"""Developer tools that drive the local control plane: ``aitj demo`` and ``aitj bench``.
+
+Layer: above ``aitj.controller``, ``aitj.devcluster`` and ``aitj.core``; only ``aitj.cli``
+imports it. Nothing here runs inside the operator.
+
+- ``demo``: the CCE seed job end to end on the local cluster (``make demo``).
+- ``bench``: figures, never assertions (``make bench``).
+"""

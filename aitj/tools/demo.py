@@ -1,0 +1,198 @@
+"""``aitj demo`` (``make demo``): the seed training job on the local control plane, end to end.
+
+Brings the local cluster up (or reuses a healthy one), installs the CRD, starts the operator as
+a background process, applies the CCE seed manifest unchanged, and then tells the story with
+``kubectl get``: trainers first and the launcher after them, a trainer force-deleted and
+replaced under the same index, the launcher finishing and the job Succeeded. The cluster stays
+up afterwards to explore; ``aitj cluster down`` stops it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from aitj.core import api
+from aitj.devcluster.cluster import ClusterConfig, LocalCluster
+
+REPO = Path(__file__).resolve().parents[1]
+CRDS = REPO / "crds"
+EXAMPLE = REPO / "manifests" / "examples" / "horovod-elastic.yaml"
+
+# soft_wrap: kubectl's tables keep their lines, whatever the terminal width.
+console = Console(soft_wrap=True)
+
+
+class DemoError(RuntimeError):
+    pass
+
+
+def run_demo(*, cluster_name: str = "default", keep_operator: bool = False) -> None:
+    cluster = LocalCluster(cluster_name)
+    step("1. the local control plane")
+    if cluster.is_running() and not cluster.unhealthy():
+        console.print(f"reusing the running cluster {cluster_name!r}")
+    else:
+        cluster.down()
+        cluster.up(ClusterConfig(nodes=4, node_profile="cce"), say=console.print)
+    show(cluster, "get", "nodes", "-L", "nvidia.com/gpu.product")
+
+    step("2. the AITrainingJob CRD")
+    install_crd(cluster)
+    show(cluster, "get", "crd", "aitrainingjobs.kongming.cce.baiudbce.com")
+
+    step("3. the operator")
+    operator, log_path = start_operator(cluster, detached=keep_operator)
+    console.print(f"`aitj run` started (pid {operator.pid}); its log: {log_path}")
+    try:
+        story(cluster)
+    finally:
+        if keep_operator:
+            console.print(f"the operator keeps running (pid {operator.pid})")
+        else:
+            operator.terminate()
+            operator.wait(timeout=15)
+    step("done")
+    console.print(
+        f"The cluster is still up. Explore it with:\n"
+        f"  export KUBECONFIG={cluster.kubeconfig}\n"
+        f"  {cluster_kubectl()} get aitj,pods\n"
+        f"Stop it with `aitj cluster down`."
+    )
+
+
+def install_crd(cluster: LocalCluster) -> None:
+    """install_crd applies crds/ and waits until the apiserver serves the kind."""
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
+    wait(lambda: cluster.kubectl("get", "aitj", "-A", check=False).returncode == 0, 30, "the CRD served")
+
+
+def start_operator(cluster: LocalCluster, *, detached: bool = False) -> tuple[subprocess.Popen[bytes], Path]:
+    """start_operator runs ``aitj run`` against the cluster in the background, logging to the
+    cluster's logs folder; ``detached`` lets it outlive this process."""
+    log_path = cluster.dir / "logs" / "operator.log"
+    with log_path.open("ab") as log:
+        operator = subprocess.Popen(
+            [sys.executable, "-m", "aitj", "run", f"--kubeconfig={cluster.kubeconfig}", "--metrics-port=0"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=detached,
+        )
+    return operator, log_path
+
+
+def story(cluster: LocalCluster) -> None:
+    manifest: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
+    name, ns = manifest["metadata"]["name"], manifest["metadata"].get("namespace", "default")
+    cluster.kubectl("delete", "aitj", name, "-n", ns, "--ignore-not-found", "--wait=true", "--timeout=60s")
+
+    step("4. the CCE seed manifest, applied unchanged")
+    console.print(cluster.kubectl("apply", "-f", str(EXAMPLE)).stdout.strip())
+    wait(lambda: phase(cluster, name, ns) == "Running", 60, "the job Running")
+    show(cluster, "get", "aitj,pods", "-n", ns, "-o", "wide")
+    show_conditions(cluster, name, ns)
+
+    step("5. fault tolerance: trainer 0 force-deleted")
+    pods = cluster.kubectl(
+        "get",
+        "pods",
+        "-n",
+        ns,
+        "-l",
+        f"{api.LABEL_JOB}={name},{api.LABEL_REPLICA}=trainer,{api.LABEL_INDEX}=0",
+        "-o",
+        "jsonpath={.items[0].metadata.name}",
+    ).stdout
+    started = time.monotonic()
+    console.print(
+        cluster.kubectl("delete", "pod", pods, "-n", ns, "--force", "--grace-period=0").stdout.strip()
+    )
+    wait(
+        lambda: restarts(cluster, name, ns) >= 1 and phase(cluster, name, ns) == "Running",
+        60,
+        "the replacement",
+    )
+    console.print(f"replaced and Running again in {time.monotonic() - started:.1f}s")
+    show(cluster, "get", "aitj,pods", "-n", ns)
+    show(cluster, "get", "events", "-n", ns, "--field-selector", f"involvedObject.name={name}")
+
+    step("6. the launcher finishes (exit 0): the job succeeds")
+    launcher = cluster.kubectl(
+        "get",
+        "pods",
+        "-n",
+        ns,
+        "-l",
+        f"{api.LABEL_JOB}={name},{api.LABEL_REPLICA}=launcher",
+        "-o",
+        "jsonpath={.items[0].metadata.name}",
+    ).stdout
+    cluster.kubectl("annotate", "pod", launcher, "-n", ns, "sim.aitj.dev/exit-code=0")
+    wait(lambda: phase(cluster, name, ns) == "Succeeded", 60, "the job Succeeded")
+    show(cluster, "get", "aitj,pods", "-n", ns)
+    show_conditions(cluster, name, ns)
+
+
+def phase(cluster: LocalCluster, name: str, ns: str) -> str:
+    return cluster.kubectl(
+        "get", "aitj", name, "-n", ns, "-o", "jsonpath={.status.phase}", check=False
+    ).stdout
+
+
+def restarts(cluster: LocalCluster, name: str, ns: str) -> int:
+    out = cluster.kubectl(
+        "get", "aitj", name, "-n", ns, "-o", "jsonpath={.status.totalRestarts}", check=False
+    )
+    return int(out.stdout or 0)
+
+
+def show_conditions(cluster: LocalCluster, name: str, ns: str) -> None:
+    show(
+        cluster,
+        "get",
+        "aitj",
+        name,
+        "-n",
+        ns,
+        "-o",
+        "custom-columns=TYPE:.status.conditions[*].type,STATUS:.status.conditions[*].status",
+    )
+    out = cluster.kubectl("get", "aitj", name, "-n", ns, "-o", "yaml").stdout
+    status = (yaml.safe_load(out) or {}).get("status", {})
+    console.print(
+        yaml.safe_dump(
+            {"status": {"RestartCount": status.get("RestartCount"), "conditions": status.get("conditions")}},
+            sort_keys=False,
+        )
+    )
+
+
+def show(cluster: LocalCluster, *args: str) -> None:
+    console.print(f"[bold]$ kubectl {' '.join(args)}[/bold]")
+    console.print(cluster.kubectl(*args, check=False).stdout.rstrip(), highlight=False, markup=False)
+
+
+def step(title: str) -> None:
+    console.rule(f"[bold]{title}")
+
+
+def wait(probe: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > deadline:
+            raise DemoError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.5)
+
+
+def cluster_kubectl() -> str:
+    from aitj.devcluster.versions import kubectl_binary
+
+    return str(kubectl_binary())
