@@ -4,7 +4,8 @@ Chosen by environment, in this order:
 - ``AITJ_KUBECONFIG=/path``: use that cluster as it is (nothing is started or stopped);
 - ``AITJ_TEST_BACKEND=kind``: pytest-kind's ``kind_cluster`` (needs Docker and kind);
 - otherwise the local control plane (``aitj.devcluster``), started for the session as the
-  cluster named ``pytest`` on free ports and stopped at the end.
+  cluster named ``pytest`` (``AITJ_TEST_CLUSTER`` names another, so two checkouts can test at
+  once) on free ports and stopped at the end.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def free_port() -> int:
 
 
 def start_local() -> KubeCluster:
-    local = LocalCluster("pytest")
+    local = LocalCluster(os.environ.get("AITJ_TEST_CLUSTER", "pytest"))
     local.down()  # a leftover from an interrupted run
     cfg = ClusterConfig(
         nodes=TEST_NODES,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -22,6 +21,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from aitj.controller.kubeclient import api_client, context_namespace
 from aitj.core import api
 from aitj.core import explain as why
 from aitj.core.explain import Explanation, PodExplanation, UnknownPod, Verdict
@@ -64,9 +64,7 @@ def explain(job: str, pod: str | None, namespace: str | None, kubeconfig: Path |
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from aitj.controller.runner import api_client
-
-    ns = namespace or _context_namespace(kubeconfig)
+    ns = namespace or context_namespace(kubeconfig)
     with api_client(kubeconfig) as cl:
         core: Any = client.CoreV1Api(cl)
         custom: Any = client.CustomObjectsApi(cl)
@@ -111,19 +109,6 @@ def explain(job: str, pod: str | None, namespace: str | None, kubeconfig: Path |
 def _json(response: Any) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(response.data)
     return data
-
-
-def _context_namespace(kubeconfig: Path | None) -> str:
-    """_context_namespace: the current kubeconfig context's namespace, as kubectl uses it."""
-    from kubernetes import config
-
-    try:
-        _, active = config.list_kube_config_contexts(config_file=str(kubeconfig) if kubeconfig else None)  # type: ignore[no-untyped-call]
-    except Exception:  # no kubeconfig (in-cluster) or an unreadable one: kubectl's default
-        return "default"
-    context = active.get("context") if isinstance(active, Mapping) else None
-    value = context.get("namespace") if isinstance(context, Mapping) else None
-    return value if isinstance(value, str) and value else "default"
 
 
 def _fail(message: str) -> NoReturn:

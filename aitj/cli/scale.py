@@ -28,7 +28,9 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from aitj.controller.kubeclient import api_client, context_namespace, error_text
 from aitj.core import api
+from aitj.core.wire import mapping, parse_time
 
 EXIT_DONE, EXIT_UNDONE, EXIT_REFUSED, EXIT_NO_ANSWER = 0, 1, 2, 3
 POLL_SECONDS = 1.0
@@ -54,17 +56,17 @@ def follow(
 ) -> Progress:
     """follow reads ``job`` for the operation started by the edit that made ``generation``.
     ``pods_running`` counts the Running pods among names (for a scale-out's progress)."""
-    status = _mapping(job.get("status"))
+    status = mapping(job.get("status"))
     phase = status.get("phase")
     conditions = status.get("conditions") or [{}]
     if phase in ("Succeeded", "Failed", "Timeout"):
-        last = _mapping(conditions[-1]).get("message", "")
+        last = mapping(conditions[-1]).get("message", "")
         return Progress(f"the job ended ({phase}) before the scale finished: {last}", EXIT_UNDONE)
     seen = status.get("observedGeneration")
     if not isinstance(seen, int) or seen < generation:
         return Progress("waiting for the operator to see the edit")
     for entry in reversed(status.get("scaleHistory") or []):
-        h = _mapping(entry)
+        h = mapping(entry)
         if h.get("replica") != replica or not isinstance(h.get("generation"), int):
             continue
         if h["generation"] > generation:
@@ -73,13 +75,13 @@ def follow(
             done = h.get("reason") == "ScaleSucceeded"
             return Progress(str(h.get("message", "")), EXIT_DONE if done else EXIT_UNDONE)
         break
-    op = _mapping(_mapping(status.get("scaling")).get(replica))
+    op = mapping(mapping(status.get("scaling")).get(replica))
     if op:
         if isinstance(op.get("generation"), int) and op["generation"] > generation:
             return Progress(f"replaced by a newer edit of replicas, to {op.get('to')}", EXIT_UNDONE)
         return Progress(_op_text(op, pods_running))
-    current = _mapping(status.get("currentReplicas")).get(replica)
-    wanted = _mapping(_mapping(_mapping(job.get("spec")).get("replicaSpecs")).get(replica)).get("replicas")
+    current = mapping(status.get("currentReplicas")).get(replica)
+    wanted = mapping(mapping(mapping(job.get("spec")).get("replicaSpecs")).get(replica)).get("replicas")
     if current is not None and current == wanted:
         if not status.get("startRunningTime"):
             return Progress(f"the job has not run yet: replica {replica} now has {wanted} pods", EXIT_DONE)
@@ -90,7 +92,7 @@ def follow(
 def _op_text(op: Mapping[str, Any], pods_running: Callable[[Sequence[str]], int]) -> str:
     pods = [str(p) for p in op.get("pods") or []]
     head = f"{op.get('operation')} from {op.get('from')} to {op.get('to')}"
-    deadline = _time(op.get("deadline"))
+    deadline = parse_time(op.get("deadline"))
     left = max(int((deadline - dt.datetime.now(dt.UTC)).total_seconds()), 0) if deadline else None
     if op.get("operation") == api.ScaleOperation.SCALE_OUT.value:
         when = f", rolled back in {left}s if not" if left is not None else ""
@@ -100,19 +102,6 @@ def _op_text(op: Mapping[str, Any], pods_running: Callable[[Sequence[str]], int]
         when = f"; deleted in {left}s" if left is not None else ""
         return f"{head}: pods [{' '.join(pods)}] left the host list ({len(draining)} draining){when}"
     return f"rolling back: {op.get('message', '')}"
-
-
-def _time(value: object) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 _DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
@@ -272,13 +261,13 @@ def _replicas_patch(replica: str, before: int, after: int) -> list[dict[str, Any
 
 
 def _replica_spec(job: Mapping[str, Any], replica: str) -> Mapping[str, Any]:
-    return _mapping(_mapping(_mapping(job.get("spec")).get("replicaSpecs")).get(replica))
+    return mapping(mapping(mapping(job.get("spec")).get("replicaSpecs")).get(replica))
 
 
 def _replicas(job: Mapping[str, Any], replica: str) -> int:
     spec = _replica_spec(job, replica)
     if not spec:
-        names = ", ".join(sorted(_mapping(_mapping(job.get("spec")).get("replicaSpecs"))))
+        names = ", ".join(sorted(mapping(mapping(job.get("spec")).get("replicaSpecs"))))
         _fail(EXIT_REFUSED, f"the job has no replica spec {replica!r} (it has: {names})")
     value = spec.get("replicas", api.DEFAULT_REPLICAS)
     return int(value)
@@ -300,12 +289,10 @@ class _Session:
     def __init__(self, kubeconfig: Path | None, namespace: str | None, name: str) -> None:
         from kubernetes import client
 
-        from aitj.controller.runner import api_client
-
         self.api = api_client(kubeconfig)
         self.custom: Any = client.CustomObjectsApi(self.api)
         self.core: Any = client.CoreV1Api(self.api)
-        self.namespace = namespace or _context_namespace(kubeconfig)
+        self.namespace = namespace or context_namespace(kubeconfig)
         self.name = name
         self.ref = f"{self.namespace}/{name}"
 
@@ -317,7 +304,7 @@ class _Session:
         except ApiException as e:
             if e.status == 404:
                 _fail(EXIT_REFUSED, f"no AITrainingJob {self.ref}")
-            _fail(EXIT_REFUSED, _api_message(e))
+            _fail(EXIT_REFUSED, error_text(e))
 
     def job(self) -> dict[str, Any]:
         job: dict[str, Any] = self._call(
@@ -357,7 +344,7 @@ class _Session:
             return
         pods = self.pods()
         for n in names:
-            labels = _mapping(_mapping(pods.get(n, {}).get("metadata")).get("labels"))
+            labels = mapping(mapping(pods.get(n, {}).get("metadata")).get("labels"))
             if labels.get(api.LABEL_REPLICA) != replica:
                 _fail(EXIT_REFUSED, f"{n} is not a pod of replica {replica} of {self.ref}")
 
@@ -366,13 +353,13 @@ class _Session:
         return sum(
             1
             for n in names
-            if _mapping(pods.get(n, {}).get("status")).get("phase") == "Running"
-            and not _mapping(pods.get(n, {}).get("metadata")).get("deletionTimestamp")
+            if mapping(pods.get(n, {}).get("status")).get("phase") == "Running"
+            and not mapping(pods.get(n, {}).get("metadata")).get("deletionTimestamp")
         )
 
     def watch(self, edited: Mapping[str, Any], replica: str, patience: int) -> NoReturn:
         """watch polls the job until the operation of this edit ends, printing each change."""
-        generation = int(_mapping(edited.get("metadata")).get("generation") or 0)
+        generation = int(mapping(edited.get("metadata")).get("generation") or 0)
         deadline = time.monotonic() + patience
         shown = ""
         with err.status("", spinner="dots") as spinner:
@@ -397,27 +384,3 @@ class _Session:
                         f"no answer from the operator within {patience}s (is it running?); last: {shown}",
                     )
                 time.sleep(POLL_SECONDS)
-
-
-def _api_message(e: Exception) -> str:
-    body = getattr(e, "body", None)
-    try:
-        message = json.loads(body or "").get("message")
-    except (TypeError, ValueError):
-        message = None
-    return str(message or f"{getattr(e, 'status', '')} {getattr(e, 'reason', '')}".strip())
-
-
-def _context_namespace(kubeconfig: Path | None) -> str:
-    """_context_namespace: the current kubeconfig context's namespace, as kubectl uses it."""
-    from kubernetes import config
-
-    try:
-        _, active = config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig) if kubeconfig else None
-        )
-    except Exception:  # no kubeconfig (in-cluster): the default namespace
-        return "default"
-    context = _mapping(active).get("context")
-    value = _mapping(context).get("namespace")
-    return str(value) if value else "default"

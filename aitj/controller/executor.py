@@ -9,7 +9,6 @@ not read (most of its CPU on hot paths).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from aitj.controller import metrics, sshkeys
+from aitj.controller.kubeclient import error_text
 from aitj.controller.logs import log
 from aitj.core import api, naming, render
 from aitj.core.observed import TRACKING_FINALIZER
@@ -121,10 +121,10 @@ class KubeExecutor:
                     generation=create.generation,
                 )
             except ApiException as e:
-                if e.status == 403 and "being terminated" in _reason(e):
+                if e.status == 403 and "being terminated" in error_text(e):
                     raise NamespaceTerminating(job.namespace) from e
                 if e.status != 409:
-                    raise StepFailed(f"creating pod {create.name}: {_reason(e)}") from e
+                    raise StepFailed(f"creating pod {create.name}: {error_text(e)}") from e
         if plan.hosts is not None and job.spec.discovery:
             hosts = [
                 (naming.pod_host(job.name, h.pod), render.slots_for(job.spec.replica(h.replica).template))
@@ -184,7 +184,7 @@ class KubeExecutor:
             self.core.patch_namespaced_pod(pod, namespace, patch, _preload_content=False)
         except ApiException as e:
             if e.status != 404:
-                raise StepFailed(f"releasing pod {pod}: {_reason(e)}") from e
+                raise StepFailed(f"releasing pod {pod}: {error_text(e)}") from e
 
     def _ensure_resources(self, job: api.Job) -> None:
         wanted: list[tuple[str, Callable[[], dict[str, Any]], Callable[[dict[str, Any]], Any]]] = [
@@ -219,7 +219,7 @@ class KubeExecutor:
                 create(build())
             except ApiException as e:
                 if e.status != 409:
-                    raise StepFailed(f"creating the job's {kind} object: {_reason(e)}") from e
+                    raise StepFailed(f"creating the job's {kind} object: {error_text(e)}") from e
             self._ensured.add((job.uid, kind))
 
     def _write_discovery(self, job: api.Job, hosts: list[tuple[str, int]]) -> None:
@@ -229,7 +229,7 @@ class KubeExecutor:
             self.core.replace_namespaced_config_map(name, job.namespace, body, _preload_content=False)
         except ApiException as e:
             if e.status != 404:
-                raise StepFailed(f"writing the discovery host list: {_reason(e)}") from e
+                raise StepFailed(f"writing the discovery host list: {error_text(e)}") from e
             self.core.create_namespaced_config_map(job.namespace, body, _preload_content=False)
 
     def _write_status(self, job: JobIdentity, status: Mapping[str, Any], expect_version: str = "") -> None:
@@ -258,7 +258,7 @@ class KubeExecutor:
                 return  # the job is gone
             if e.status == 422 and expect_version:
                 raise StaleJob(f"{job.namespace}/{job.name} changed since version {expect_version}") from e
-            raise StepFailed(f"writing status: {_reason(e)}") from e
+            raise StepFailed(f"writing status: {error_text(e)}") from e
 
     def _set_replicas(self, job: api.Job, patches: Sequence[ReplicasPatch]) -> None:
         """_set_replicas sets replicas back after a rolled-back scale-out: one JSON patch that
@@ -284,9 +284,11 @@ class KubeExecutor:
             )
         except ApiException as e:
             if e.status in (404, 409, 422):  # gone, or changed since (test failed), or refused
-                log.warning("replicas not set back", namespace=job.namespace, job=job.name, error=_reason(e))
+                log.warning(
+                    "replicas not set back", namespace=job.namespace, job=job.name, error=error_text(e)
+                )
                 return
-            raise StepFailed(f"setting replicas back: {_reason(e)}") from e
+            raise StepFailed(f"setting replicas back: {error_text(e)}") from e
         log.info(
             "replicas set back",
             namespace=job.namespace,
@@ -340,7 +342,7 @@ class KubeExecutor:
         except ApiException as e:
             if name is not None and e.status == 409:
                 return  # recorded by an earlier pass
-            log.warning("event not recorded", reason=reason, error=_reason(e))
+            log.warning("event not recorded", reason=reason, error=error_text(e))
 
     def _delete(self, call: Callable[[], Any]) -> bool:
         try:
@@ -348,7 +350,7 @@ class KubeExecutor:
         except ApiException as e:
             if e.status in (404, 409):  # gone already, or a newer pod with the same name (uid precondition)
                 return False
-            raise StepFailed(f"deleting: {_reason(e)}") from e
+            raise StepFailed(f"deleting: {error_text(e)}") from e
         return True
 
     def job_exists(self, namespace: str, name: str) -> bool:
@@ -365,10 +367,3 @@ class KubeExecutor:
 
 def _stamp(t: dt.datetime) -> str:
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _reason(e: ApiException) -> str:
-    try:
-        return str(json.loads(e.body or "").get("message") or e.reason)
-    except (TypeError, ValueError):
-        return f"{e.status} {e.reason}"

@@ -3,35 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
 import kopf
-from kubernetes import client, config
 
 from aitj.controller import metrics
 from aitj.controller.executor import OperatorConfig
+from aitj.controller.kubeclient import api_client
 from aitj.controller.logs import configure
-
-
-def api_client(kubeconfig: Path | None) -> client.ApiClient:
-    cfg = client.Configuration()
-    if (
-        kubeconfig is not None
-        or os.environ.get("KUBECONFIG")
-        or Path.home().joinpath(".kube/config").exists()
-    ):
-        config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig) if kubeconfig else None, client_configuration=cfg
-        )
-    else:
-        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    # A pass may send many calls at once (a whole replica's pods): allow that many connections.
-    cfg.connection_pool_maxsize = 32
-    return client.ApiClient(cfg)
 
 
 def run(

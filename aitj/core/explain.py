@@ -33,11 +33,12 @@ from aitj.core.api import (
     ReplicaSpec,
     ReplicaType,
 )
-from aitj.core.observed import KUBELET_EVICTED, NodeView, PodView, format_time
+from aitj.core.observed import KUBELET_EVICTED, NodeView, PodView
 from aitj.core.planner import Plan, ResourceAction, plan
 from aitj.core.planner.core import assess
 from aitj.core.planner.survey import NewRestart, Retiree, Slot, State, Survey
 from aitj.core.policy import Failure, FailureKind, allows, rule_matches
+from aitj.core.wire import format_time
 
 
 class Verdict(enum.StrEnum):

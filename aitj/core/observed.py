@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from aitj.core.api import LABEL_GENERATION, LABEL_INDEX, LABEL_JOB, LABEL_PREFIX, LABEL_REPLICA
+from aitj.core.wire import as_int, as_list, mapping, parse_time
 
 # The finalizer the operator puts on every pod it creates. A pod deleted by anyone else, even
 # with grace 0, stays visible (deletionTimestamp set) until the operator has created its
@@ -37,40 +38,6 @@ PREEMPTION_REASONS = frozenset({"PreemptionByScheduler", "PreemptionByKubeSchedu
 # the node is indeed not Ready.
 NODE_DISRUPTION_REASONS = frozenset({"DeletionByTaintManager", "DeletionByPodGC"})
 KUBELET_EVICTED = "Evicted"  # pod.status.reason after a kubelet (node-pressure) eviction
-
-
-def parse_time(value: object) -> datetime | None:
-    """parse_time reads an RFC 3339 timestamp as the API writes it; None if absent or unreadable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def format_time(value: datetime) -> str:
-    """format_time writes a timestamp the way the API does: UTC, whole seconds, a trailing Z."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _int(value: object, default: int | None = None) -> int | None:
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return default
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,7 +148,7 @@ class Ledger:
     def from_json(cls, value: object) -> Ledger:
         """from_json reads the wire form; anything unreadable is skipped (an empty ledger)."""
         return cls(
-            tuple(sorted((str(name), _replica_record(_mapping(e))) for name, e in _mapping(value).items()))
+            tuple(sorted((str(name), _replica_record(mapping(e))) for name, e in mapping(value).items()))
         )
 
     @classmethod
@@ -205,21 +172,21 @@ def _replica_record(e: Mapping[str, Any]) -> ReplicaRecord:
         if i is not None and i >= 0:
             indices[i] = replace(indices.get(i, IndexRecord()), **fields)
 
-    for i, seen in enumerate(_list(e.get("seen"))):
-        gen = _int(seen)
+    for i, seen in enumerate(as_list(e.get("seen"))):
+        gen = as_int(seen)
         if gen is not None and gen >= 0:
             put(i, seen=gen)
-    for key, ended in _mapping(e.get("ended")).items():
-        gen = _int(ended)
+    for key, ended in mapping(e.get("ended")).items():
+        gen = as_int(ended)
         if gen is not None:
-            put(_int(key), ended=gen)
-    for key, pair in _mapping(e.get("restarts")).items():
-        items = _list(pair)
+            put(as_int(key), ended=gen)
+    for key, pair in mapping(e.get("restarts")).items():
+        items = as_list(pair)
         if len(items) == 2:
-            failed, count = _int(items[0]), _int(items[1])
+            failed, count = as_int(items[0]), as_int(items[1])
             if failed is not None and count is not None and count >= 0:
-                put(_int(key), failed=failed, restarts=count)
-    epoch = _int(e.get("epoch"), 0) or 0
+                put(as_int(key), failed=failed, restarts=count)
+    epoch = as_int(e.get("epoch"), 0) or 0
     return ReplicaRecord(max(epoch, 0), tuple(sorted(indices.items())))
 
 
@@ -296,11 +263,11 @@ class PodView:
 
     @classmethod
     def from_dict(cls, pod: Mapping[str, Any]) -> PodView:
-        meta = _mapping(pod.get("metadata"))
-        spec = _mapping(pod.get("spec"))
-        status = _mapping(pod.get("status"))
-        labels = _mapping(meta.get("labels"))
-        annotations = _mapping(meta.get("annotations"))
+        meta = mapping(pod.get("metadata"))
+        spec = mapping(pod.get("spec"))
+        status = mapping(pod.get("status"))
+        labels = mapping(meta.get("labels"))
+        annotations = mapping(meta.get("annotations"))
         job = labels.get(LABEL_JOB)
         replica = labels.get(LABEL_REPLICA)
         exit_code, exit_container, exit_at = _exit(spec, status)
@@ -311,15 +278,15 @@ class PodView:
             uid=str(meta.get("uid", "")),
             job=job if isinstance(job, str) else None,
             replica=replica if isinstance(replica, str) else None,
-            index=_int(labels.get(LABEL_INDEX)),
-            generation=max(_int(labels.get(LABEL_GENERATION), 0) or 0, 0),
+            index=as_int(labels.get(LABEL_INDEX)),
+            generation=max(as_int(labels.get(LABEL_GENERATION), 0) or 0, 0),
             phase=str(status.get("phase") or "Pending"),
             node_name=spec.get("nodeName") or None,
             created=parse_time(meta.get("creationTimestamp")),
             running_since=_running_since(status),
             deleted_at=parse_time(meta.get("deletionTimestamp")),
-            deletion_grace_seconds=_int(meta.get("deletionGracePeriodSeconds")),
-            finalizers=tuple(str(f) for f in _list(meta.get("finalizers"))),
+            deletion_grace_seconds=as_int(meta.get("deletionGracePeriodSeconds")),
+            finalizers=tuple(str(f) for f in as_list(meta.get("finalizers"))),
             exit_code=exit_code,
             exit_container=exit_container,
             exit_at=exit_at,
@@ -340,9 +307,9 @@ def _statuses_in_spec_order(
         ("initContainers", "initContainerStatuses"),
         ("containers", "containerStatuses"),
     ):
-        by_name = {_mapping(s).get("name"): _mapping(s) for s in _list(status.get(status_key))}
-        for container in _list(spec.get(spec_key)):
-            c = _mapping(container)
+        by_name = {mapping(s).get("name"): mapping(s) for s in as_list(status.get(status_key))}
+        for container in as_list(spec.get(spec_key)):
+            c = mapping(container)
             if spec_key == "initContainers" and c.get("restartPolicy") == "Always":
                 by_name.pop(c.get("name"), None)  # a sidecar: killed when the pod ends
                 continue
@@ -356,8 +323,8 @@ def _exit(
     spec: Mapping[str, Any], status: Mapping[str, Any]
 ) -> tuple[int | None, str | None, datetime | None]:
     for s in _statuses_in_spec_order(spec, status):
-        terminated = _mapping(_mapping(s.get("state")).get("terminated"))
-        code = _int(terminated.get("exitCode"))
+        terminated = mapping(mapping(s.get("state")).get("terminated"))
+        code = as_int(terminated.get("exitCode"))
         if code:  # 0 is success, None is "not terminated"
             return code, str(s.get("name", "")), parse_time(terminated.get("finishedAt"))
     return None, None, None
@@ -365,24 +332,24 @@ def _exit(
 
 def _running_since(status: Mapping[str, Any]) -> datetime | None:
     started: list[datetime] = []
-    for s in _list(status.get("containerStatuses")):
-        state = _mapping(_mapping(s).get("state"))
+    for s in as_list(status.get("containerStatuses")):
+        state = mapping(mapping(s).get("state"))
         for key in ("running", "terminated"):
-            at = parse_time(_mapping(state.get(key)).get("startedAt"))
+            at = parse_time(mapping(state.get(key)).get("startedAt"))
             if at is not None:
                 started.append(at)
     if started:
         return min(started)
-    for c in _list(status.get("conditions")):
-        cond = _mapping(c)
+    for c in as_list(status.get("conditions")):
+        cond = mapping(c)
         if cond.get("type") == "Ready" and cond.get("status") == "True":
             return parse_time(cond.get("lastTransitionTime"))
     return None
 
 
 def _disruption(status: Mapping[str, Any]) -> tuple[str | None, datetime | None]:
-    for c in _list(status.get("conditions")):
-        cond = _mapping(c)
+    for c in as_list(status.get("conditions")):
+        cond = mapping(c)
         if cond.get("type") == DISRUPTION_TARGET and cond.get("status") == "True":
             return str(cond.get("reason") or "Unknown"), parse_time(cond.get("lastTransitionTime"))
     return None, None
@@ -406,9 +373,9 @@ class NodeView:
 
     @classmethod
     def from_dict(cls, node: Mapping[str, Any]) -> NodeView:
-        meta = _mapping(node.get("metadata"))
-        for c in _list(_mapping(node.get("status")).get("conditions")):
-            cond = _mapping(c)
+        meta = mapping(node.get("metadata"))
+        for c in as_list(mapping(node.get("status")).get("conditions")):
+            cond = mapping(c)
             if cond.get("type") == "Ready":
                 ready = cond.get("status")
                 return cls(

@@ -17,6 +17,7 @@ from typing import Any
 
 from kubernetes import client
 
+from aitj.core.wire import format_time
 from aitj.devcluster.cluster import LocalCluster
 from aitj.devcluster.nodes import MANAGED_LABEL, MANAGED_VALUE
 
@@ -26,7 +27,7 @@ NOT_READY_ANNOTATION = "faults.aitj.dev/node-not-ready"  # kwok's heartbeat stag
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(dt.datetime.now(dt.UTC))
 
 
 def _set_ready(api: client.ApiClient, node: str, status: str, reason: str, message: str) -> None:

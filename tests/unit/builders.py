@@ -32,8 +32,9 @@ from aitj.core.api import (
     RestartPolicy,
     RestartScope,
 )
-from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView, format_time
+from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
 from aitj.core.planner import Plan, plan
+from aitj.core.wire import format_time
 
 TERMINAL = ("Succeeded", "Failed")
 T0 = datetime(2022, 1, 14, 9, 1, 52, tzinfo=UTC)  # the seed's first condition

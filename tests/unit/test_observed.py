@@ -13,9 +13,8 @@ from aitj.core.observed import (
     Ledger,
     NodeView,
     PodView,
-    format_time,
-    parse_time,
 )
+from aitj.core.wire import format_time, parse_time
 from tests.unit.builders import T0, Pod, at, name_of
 
 

@@ -23,7 +23,7 @@ from aitj.core.api import (
     Phase,
     ReplicaType,
 )
-from aitj.core.observed import ANNOTATION_LEDGER, Ledger, NodeView, PodView, format_time, parse_time
+from aitj.core.observed import ANNOTATION_LEDGER, Ledger, NodeView, PodView
 from aitj.core.planner import scaling
 from aitj.core.planner.outcome import judge, timeout_at
 from aitj.core.planner.status import (
@@ -44,6 +44,7 @@ from aitj.core.planner.types import (
     ResourceAction,
     RestartRecord,
 )
+from aitj.core.wire import format_time, parse_time
 
 EVENT_RESTARTING = "TrainingJobRestarting"
 EVENT_FORCE_DELETING = "ForceDeletingPod"

@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from aitj.core.api import JobSpec, Phase, Policy, ReplicaSpec
-from aitj.core.observed import format_time
 from aitj.core.planner.survey import Slot, State, Survey
 from aitj.core.planner.types import Outcome
 from aitj.core.policy import FailReason
+from aitj.core.wire import format_time
 
 REASON_SUCCEEDED = "TrainingJobSucceeded"
 REASON_FAILED = "TrainingJobFailed"

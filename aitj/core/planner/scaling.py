@@ -41,13 +41,14 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, TypeGuard
+from typing import Any
 
 from aitj.core.api import MAX_REPLICAS, MAX_SCALE_HISTORY, Job, Phase, ReplicaSpec, ScaleOperation
-from aitj.core.observed import PodView, format_time, parse_time
+from aitj.core.observed import PodView
 from aitj.core.planner.status import REASON_SCALING, Condition, pod_list
 from aitj.core.planner.survey import Shape, Slot, State, Survey
 from aitj.core.planner.types import Event, ReplicasPatch
+from aitj.core.wire import format_time, is_int, mapping, parse_time, strings
 
 REASON_ROLLBACK = "TrainingJobScaleRollback"  # condition reason while a rollback is under way
 
@@ -117,11 +118,11 @@ class Op:
         except ValueError:
             return None
         started, deadline = parse_time(value.get("started")), parse_time(value.get("deadline"))
-        numbers = [n for k in ("version", "generation", "from", "to") if _is_int(n := value.get(k))]
+        numbers = [n for k in ("version", "generation", "from", "to") if is_int(n := value.get(k))]
         indices = value.get("indices")
         if started is None or deadline is None or len(numbers) != 4:
             return None
-        if not isinstance(indices, list) or not all(_is_int(i) and i >= 0 for i in indices):
+        if not isinstance(indices, list) or not all(is_int(i) and i >= 0 for i in indices):
             return None
         version, generation, source, target = numbers
         return cls(
@@ -134,8 +135,8 @@ class Op:
             indices=tuple(sorted(set(indices))),
             started=started,
             deadline=deadline,
-            pods=_strings(value.get("pods")),
-            draining=_strings(value.get("draining")),
+            pods=strings(value.get("pods")),
+            draining=strings(value.get("draining")),
             reason=str(value.get("reason") or ""),
             message=str(value.get("message") or ""),
         )
@@ -209,7 +210,7 @@ def prepare(
     ``started``: the job has run (before that an edit applies at once, without an operation)."""
     ops = {
         name: op
-        for name, value in _mapping(status.get("scaling")).items()
+        for name, value in mapping(status.get("scaling")).items()
         if (op := Op.from_json(name, value)) is not None
     }
     counter = _Counter(_last_version(status, ops.values()))
@@ -545,10 +546,10 @@ def wake(scaling: Scaling, now: datetime) -> list[float]:
 
 def current_indices(status: Mapping[str, Any], replica: str) -> tuple[int, ...] | None:
     """current_indices: the replica's current indices from status (None: not recorded yet)."""
-    count = _mapping(status.get("currentReplicas")).get(replica)
-    if not _is_int(count) or not 0 <= count <= MAX_REPLICAS:
+    count = mapping(status.get("currentReplicas")).get(replica)
+    if not is_int(count) or not 0 <= count <= MAX_REPLICAS:
         return None
-    vacant = {i for i in _mapping(status.get("vacantIndices")).get(replica) or () if _is_int(i)}
+    vacant = {i for i in mapping(status.get("vacantIndices")).get(replica) or () if is_int(i)}
     out: list[int] = []
     i = 0
     while len(out) < count:
@@ -609,8 +610,8 @@ def _last_version(status: Mapping[str, Any], ops: Iterable[Op]) -> int:
     """_last_version: the highest operation number in flight or in the history (0: none)."""
     versions = [op.version for op in ops]
     for entry in status.get("scaleHistory") or ():
-        v = _mapping(entry).get("version")
-        if _is_int(v):
+        v = mapping(entry).get("version")
+        if is_int(v):
             versions.append(v)
     return max(versions, default=0)
 
@@ -620,15 +621,3 @@ def _after(now: datetime, seconds: int) -> datetime:
     seconds, and a deadline read back must not come early."""
     due = now + timedelta(seconds=seconds)
     return due if due.microsecond == 0 else due.replace(microsecond=0) + timedelta(seconds=1)
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _strings(value: object) -> tuple[str, ...]:
-    return tuple(str(v) for v in value) if isinstance(value, list) else ()

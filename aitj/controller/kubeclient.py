@@ -1,0 +1,58 @@
+"""The API client as every part of aitj makes it, and the two things read off the client side.
+
+One way to load credentials (a kubeconfig, else the pod's service account), one way to turn
+an API error into the apiserver's own sentence, and one way to find the namespace a kubeconfig
+context names, so ``aitj run`` and every command agree on all three.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from kubernetes import client, config
+
+from aitj.core.wire import mapping
+
+
+def api_client(kubeconfig: Path | None) -> client.ApiClient:
+    """api_client: a client for ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster."""
+    cfg = client.Configuration()
+    if (
+        kubeconfig is not None
+        or os.environ.get("KUBECONFIG")
+        or Path.home().joinpath(".kube/config").exists()
+    ):
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig) if kubeconfig else None, client_configuration=cfg
+        )
+    else:
+        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    # A pass may send many calls at once (a whole replica's pods): allow that many connections.
+    cfg.connection_pool_maxsize = 32
+    return client.ApiClient(cfg)
+
+
+def error_text(e: Exception) -> str:
+    """error_text: the apiserver's message for a failed call (it names the field and the rule),
+    else the HTTP status and reason."""
+    body = getattr(e, "body", None)
+    try:
+        message = json.loads(body or "").get("message")
+    except (TypeError, ValueError, AttributeError):
+        message = None
+    return str(message or f"{getattr(e, 'status', '')} {getattr(e, 'reason', '')}".strip())
+
+
+def context_namespace(kubeconfig: Path | None) -> str:
+    """context_namespace: the current kubeconfig context's namespace, as kubectl uses it
+    ("default" when the context names none, or there is no kubeconfig: in-cluster)."""
+    try:
+        _, active = config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig) if kubeconfig else None
+        )
+    except Exception:  # no kubeconfig (in-cluster) or an unreadable one: kubectl's default
+        return "default"
+    value = mapping(mapping(active).get("context")).get("namespace")
+    return value if isinstance(value, str) and value else "default"
