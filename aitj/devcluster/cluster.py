@@ -77,6 +77,7 @@ class LocalCluster:
         return self.logs / f"{component}.log"
 
     def recorded(self) -> dict[str, Any]:
+        """recorded: ``cluster.json`` (config, ports, commands); a ClusterError if never set up."""
         if not self._record.exists():
             raise ClusterError(f"cluster {self.name!r} has not been set up: run `aitj cluster up`")
         data: dict[str, Any] = json.loads(self._record.read_text())
@@ -97,6 +98,7 @@ class LocalCluster:
 
     # ---- process state -----------------------------------------------------------------
     def pid(self, component: str) -> int | None:
+        """pid: the component's process id if it is alive, else None."""
         try:
             pid = int(self._pidfile(component).read_text())
         except (FileNotFoundError, ValueError):
@@ -216,6 +218,7 @@ class LocalCluster:
 
     # ---- nodes -----------------------------------------------------------------------------
     def create_nodes(self, names: list[str], profile: str) -> None:
+        """create_nodes registers kwok-managed nodes of the node profile ``profile``."""
         prof = nodes_mod.profile(profile)
         for name in names:
             body = nodes_mod.node_manifest(name, prof)
@@ -230,6 +233,8 @@ class LocalCluster:
         return was
 
     def status(self) -> dict[str, Any]:
+        """status: state (absent, stopped, healthy, unhealthy), components' pids, nodes' Ready,
+        problems; what ``aitj cluster status`` shows."""
         info: dict[str, Any] = {"name": self.name, "state_dir": str(self.dir)}
         if not self._record.exists():
             info["state"] = "absent"
