@@ -8,9 +8,10 @@ Usage:
 Two sources, so that neither is copied by hand:
 - our own fields come from aitj/core/api.py and aitj/core/exitcodes.py (enums, defaults, bounds, the
   exitCodes and exceptionalEvent grammars), the model that parses the same objects;
-- each replica's ``template`` is the PodTemplateSpec schema of Kubernetes v1.36.3, read from
-  the release's own OpenAPI v3 document (``api/openapi-spec/v3/api__v1_openapi.json`` in the
-  Go module cache; ``go mod download k8s.io/kubernetes@v1.36.3`` puts it there).
+- each replica's ``template`` is the PodTemplateSpec schema of the Kubernetes release the local
+  control plane runs (``aitj/devcluster/versions.py``, ``KUBERNETES``), read from the release's
+  own OpenAPI v3 document (``api/openapi-spec/v3/api__v1_openapi.json`` in the Go module cache;
+  ``go mod download k8s.io/kubernetes@<that version>`` puts it there).
 
 The upstream schema is made structural the way the apiserver requires of a CRD: ``$ref``s are
 inlined; int-or-string and Quantity become ``x-kubernetes-int-or-string``; keywords a CRD
@@ -40,8 +41,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aitj.core import api, exitcodes  # noqa: E402
+from aitj.devcluster.versions import KUBERNETES as K8S_VERSION  # noqa: E402
 
-K8S_VERSION = "v1.36.3"
+K8S_MINOR = ".".join(K8S_VERSION.split(".")[:2])  # v1.36
+
 OPENAPI = (
     Path(os.environ.get("GOMODCACHE", Path.home() / "go/pkg/mod"))
     / f"k8s.io/kubernetes@{K8S_VERSION}/api/openapi-spec/v3/api__v1_openapi.json"
@@ -151,7 +154,7 @@ class Upstream:
         spec = self.convert({"$ref": "#/components/schemas/io.k8s.api.core.v1.PodSpec"}, depth=1)
         spec["properties"]["containers"]["minItems"] = 1
         spec["description"] = (
-            "The pod's spec, validated as a Kubernetes v1.36 PodSpec. The operator sets the pod's "
+            f"The pod's spec, validated as a Kubernetes {K8S_MINOR} PodSpec. The operator sets the pod's "
             "restartPolicy to Never (it owns restarts), and adds TRAININGJOB_NAME, "
             "TRAININGJOB_NAMESPACE, TRAININGJOB_REPLICA_NAME, TRAININGJOB_REPLICA_INDEX and "
             "TRAININGJOB_REPLICA_RESTARTCOUNT to every container, init containers included."

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 
+from aitj.controller.kubeclient import api_client
 from aitj.devcluster.cluster import ClusterConfig, LocalCluster, Ports, port_free
 from aitj.devcluster.versions import kubectl_binary
 
@@ -51,9 +52,8 @@ class KubeCluster:
         return proc
 
     def new_api(self) -> client.ApiClient:
-        cfg = client.Configuration()
-        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=cfg)
-        return client.ApiClient(cfg)
+        """new_api: a client of its own for the cluster, made as the operator makes one."""
+        return api_client(self.kubeconfig)
 
     @property
     def api(self) -> client.ApiClient:

@@ -13,7 +13,7 @@ import click
 from aitj.cli.output import say as _say
 from aitj.devcluster import nodes as nodes_mod
 from aitj.devcluster.build import BuildError, ensure_built
-from aitj.devcluster.cluster import DEFAULT_BASE_PORT, ClusterConfig, ClusterError, LocalCluster
+from aitj.devcluster.cluster import ClusterConfig, ClusterError, LocalCluster
 
 
 @click.group()
@@ -21,6 +21,8 @@ def cluster() -> None:
     """The local control plane: real etcd, kube-apiserver, kube-controller-manager,
     kube-scheduler built from source, with kwok-simulated nodes. Everything binds to 127.0.0.1."""
 
+
+_DEFAULTS = ClusterConfig()
 
 name_option = click.option(
     "--name", default="default", show_default=True, help="Cluster name (state folder)."
@@ -40,10 +42,12 @@ def cluster_build() -> None:
 
 @cluster.command("up")
 @name_option
-@click.option("--nodes", default=3, show_default=True, type=click.IntRange(min=0), help="Simulated nodes.")
+@click.option(
+    "--nodes", default=_DEFAULTS.nodes, show_default=True, type=click.IntRange(min=0), help="Simulated nodes."
+)
 @click.option(
     "--node-profile",
-    default=nodes_mod.DEFAULT_PROFILE,
+    default=_DEFAULTS.node_profile,
     show_default=True,
     type=click.Choice(sorted(nodes_mod.PROFILES)),
     help="Capacity and labels of the nodes: "
@@ -51,14 +55,14 @@ def cluster_build() -> None:
 )
 @click.option(
     "--base-port",
-    default=DEFAULT_BASE_PORT,
+    default=_DEFAULTS.base_port,
     show_default=True,
     type=click.IntRange(1024, 65530),
     help="The apiserver's port; the other components use the next five.",
 )
 @click.option(
     "--node-grace",
-    default=20,
+    default=_DEFAULTS.node_grace_seconds,
     show_default=True,
     type=click.IntRange(min=1),
     help="Seconds without a heartbeat before a node is marked Unknown (node-monitor-grace-period).",

@@ -3,8 +3,8 @@
 Thin: each command edits ``spec.replicaSpecs.<replica>.replicas`` with one JSON patch that first
 tests the value it read (so two people scaling at once cannot both win), then follows
 ``status.scaling`` and ``status.scaleHistory`` until the operator says how the operation it
-started for that edit (same ``metadata.generation``) ended; ``follow`` reads that from a job.
-What the operator does is in docs/scaling.md.
+started for that edit (same ``metadata.generation``) ended; ``scale_progress.follow`` reads
+that from a job. What the operator does is in docs/scaling.md.
 
 Exit codes: 0 the scale is done; 1 it was rolled back, cancelled or replaced by a newer edit,
 or the job ended first; 2 refused (the apiserver's admission message is shown as it is, or the
@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -28,95 +26,22 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from aitj.cli.scale_progress import (
+    EXIT_DONE,
+    EXIT_NO_ANSWER,
+    EXIT_REFUSED,
+    follow,
+    parse_duration,
+)
 from aitj.controller.kubeclient import api_client, context_namespace, error_text
 from aitj.core import api
-from aitj.core.wire import mapping, parse_time
+from aitj.core.observed import PodView
+from aitj.core.wire import mapping
 
-EXIT_DONE, EXIT_UNDONE, EXIT_REFUSED, EXIT_NO_ANSWER = 0, 1, 2, 3
 POLL_SECONDS = 1.0
 SLACK_SECONDS = 60  # how long past the operator's own deadline the command waits for its word
 
 err = Console(stderr=True, highlight=False)
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading how a scale goes, from the job alone
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Progress: where the scale asked for by one edit stands. ``code`` is None while it goes on."""
-
-    text: str
-    code: int | None = None
-
-
-def follow(
-    job: Mapping[str, Any], replica: str, generation: int, pods_running: Callable[[Sequence[str]], int]
-) -> Progress:
-    """follow reads ``job`` for the operation started by the edit that made ``generation``.
-    ``pods_running`` counts the Running pods among names (for a scale-out's progress)."""
-    status = mapping(job.get("status"))
-    phase = status.get("phase")
-    conditions = status.get("conditions") or [{}]
-    if phase in ("Succeeded", "Failed", "Timeout"):
-        last = mapping(conditions[-1]).get("message", "")
-        return Progress(f"the job ended ({phase}) before the scale finished: {last}", EXIT_UNDONE)
-    seen = status.get("observedGeneration")
-    if not isinstance(seen, int) or seen < generation:
-        return Progress("waiting for the operator to see the edit")
-    for entry in reversed(status.get("scaleHistory") or []):
-        h = mapping(entry)
-        if h.get("replica") != replica or not isinstance(h.get("generation"), int):
-            continue
-        if h["generation"] > generation:
-            return Progress(f"replaced by a newer edit: {h.get('message', '')}", EXIT_UNDONE)
-        if h["generation"] == generation:
-            done = h.get("reason") == "ScaleSucceeded"
-            return Progress(str(h.get("message", "")), EXIT_DONE if done else EXIT_UNDONE)
-        break
-    op = mapping(mapping(status.get("scaling")).get(replica))
-    if op:
-        if isinstance(op.get("generation"), int) and op["generation"] > generation:
-            return Progress(f"replaced by a newer edit of replicas, to {op.get('to')}", EXIT_UNDONE)
-        return Progress(_op_text(op, pods_running))
-    current = mapping(status.get("currentReplicas")).get(replica)
-    wanted = mapping(mapping(mapping(job.get("spec")).get("replicaSpecs")).get(replica)).get("replicas")
-    if current is not None and current == wanted:
-        if not status.get("startRunningTime"):
-            return Progress(f"the job has not run yet: replica {replica} now has {wanted} pods", EXIT_DONE)
-        return Progress(f"replica {replica} already has {wanted} pods", EXIT_DONE)
-    return Progress("waiting for the operator")
-
-
-def _op_text(op: Mapping[str, Any], pods_running: Callable[[Sequence[str]], int]) -> str:
-    pods = [str(p) for p in op.get("pods") or []]
-    head = f"{op.get('operation')} from {op.get('from')} to {op.get('to')}"
-    deadline = parse_time(op.get("deadline"))
-    left = max(int((deadline - dt.datetime.now(dt.UTC)).total_seconds()), 0) if deadline else None
-    if op.get("operation") == api.ScaleOperation.SCALE_OUT.value:
-        when = f", rolled back in {left}s if not" if left is not None else ""
-        return f"{head}: {pods_running(pods)} of {len(pods)} new pods running{when}"
-    if op.get("operation") == api.ScaleOperation.SCALE_IN.value:
-        draining = op.get("draining") or []
-        when = f"; deleted in {left}s" if left is not None else ""
-        return f"{head}: pods [{' '.join(pods)}] left the host list ({len(draining)} draining){when}"
-    return f"rolling back: {op.get('message', '')}"
-
-
-_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
-
-
-def parse_duration(text: str) -> int:
-    """parse_duration: seconds from ``600``, ``90s``, ``10m`` or ``1h30m`` (Arena's --timeout)."""
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
-    m = _DURATION.fullmatch(text)
-    if not text or m is None or not any(m.groups()):
-        raise ValueError(f"{text!r} is not a duration: write seconds (600) or e.g. 90s, 10m, 1h30m")
-    h, mins, s = (int(g or 0) for g in m.groups())
-    return h * 3600 + mins * 60 + s
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -350,12 +275,7 @@ class _Session:
 
     def running(self, names: Sequence[str]) -> int:
         pods = self.pods()
-        return sum(
-            1
-            for n in names
-            if mapping(pods.get(n, {}).get("status")).get("phase") == "Running"
-            and not mapping(pods.get(n, {}).get("metadata")).get("deletionTimestamp")
-        )
+        return sum(1 for n in names if PodView.from_dict(pods.get(n, {})).running)
 
     def watch(self, edited: Mapping[str, Any], replica: str, patience: int) -> NoReturn:
         """watch polls the job until the operation of this edit ends, printing each change."""
@@ -364,7 +284,7 @@ class _Session:
         shown = ""
         with err.status("", spinner="dots") as spinner:
             while True:
-                progress = follow(self.job(), replica, generation, self.running)
+                progress = follow(self.job(), replica, generation, self.running, dt.datetime.now(dt.UTC))
                 if progress.code is not None:
                     spinner.stop()
                     if progress.code == EXIT_DONE:

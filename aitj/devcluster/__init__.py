@@ -6,5 +6,7 @@ Kubernetes release, kwok simulates the nodes (no kubelet, no containers); all ar
 repository. ``aitj cluster up`` runs them as background processes bound to 127.0.0.1.
 
 Modules: ``versions`` (pins and paths), ``build`` (go builds), ``pki`` (certificates),
-``cluster`` (processes), ``nodes`` (node profiles), ``faults`` (real faults for tests).
+``config`` (settings, ports, config files and command lines), ``apiclient`` (HTTP to the
+apiserver, health checks), ``cluster`` (processes: up, down, start, stop, status), ``nodes``
+(node profiles), ``faults`` (real faults for tests).
 """

@@ -96,7 +96,7 @@ def build(component: Component, *, say: Callable[[str], None]) -> None:
     if rc != 0:
         raise BuildError(
             f"building {component.name} {component.version} failed (exit {rc}). "
-            f"Last lines of {log_path}:\n{_tail(log_path)}"
+            f"Last lines of {log_path}:\n{tail(log_path, 30)}"
         )
     (tmp / STAMP).write_text(f"{component.version}\n")
     shutil.rmtree(component.bin_dir, ignore_errors=True)
@@ -133,9 +133,13 @@ def _run_with_progress(
     return rc
 
 
-def _tail(path: Path, lines: int = 30) -> str:
-    with path.open() as f:
-        return "".join(deque(f, maxlen=lines))
+def tail(path: Path, lines: int) -> str:
+    """tail: the last ``lines`` lines of the log at ``path`` ("(no log)" if there is none)."""
+    try:
+        with path.open() as f:
+            return "".join(deque(f, maxlen=lines))
+    except FileNotFoundError:
+        return "(no log)"
 
 
 def _say(message: str) -> None:

@@ -8,84 +8,48 @@ starts the apiserver) work from any later process.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import shutil
 import signal
 import socket
-import ssl
 import subprocess
 import time
-import urllib.error
-import urllib.request
-from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from aitj.core.wire import format_time
 from aitj.devcluster import nodes as nodes_mod
 from aitj.devcluster import pki
-from aitj.devcluster.build import ensure_built
-from aitj.devcluster.versions import (
-    KUBERNETES_COMPONENT,
-    KWOK_COMPONENT,
-    etcd_binary,
-    kubectl_binary,
-    state_dir,
+from aitj.devcluster.apiclient import AdminClient, http_ok, node_ready
+from aitj.devcluster.build import ensure_built, tail
+from aitj.devcluster.config import (
+    COMPONENTS,
+    DEFAULT_BASE_PORT,
+    ClusterConfig,
+    ClusterError,
+    Ports,
+    write_files,
 )
+from aitj.devcluster.versions import kubectl_binary, state_dir
 
-STAGES_DIR = Path(__file__).parent / "stages"
-# Start order; stopped in reverse.
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-DEFAULT_BASE_PORT = 36443
-SCHEDULER_NAMES = ("default-scheduler", "volcano")
-
+# The names importers know this module by; they are defined in ``config``.
+__all__ = [
+    "DEFAULT_BASE_PORT",
+    "ClusterConfig",
+    "ClusterError",
+    "LocalCluster",
+    "Ports",
+    "port_free",
+]
 
 # Components started by this process, kept so they are reaped when stopped (no zombies, no
 # "still running" warnings when a Popen object is collected while its daemon runs on).
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-
-
-class ClusterError(RuntimeError):
-    """Something about the local cluster is wrong; the message says what and what to do."""
-
-
-@dataclass(frozen=True)
-class Ports:
-    apiserver: int
-    etcd: int
-    etcd_peer: int
-    controller_manager: int
-    scheduler: int
-    kwok: int
-
-    @classmethod
-    def from_base(cls, base: int) -> Ports:
-        return cls(base, base + 1, base + 2, base + 3, base + 4, base + 5)
-
-    def by_component(self) -> dict[str, int]:
-        return {
-            "kube-apiserver": self.apiserver,
-            "etcd": self.etcd,
-            "etcd (peer)": self.etcd_peer,
-            "kube-controller-manager": self.controller_manager,
-            "kube-scheduler": self.scheduler,
-            "kwok": self.kwok,
-        }
-
-
-@dataclass(frozen=True)
-class ClusterConfig:
-    nodes: int = 3
-    node_profile: str = nodes_mod.DEFAULT_PROFILE
-    base_port: int = DEFAULT_BASE_PORT
-    # How long kube-controller-manager waits for a silent node before marking it Unknown.
-    node_grace_seconds: int = 20
-    # kwok renews each node's Lease every quarter of this.
-    node_lease_seconds: int = 8
+_DEFAULT_CONFIG = ClusterConfig()
 
 
 class LocalCluster:
@@ -113,6 +77,7 @@ class LocalCluster:
         return self.logs / f"{component}.log"
 
     def recorded(self) -> dict[str, Any]:
+        """recorded: ``cluster.json`` (config, ports, commands); a ClusterError if never set up."""
         if not self._record.exists():
             raise ClusterError(f"cluster {self.name!r} has not been set up: run `aitj cluster up`")
         data: dict[str, Any] = json.loads(self._record.read_text())
@@ -126,8 +91,14 @@ class LocalCluster:
     def server(self) -> str:
         return f"https://127.0.0.1:{self.ports.apiserver}"
 
+    @property
+    def apiserver(self) -> AdminClient:
+        """apiserver: the recorded apiserver, as the cluster's admin."""
+        return AdminClient(self.server, self.pki)
+
     # ---- process state -----------------------------------------------------------------
     def pid(self, component: str) -> int | None:
+        """pid: the component's process id if it is alive, else None."""
         try:
             pid = int(self._pidfile(component).read_text())
         except (FileNotFoundError, ValueError):
@@ -141,7 +112,7 @@ class LocalCluster:
         return bool(self.running_components())
 
     # ---- up ------------------------------------------------------------------------------
-    def up(self, config: ClusterConfig = ClusterConfig(), *, say: Callable[[str], None] = print) -> Path:
+    def up(self, config: ClusterConfig = _DEFAULT_CONFIG, *, say: Callable[[str], None] = print) -> Path:
         """up starts every component, creates the nodes and waits until all is healthy."""
         if self.is_running():
             raise ClusterError(
@@ -158,9 +129,9 @@ class LocalCluster:
         self._prepare(config, ports)
         try:
             self._start("etcd")
-            self._wait(lambda: _http_ok(f"http://127.0.0.1:{ports.etcd}/health"), "etcd", 30)
+            self._wait(lambda: http_ok(f"http://127.0.0.1:{ports.etcd}/health"), "etcd", 30)
             self._start("kube-apiserver")
-            self._wait(lambda: self._get("/readyz") is not None, "kube-apiserver", 90)
+            self._wait(lambda: self.apiserver.ready(), "kube-apiserver", 90)
             for component in ("kube-controller-manager", "kube-scheduler", "kwok"):
                 self._start(component)
             self.create_nodes([f"kwok-node-{i}" for i in range(config.nodes)], prof.name)
@@ -182,133 +153,15 @@ class LocalCluster:
         for stale in [*(self.dir / "pids").iterdir(), *self.logs.iterdir()]:
             stale.unlink()
         pki.make_pki(self.pki)
-        for ident in pki.IDENTITIES:
-            self._write_kubeconfig(self.dir / "config" / f"{ident.file}.kubeconfig", ident.file, ports)
-        self._write_kubeconfig(self.kubeconfig, pki.ADMIN.file, ports)
-        sched = self.dir / "config" / "scheduler.yaml"
-        sched.write_text(yaml.safe_dump(_scheduler_config(self.dir / "config" / "kube-scheduler.kubeconfig")))
-        kwok_cfg = self.dir / "config" / "kwok.yaml"
-        kwok_cfg.write_text(_kwok_config(config, ports))
-        commands = self._commands(config, ports, sched, kwok_cfg)
+        commands = write_files(self.name, self.dir, config, ports)
         self._record.write_text(
             json.dumps({"config": asdict(config), "ports": asdict(ports), "commands": commands}, indent=2)
         )
 
-    def _write_kubeconfig(self, path: Path, cert: str, ports: Ports) -> None:
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": f"aitj-{self.name}",
-                    "cluster": {
-                        "server": f"https://127.0.0.1:{ports.apiserver}",
-                        "certificate-authority": str(self.pki / "ca.crt"),
-                    },
-                }
-            ],
-            "users": [
-                {
-                    "name": cert,
-                    "user": {
-                        "client-certificate": str(self.pki / f"{cert}.crt"),
-                        "client-key": str(self.pki / f"{cert}.key"),
-                    },
-                }
-            ],
-            "contexts": [
-                {
-                    "name": f"aitj-{self.name}",
-                    "context": {"cluster": f"aitj-{self.name}", "user": cert, "namespace": "default"},
-                }
-            ],
-            "current-context": f"aitj-{self.name}",
-        }
-        path.write_text(yaml.safe_dump(doc))
-        path.chmod(0o600)
-
-    def _commands(
-        self, config: ClusterConfig, ports: Ports, sched: Path, kwok_cfg: Path
-    ) -> dict[str, list[str]]:
-        p, cfg = self.pki, self.dir / "config"
-        k8s = KUBERNETES_COMPONENT
-        return {
-            "etcd": [
-                str(etcd_binary()),
-                "--name=aitj",
-                f"--data-dir={self.dir / 'etcd' / 'data'}",
-                f"--listen-client-urls=http://127.0.0.1:{ports.etcd}",
-                f"--advertise-client-urls=http://127.0.0.1:{ports.etcd}",
-                f"--listen-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
-                f"--initial-advertise-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
-                f"--initial-cluster=aitj=http://127.0.0.1:{ports.etcd_peer}",
-                "--listen-metrics-urls=",
-                "--quota-backend-bytes=4294967296",
-                # A throwaway dev cluster: skip fsync, it is the slowest part of etcd on small disks.
-                "--unsafe-no-fsync=true",
-                "--log-level=warn",
-            ],
-            "kube-apiserver": [
-                str(k8s.binary("kube-apiserver")),
-                f"--etcd-servers=http://127.0.0.1:{ports.etcd}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={ports.apiserver}",
-                f"--tls-cert-file={p / 'apiserver.crt'}",
-                f"--tls-private-key-file={p / 'apiserver.key'}",
-                f"--client-ca-file={p / 'ca.crt'}",
-                "--authorization-mode=Node,RBAC",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={p / 'sa.pub'}",
-                f"--service-account-signing-key-file={p / 'sa.key'}",
-                "--service-cluster-ip-range=10.96.0.0/16",
-                "--allow-privileged=true",
-                "--endpoint-reconciler-type=none",
-                "--profiling=false",
-                "--v=1",
-            ],
-            "kube-controller-manager": [
-                str(k8s.binary("kube-controller-manager")),
-                f"--kubeconfig={cfg / 'kube-controller-manager.kubeconfig'}",
-                f"--authentication-kubeconfig={cfg / 'kube-controller-manager.kubeconfig'}",
-                f"--authorization-kubeconfig={cfg / 'kube-controller-manager.kubeconfig'}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={ports.controller_manager}",
-                "--leader-elect=false",
-                "--use-service-account-credentials=true",
-                f"--service-account-private-key-file={p / 'sa.key'}",
-                f"--root-ca-file={p / 'ca.crt'}",
-                f"--cluster-signing-cert-file={p / 'ca.crt'}",
-                f"--cluster-signing-key-file={p / 'ca.key'}",
-                "--allocate-node-cidrs=false",
-                "--node-monitor-period=1s",
-                f"--node-monitor-grace-period={config.node_grace_seconds}s",
-                "--kube-api-qps=200",
-                "--kube-api-burst=400",
-                "--profiling=false",
-                "--v=1",
-            ],
-            "kube-scheduler": [
-                str(k8s.binary("kube-scheduler")),
-                f"--config={sched}",
-                f"--authentication-kubeconfig={cfg / 'kube-scheduler.kubeconfig'}",
-                f"--authorization-kubeconfig={cfg / 'kube-scheduler.kubeconfig'}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={ports.scheduler}",
-                "--v=1",
-            ],
-            "kwok": [
-                str(KWOK_COMPONENT.binary("kwok")),
-                f"--kubeconfig={cfg / 'kwok.kubeconfig'}",
-                f"--config={kwok_cfg}",
-                f"--server-address=127.0.0.1:{ports.kwok}",
-            ],
-        }
-
     def _start(self, component: str) -> None:
         argv = self.recorded()["commands"][component]
         log = self.log(component).open("a")
-        log.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {' '.join(argv)}\n")
+        log.write(f"\n==== {format_time(dt.datetime.now(dt.UTC))} starting: {' '.join(argv)}\n")
         log.flush()
         proc = subprocess.Popen(
             argv,
@@ -328,7 +181,7 @@ class LocalCluster:
             return
         self._start(component)
         if wait and component == "kube-apiserver":
-            self._wait(lambda: self._get("/readyz") is not None, "kube-apiserver", 90)
+            self._wait(lambda: self.apiserver.ready(), "kube-apiserver", 90)
 
     def stop(self, component: str, *, timeout: float = 15) -> None:
         """stop ends one component: SIGTERM, then SIGKILL after timeout."""
@@ -347,7 +200,7 @@ class LocalCluster:
                 if self._pidfile(component).exists() and self.pid(component) is None:
                     raise ClusterError(
                         f"{component} exited while waiting for {what}. "
-                        f"Last lines of {self.log(component)}:\n{_tail(self.log(component))}"
+                        f"Last lines of {self.log(component)}:\n{tail(self.log(component), 25)}"
                     )
             if ready():
                 return
@@ -359,31 +212,17 @@ class LocalCluster:
 
     def unhealthy(self) -> list[str]:
         """unhealthy lists what is not ready yet (empty when the cluster is usable)."""
-        problems = []
-        if self._get("/readyz") is None:
+        if not self._record.exists():  # never set up: nothing answers
             return ["kube-apiserver /readyz"]
-        ports = self.ports
-        for name, port in (
-            ("kube-controller-manager", ports.controller_manager),
-            ("kube-scheduler", ports.scheduler),
-        ):
-            if not _http_ok(f"https://127.0.0.1:{port}/healthz", insecure=True):
-                problems.append(f"{name} /healthz")
-        if self._get("/api/v1/namespaces/default/serviceaccounts/default") is None:
-            problems.append("default service account (kube-controller-manager)")
-        node_list = self._get("/api/v1/nodes") or {"items": []}
-        want = self.recorded()["config"]["nodes"]
-        ready = sum(1 for n in node_list["items"] if _node_ready(n) == "True" and not _tainted_not_ready(n))
-        if ready < want:
-            problems.append(f"nodes ready {ready}/{want} (kwok)")
-        return problems
+        return self.apiserver.problems(self.ports, self.recorded()["config"]["nodes"])
 
     # ---- nodes -----------------------------------------------------------------------------
     def create_nodes(self, names: list[str], profile: str) -> None:
+        """create_nodes registers kwok-managed nodes of the node profile ``profile``."""
         prof = nodes_mod.profile(profile)
         for name in names:
             body = nodes_mod.node_manifest(name, prof)
-            self._request("POST", "/api/v1/nodes", body)
+            self.apiserver.request("POST", "/api/v1/nodes", body)
 
     # ---- down / status -------------------------------------------------------------------
     def down(self) -> list[str]:
@@ -394,6 +233,8 @@ class LocalCluster:
         return was
 
     def status(self) -> dict[str, Any]:
+        """status: state (absent, stopped, healthy, unhealthy), components' pids, nodes' Ready,
+        problems; what ``aitj cluster status`` shows."""
         info: dict[str, Any] = {"name": self.name, "state_dir": str(self.dir)}
         if not self._record.exists():
             info["state"] = "absent"
@@ -407,8 +248,7 @@ class LocalCluster:
         problems = self.unhealthy()
         info["state"] = "healthy" if not problems else "unhealthy"
         info["problems"] = problems
-        node_list = self._get("/api/v1/nodes") or {"items": []}
-        info["nodes"] = {n["metadata"]["name"]: _node_ready(n) for n in node_list["items"]}
+        info["nodes"] = {n["metadata"]["name"]: node_ready(n) for n in self.apiserver.nodes()}
         return info
 
     def kubectl(
@@ -425,87 +265,6 @@ class LocalCluster:
         if check and proc.returncode != 0:
             raise ClusterError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
         return proc
-
-    # ---- HTTP to the apiserver -------------------------------------------------------------
-    def _ssl(self) -> ssl.SSLContext:
-        ctx = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
-        ctx.load_cert_chain(str(self.pki / "admin.crt"), str(self.pki / "admin.key"))
-        return ctx
-
-    def _get(self, path: str) -> Any:
-        try:
-            return self._request("GET", path)
-        except (ClusterError, OSError):
-            return None
-
-    def _request(self, method: str, path: str, body: Any = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(
-            self.server + path, data=data, method=method, headers={"Content-Type": "application/json"}
-        )
-        try:
-            with urllib.request.urlopen(req, context=self._ssl(), timeout=5) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as e:
-            raise ClusterError(f"{method} {path}: {e.code} {e.read().decode(errors='replace')[:300]}") from e
-        text = raw.decode()
-        return json.loads(text) if text.startswith("{") else text
-
-
-def _scheduler_config(kubeconfig: Path) -> dict[str, Any]:
-    # Two profiles with the default plugins: pods that ask for schedulerName "volcano" (as
-    # CCE manifests do) are scheduled too. It does not gang-schedule: each pod is placed alone.
-    return {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
-        "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": n} for n in SCHEDULER_NAMES],
-    }
-
-
-def _kwok_config(config: ClusterConfig, ports: Ports) -> str:
-    options = {
-        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
-        "kind": "KwokConfiguration",
-        "options": {
-            "manageAllNodes": False,
-            "manageNodesWithLabelSelector": f"{nodes_mod.MANAGED_LABEL}={nodes_mod.MANAGED_VALUE}",
-            "nodeLeaseDurationSeconds": config.node_lease_seconds,
-            "cidr": "10.244.0.0/16",
-            "nodeIP": "10.240.0.1",
-            "podPlayStageParallelism": 8,
-            "nodePlayStageParallelism": 4,
-            "nodeLeaseParallelism": 4,
-            "podsOnNodeSyncParallelism": 4,
-            "enablePodsOnNodeSyncStreamWatch": True,
-        },
-    }
-    # Node status heartbeats as often as Lease renewals, so kube-controller-manager never
-    # judges a node by a stale status heartbeat alone.
-    heartbeat_ms = config.node_lease_seconds * 1000 // 2
-    node_stages = (
-        (STAGES_DIR / "node.yaml")
-        .read_text()
-        # kwok's jitter is the upper bound of the delay (below the duration it replaces it).
-        .replace("HEARTBEAT_JITTER_MS", str(heartbeat_ms * 5 // 4))
-        .replace("HEARTBEAT_MS", str(heartbeat_ms))
-    )
-    stages = [node_stages, (STAGES_DIR / "pod.yaml").read_text()]
-    return "---\n".join([yaml.safe_dump(options), *stages])
-
-
-def _node_ready(node: dict[str, Any]) -> str:
-    for cond in node.get("status", {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return str(cond.get("status"))
-    return "None"
-
-
-def _tainted_not_ready(node: dict[str, Any]) -> bool:
-    return any(
-        t.get("key") == "node.kubernetes.io/not-ready" for t in node.get("spec", {}).get("taints") or []
-    )
 
 
 def port_free(port: int) -> bool:
@@ -528,19 +287,6 @@ def _check_ports_free(ports: Ports) -> None:
                 f"Stop what uses it, or choose other ports with --base-port "
                 f"(the cluster uses base..base+5)."
             )
-
-
-def _http_ok(url: str, *, insecure: bool = False) -> bool:
-    ctx = None
-    if insecure:
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    try:
-        with urllib.request.urlopen(url, context=ctx, timeout=2) as resp:
-            return bool(resp.status == 200)
-    except (OSError, urllib.error.URLError):
-        return False
 
 
 def _alive(pid: int) -> bool:
@@ -572,11 +318,3 @@ def _terminate(pid: int, timeout: float) -> None:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         return
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        with path.open() as f:
-            return "".join(deque(f, maxlen=lines))
-    except FileNotFoundError:
-        return "(no log)"

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 import yaml
-from kubernetes import client, config, watch
+from kubernetes import client, watch
 
+from aitj.controller.kubeclient import api_client
 from aitj.core import api
 from aitj.devcluster.build import ensure_built
 from aitj.devcluster.cluster import ClusterConfig, LocalCluster
@@ -45,6 +46,7 @@ def bench_cluster_up(
 
 
 def summary(name: str, values: list[float]) -> str:
+    """summary: one line of median, p90, min and max of ``values`` (seconds) in milliseconds."""
     ordered = sorted(values)
     p90 = ordered[max(0, round(0.9 * len(ordered)) - 1)]
     return (
@@ -54,7 +56,8 @@ def summary(name: str, values: list[float]) -> str:
 
 
 def bench_recovery(rounds: int = 10, *, base_port: int = 39443, say: Callable[[str], None] = print) -> None:
-
+    """bench_recovery runs the seed job on a throwaway cluster and force-deletes a trainer
+    ``rounds`` times, saying how long each replacement took to be created and to run."""
     cluster = LocalCluster("bench")
     cluster.down()
     cluster.up(ClusterConfig(nodes=4, node_profile="cce", base_port=base_port), say=lambda _m: None)
@@ -65,9 +68,7 @@ def bench_recovery(rounds: int = 10, *, base_port: int = 39443, say: Callable[[s
         cluster.kubectl("apply", "-f", str(EXAMPLE))
         doc: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
         name, ns = doc["metadata"]["name"], doc["metadata"]["namespace"]
-        cfg = client.Configuration()
-        config.load_kube_config(config_file=str(cluster.kubeconfig), client_configuration=cfg)  # type: ignore[no-untyped-call]
-        core: Any = client.CoreV1Api(client.ApiClient(cfg))
+        core: Any = client.CoreV1Api(api_client(cluster.kubeconfig))
         selector = f"{api.LABEL_JOB}={name},{api.LABEL_REPLICA}=trainer"
 
         def trainers() -> list[Any]:
@@ -124,6 +125,7 @@ def bench_recovery(rounds: int = 10, *, base_port: int = 39443, say: Callable[[s
 
 
 def run_all(say: Callable[[str], None] = print) -> None:
+    """run_all runs every benchmark (``aitj bench``)."""
     say("== warm cluster up")
     bench_cluster_up(5, say=say)
     say("== recovery from a force-deleted trainer (seed job, 4 kwok nodes)")

@@ -21,8 +21,10 @@ from rich.console import Console
 
 from aitj.core import api
 from aitj.devcluster.cluster import ClusterConfig, LocalCluster
+from aitj.devcluster.faults import EXIT_CODE_ANNOTATION
+from aitj.devcluster.versions import kubectl_binary
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # aitj/tools/demo.py -> the checkout
 CRDS = REPO / "crds"
 EXAMPLE = REPO / "manifests" / "examples" / "horovod-elastic.yaml"
 
@@ -35,6 +37,8 @@ class DemoError(RuntimeError):
 
 
 def run_demo(*, cluster_name: str = "default", keep_operator: bool = False) -> None:
+    """run_demo tells the whole story on the cluster ``cluster_name`` (brought up if need be);
+    ``keep_operator`` leaves the operator running afterwards."""
     cluster = LocalCluster(cluster_name)
     step("1. the local control plane")
     if cluster.is_running() and not cluster.unhealthy():
@@ -90,13 +94,14 @@ def start_operator(cluster: LocalCluster, *, detached: bool = False) -> tuple[su
 
 
 def story(cluster: LocalCluster) -> None:
+    """story applies the example manifest, force-deletes a trainer and lets the launcher finish."""
     manifest: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
     name, ns = manifest["metadata"]["name"], manifest["metadata"].get("namespace", "default")
     cluster.kubectl("delete", "aitj", name, "-n", ns, "--ignore-not-found", "--wait=true", "--timeout=60s")
 
     step("4. the CCE seed manifest, applied unchanged")
     console.print(cluster.kubectl("apply", "-f", str(EXAMPLE)).stdout.strip())
-    wait(lambda: phase(cluster, name, ns) == "Running", 60, "the job Running")
+    wait(lambda: phase(cluster, name, ns) == api.Phase.RUNNING, 60, "the job Running")
     show(cluster, "get", "aitj,pods", "-n", ns, "-o", "wide")
     show_conditions(cluster, name, ns)
 
@@ -116,7 +121,7 @@ def story(cluster: LocalCluster) -> None:
         cluster.kubectl("delete", "pod", pods, "-n", ns, "--force", "--grace-period=0").stdout.strip()
     )
     wait(
-        lambda: restarts(cluster, name, ns) >= 1 and phase(cluster, name, ns) == "Running",
+        lambda: restarts(cluster, name, ns) >= 1 and phase(cluster, name, ns) == api.Phase.RUNNING,
         60,
         "the replacement",
     )
@@ -135,19 +140,21 @@ def story(cluster: LocalCluster) -> None:
         "-o",
         "jsonpath={.items[0].metadata.name}",
     ).stdout
-    cluster.kubectl("annotate", "pod", launcher, "-n", ns, "sim.aitj.dev/exit-code=0")
-    wait(lambda: phase(cluster, name, ns) == "Succeeded", 60, "the job Succeeded")
+    cluster.kubectl("annotate", "pod", launcher, "-n", ns, f"{EXIT_CODE_ANNOTATION}=0")
+    wait(lambda: phase(cluster, name, ns) == api.Phase.SUCCEEDED, 60, "the job Succeeded")
     show(cluster, "get", "aitj,pods", "-n", ns)
     show_conditions(cluster, name, ns)
 
 
 def phase(cluster: LocalCluster, name: str, ns: str) -> str:
+    """phase: the job's status.phase ("" while it has none)."""
     return cluster.kubectl(
         "get", "aitj", name, "-n", ns, "-o", "jsonpath={.status.phase}", check=False
     ).stdout
 
 
 def restarts(cluster: LocalCluster, name: str, ns: str) -> int:
+    """restarts: the job's status.totalRestarts (0 while it has none)."""
     out = cluster.kubectl(
         "get", "aitj", name, "-n", ns, "-o", "jsonpath={.status.totalRestarts}", check=False
     )
@@ -155,6 +162,7 @@ def restarts(cluster: LocalCluster, name: str, ns: str) -> int:
 
 
 def show_conditions(cluster: LocalCluster, name: str, ns: str) -> None:
+    """show_conditions prints the job's conditions, as a table and as the seed's status shows them."""
     show(
         cluster,
         "get",
@@ -176,15 +184,18 @@ def show_conditions(cluster: LocalCluster, name: str, ns: str) -> None:
 
 
 def show(cluster: LocalCluster, *args: str) -> None:
+    """show prints a kubectl command and its output."""
     console.print(f"[bold]$ kubectl {' '.join(args)}[/bold]")
     console.print(cluster.kubectl(*args, check=False).stdout.rstrip(), highlight=False, markup=False)
 
 
 def step(title: str) -> None:
+    """step prints the title of the next part of the story."""
     console.rule(f"[bold]{title}")
 
 
 def wait(probe: Callable[[], bool], timeout: float, what: str) -> None:
+    """wait polls ``probe`` until it is true; a DemoError naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not probe():
         if time.monotonic() > deadline:
@@ -193,6 +204,5 @@ def wait(probe: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def cluster_kubectl() -> str:
-    from aitj.devcluster.versions import kubectl_binary
-
+    """cluster_kubectl: the path of the local cluster's own kubectl."""
     return str(kubectl_binary())

@@ -38,7 +38,7 @@ def test_cluster_commands_bring_a_cluster_up_report_it_and_take_it_down(cluster:
 
         status = aitj("cluster", "status", "--name", "clitest")
         assert status.returncode == 0, status.stdout
-        assert "healthy" in status.stdout
+        assert "cluster clitest: healthy" in status.stdout
         assert status.stdout.count("Ready=True") == 2
 
         nodes = KubeCluster(LocalCluster("clitest").kubeconfig).kubectl("get", "nodes", "-o", "name").stdout
@@ -53,4 +53,4 @@ def test_cluster_commands_bring_a_cluster_up_report_it_and_take_it_down(cluster:
     assert "kube-apiserver" in down.stderr
     stopped = aitj("cluster", "status", "--name", "clitest")
     assert stopped.returncode == 1
-    assert "stopped" in stopped.stdout
+    assert "cluster clitest: stopped" in stopped.stdout

@@ -201,7 +201,8 @@ def test_the_launcher_exiting_129_is_restarted_by_its_first_rule(
     assert new[0].endswith("-0")
     wait_for(lambda: restart_count(cluster, namespace, "launcher") == 1, 30, "RestartCount.launcher 1")
     assert restart_count(cluster, namespace, "trainer") == 0
-    assert wait_phase(cluster, namespace, NAME, "Running")
+    job = wait_phase(cluster, namespace, NAME, "Running")
+    assert job["status"]["RestartCount"] == {"launcher": 1, "trainer": 0}  # counted once, and only it
 
 
 def test_a_restart_limit_of_two_fails_the_job_on_the_third_failure(

@@ -175,6 +175,11 @@ def test_clean_pod_policy_leaves_exactly_what_it_promises(
     # Trainers run on (sshd); the launcher finishes. Job completePolicy Any + launcher All -> Succeeded.
     create_job(cluster, namespace, seed_variant(NAME, clean=set_path("spec.cleanPodPolicy", policy)))
     wait_phase(cluster, namespace, NAME, "Running")
+
+    def services() -> list[str]:
+        return [s.metadata.name for s in cluster.core.list_namespaced_service(namespace).items]
+
+    assert services() == [naming.service_name(NAME)]  # there is a service for the policy to delete
     faults.pod_exit(
         cluster.api, namespace, job_pods(cluster, namespace, NAME, "launcher")[0].metadata.name, 0
     )
@@ -185,11 +190,9 @@ def test_clean_pod_policy_leaves_exactly_what_it_promises(
 
     wait_for(lambda: replicas_left() == kept, 30, f"pods of {sorted(kept)} only")
     if policy == "All":
-        services = cluster.core.list_namespaced_service(namespace).items
-        wait_for(lambda: not cluster.core.list_namespaced_service(namespace).items, 30, "the service deleted")
-        assert services is not None
+        wait_for(lambda: services() == [], 30, "the service deleted")
     else:
-        cluster.core.read_namespaced_service(naming.service_name(NAME), namespace)
+        assert services() == [naming.service_name(NAME)]
     assert replicas_left() == kept  # and it stays so on later passes
 
 
@@ -198,11 +201,8 @@ def test_deleting_a_job_leaves_nothing_behind(
 ) -> None:
     create_job(cluster, namespace, seed_variant(NAME))
     wait_phase(cluster, namespace, NAME, "Running")
-    assert cluster.core.read_namespaced_secret(naming.ssh_secret_name(NAME), namespace)
-    assert cluster.core.read_namespaced_config_map(naming.discovery_configmap_name(NAME), namespace)
     # No finalizer on the job: it can be deleted even while the operator is down.
     assert get_job(cluster, namespace, NAME)["metadata"].get("finalizers") in (None, [])
-    delete_job(cluster, namespace, NAME)
 
     def leftovers() -> list[str]:
         left = [p.metadata.name for p in cluster.core.list_namespaced_pod(namespace).items]
@@ -219,6 +219,10 @@ def test_deleting_a_job_leaves_nothing_behind(
         ]
         return left
 
+    # What the job made is there to be left behind: its service, ssh secret and host list.
+    made = {naming.service_name(NAME), naming.ssh_secret_name(NAME), naming.discovery_configmap_name(NAME)}
+    assert made <= set(leftovers())
+    delete_job(cluster, namespace, NAME)
     wait_for(lambda: leftovers() == [], 60, "every object of the job gone", interval=0.5)
     restarts = [
         e.message for e in events_for(cluster, namespace, NAME) if e.reason == "TrainingJobRestarting"

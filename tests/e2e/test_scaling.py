@@ -165,7 +165,7 @@ def test_the_seeds_scale_out_adds_trainer_3_to_the_host_list_only_once_it_runs(
     assert [(h["operation"], h["reason"], h["from"], h["to"]) for h in history(cluster, namespace)] == [
         ("scaleout", "ScaleSucceeded", 3, 4)
     ]
-    reasons = wait_for(
+    wait_for(
         lambda: (
             {e.reason for e in events_for(cluster, namespace, NAME)}
             >= {"TrainingJobScaling", "TrainingJobScaled"}
@@ -173,7 +173,8 @@ def test_the_seeds_scale_out_adds_trainer_3_to_the_host_list_only_once_it_runs(
         30,
         "the scale events",
     )
-    assert reasons
+    kinds = {e.reason: e.type for e in events_for(cluster, namespace, NAME)}
+    assert (kinds["TrainingJobScaling"], kinds["TrainingJobScaled"]) == ("Normal", "Normal")
 
 
 def test_scale_in_4_to_2_drops_indices_3_and_2_from_the_host_list_before_deleting_them(

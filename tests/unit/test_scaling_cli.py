@@ -3,13 +3,15 @@ progress and outcome from the job (``follow``), their exit codes, and Arena's --
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from aitj.cli.scale import EXIT_DONE, EXIT_UNDONE, follow, parse_duration
+from aitj.cli.scale_progress import EXIT_DONE, EXIT_UNDONE, follow, parse_duration
 
 G = 4  # metadata.generation after the command's patch
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def job(status: dict[str, Any], replicas: int = 4) -> dict[str, Any]:
@@ -43,16 +45,28 @@ def op(generation: int, operation: str = "scaleout", **more: Any) -> dict[str, A
             {"observedGeneration": G - 1}, None, "waiting for the operator to see", id="the edit not seen yet"
         ),
         pytest.param(
-            op(G, pods=["p3"], deadline="2999-01-01T00:00:00Z"),
+            op(G, pods=["p3"], deadline="2026-01-01T12:01:30Z"),
             None,
-            "0 of 1 new pods running",
-            id="a scale-out under way",
+            "0 of 1 new pods running, rolled back in 90s if not",
+            id="a scale-out under way, its deadline counted from now",
         ),
         pytest.param(
-            op(G, "scalein", pods=["p3"], draining=["p3"]),
+            op(G, pods=["p3"], deadline="2026-01-01T11:59:00Z"),
             None,
-            "left the host list (1 draining)",
+            "rolled back in 0s if not",
+            id="a scale-out past its deadline waits for the operator's rollback",
+        ),
+        pytest.param(
+            op(G, "scalein", pods=["p3"], draining=["p3"], deadline="2026-01-01T12:00:05Z"),
+            None,
+            "left the host list (1 draining); deleted in 5s",
             id="a scale-in draining",
+        ),
+        pytest.param(
+            op(G, "rollback", message="p4 failed"),
+            None,
+            "rolling back: p4 failed",
+            id="a rollback under way",
         ),
         pytest.param(
             {"scaleHistory": [entry(G, "scaleout", "ScaleSucceeded", "done")]},
@@ -88,6 +102,12 @@ def op(generation: int, operation: str = "scaleout", **more: Any) -> dict[str, A
             id="the job ended first",
         ),
         pytest.param(
+            {"phase": "Timeout", "conditions": [{"message": "timeLimit"}]},
+            EXIT_UNDONE,
+            "the job ended (Timeout)",
+            id="the job timed out first",
+        ),
+        pytest.param(
             {"currentReplicas": {"trainer": 4}, "startRunningTime": None},
             EXIT_DONE,
             "the job has not run yet",
@@ -104,7 +124,7 @@ def op(generation: int, operation: str = "scaleout", **more: Any) -> dict[str, A
 def test_follow_reads_how_the_scale_of_this_edit_goes(
     status: dict[str, Any], code: int | None, words: str
 ) -> None:
-    progress = follow(job(status), "trainer", G, lambda names: 0)
+    progress = follow(job(status), "trainer", G, lambda names: 0, NOW)
     assert progress.code == code and words in progress.text
 
 

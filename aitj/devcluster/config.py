@@ -1,0 +1,239 @@
+"""What the local control plane is told: its settings, ports, files and command lines.
+
+Nothing here starts a process (``cluster`` does). ``write_files`` writes a cluster's
+kubeconfigs and its scheduler and kwok configuration into the cluster's state folder and
+returns each component's command line, which ``cluster`` records in ``cluster.json`` and runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aitj.devcluster import nodes as nodes_mod
+from aitj.devcluster import pki
+from aitj.devcluster.versions import KUBERNETES_COMPONENT, KWOK_COMPONENT, etcd_binary
+
+STAGES_DIR = Path(__file__).parent / "stages"
+# Start order; stopped in reverse.
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+DEFAULT_BASE_PORT = 36443
+SCHEDULER_NAMES = ("default-scheduler", "volcano")
+
+
+class ClusterError(RuntimeError):
+    """Something about the local cluster is wrong; the message says what and what to do."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    apiserver: int
+    etcd: int
+    etcd_peer: int
+    controller_manager: int
+    scheduler: int
+    kwok: int
+
+    @classmethod
+    def from_base(cls, base: int) -> Ports:
+        return cls(base, base + 1, base + 2, base + 3, base + 4, base + 5)
+
+    def by_component(self) -> dict[str, int]:
+        return {
+            "kube-apiserver": self.apiserver,
+            "etcd": self.etcd,
+            "etcd (peer)": self.etcd_peer,
+            "kube-controller-manager": self.controller_manager,
+            "kube-scheduler": self.scheduler,
+            "kwok": self.kwok,
+        }
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    nodes: int = 3
+    node_profile: str = nodes_mod.DEFAULT_PROFILE
+    base_port: int = DEFAULT_BASE_PORT
+    # How long kube-controller-manager waits for a silent node before marking it Unknown.
+    node_grace_seconds: int = 20
+    # kwok renews each node's Lease every quarter of this.
+    node_lease_seconds: int = 8
+
+
+def write_files(name: str, state: Path, config: ClusterConfig, ports: Ports) -> dict[str, list[str]]:
+    """write_files writes the kubeconfigs (one per identity, and the admin's as ``kubeconfig``)
+    and the scheduler's and kwok's configuration under ``state``, whose ``pki`` folder holds
+    the certificates; it returns each component's command line."""
+    cfg = state / "config"
+    for ident in pki.IDENTITIES:
+        write_kubeconfig(cfg / f"{ident.file}.kubeconfig", name, state / "pki", ident.file, ports)
+    write_kubeconfig(state / "kubeconfig", name, state / "pki", pki.ADMIN.file, ports)
+    sched = cfg / "scheduler.yaml"
+    sched.write_text(yaml.safe_dump(scheduler_config(cfg / "kube-scheduler.kubeconfig")))
+    kwok_cfg = cfg / "kwok.yaml"
+    kwok_cfg.write_text(kwok_config(config))
+    return commands(state, config, ports, sched, kwok_cfg)
+
+
+def write_kubeconfig(path: Path, name: str, pki_dir: Path, cert: str, ports: Ports) -> None:
+    """write_kubeconfig writes a kubeconfig for the client certificate ``cert``, readable by its
+    owner only (it names a private key)."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": f"aitj-{name}",
+                "cluster": {
+                    "server": f"https://127.0.0.1:{ports.apiserver}",
+                    "certificate-authority": str(pki_dir / "ca.crt"),
+                },
+            }
+        ],
+        "users": [
+            {
+                "name": cert,
+                "user": {
+                    "client-certificate": str(pki_dir / f"{cert}.crt"),
+                    "client-key": str(pki_dir / f"{cert}.key"),
+                },
+            }
+        ],
+        "contexts": [
+            {
+                "name": f"aitj-{name}",
+                "context": {"cluster": f"aitj-{name}", "user": cert, "namespace": "default"},
+            }
+        ],
+        "current-context": f"aitj-{name}",
+    }
+    path.write_text(yaml.safe_dump(doc))
+    path.chmod(0o600)
+
+
+def commands(
+    state: Path, config: ClusterConfig, ports: Ports, sched: Path, kwok_cfg: Path
+) -> dict[str, list[str]]:
+    """commands: each component's command line, by component name."""
+    p, cfg = state / "pki", state / "config"
+    k8s = KUBERNETES_COMPONENT
+    return {
+        "etcd": [
+            str(etcd_binary()),
+            "--name=aitj",
+            f"--data-dir={state / 'etcd' / 'data'}",
+            f"--listen-client-urls=http://127.0.0.1:{ports.etcd}",
+            f"--advertise-client-urls=http://127.0.0.1:{ports.etcd}",
+            f"--listen-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
+            f"--initial-cluster=aitj=http://127.0.0.1:{ports.etcd_peer}",
+            "--listen-metrics-urls=",
+            "--quota-backend-bytes=4294967296",
+            # A throwaway dev cluster: skip fsync, it is the slowest part of etcd on small disks.
+            "--unsafe-no-fsync=true",
+            "--log-level=warn",
+        ],
+        "kube-apiserver": [
+            str(k8s.binary("kube-apiserver")),
+            f"--etcd-servers=http://127.0.0.1:{ports.etcd}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={ports.apiserver}",
+            f"--tls-cert-file={p / 'apiserver.crt'}",
+            f"--tls-private-key-file={p / 'apiserver.key'}",
+            f"--client-ca-file={p / 'ca.crt'}",
+            "--authorization-mode=Node,RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={p / 'sa.pub'}",
+            f"--service-account-signing-key-file={p / 'sa.key'}",
+            "--service-cluster-ip-range=10.96.0.0/16",
+            "--allow-privileged=true",
+            "--endpoint-reconciler-type=none",
+            "--profiling=false",
+            "--v=1",
+        ],
+        "kube-controller-manager": [
+            str(k8s.binary("kube-controller-manager")),
+            f"--kubeconfig={cfg / 'kube-controller-manager.kubeconfig'}",
+            f"--authentication-kubeconfig={cfg / 'kube-controller-manager.kubeconfig'}",
+            f"--authorization-kubeconfig={cfg / 'kube-controller-manager.kubeconfig'}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports.controller_manager}",
+            "--leader-elect=false",
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={p / 'sa.key'}",
+            f"--root-ca-file={p / 'ca.crt'}",
+            f"--cluster-signing-cert-file={p / 'ca.crt'}",
+            f"--cluster-signing-key-file={p / 'ca.key'}",
+            "--allocate-node-cidrs=false",
+            "--node-monitor-period=1s",
+            f"--node-monitor-grace-period={config.node_grace_seconds}s",
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
+            "--profiling=false",
+            "--v=1",
+        ],
+        "kube-scheduler": [
+            str(k8s.binary("kube-scheduler")),
+            f"--config={sched}",
+            f"--authentication-kubeconfig={cfg / 'kube-scheduler.kubeconfig'}",
+            f"--authorization-kubeconfig={cfg / 'kube-scheduler.kubeconfig'}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports.scheduler}",
+            "--v=1",
+        ],
+        "kwok": [
+            str(KWOK_COMPONENT.binary("kwok")),
+            f"--kubeconfig={cfg / 'kwok.kubeconfig'}",
+            f"--config={kwok_cfg}",
+            f"--server-address=127.0.0.1:{ports.kwok}",
+        ],
+    }
+
+
+def scheduler_config(kubeconfig: Path) -> dict[str, Any]:
+    """scheduler_config: kube-scheduler's KubeSchedulerConfiguration."""
+    # Two profiles with the default plugins: pods that ask for schedulerName "volcano" (as
+    # CCE manifests do) are scheduled too. It does not gang-schedule: each pod is placed alone.
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": n} for n in SCHEDULER_NAMES],
+    }
+
+
+def kwok_config(config: ClusterConfig) -> str:
+    """kwok_config: kwok's KwokConfiguration followed by its node and pod stages (one YAML stream)."""
+    options = {
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "kind": "KwokConfiguration",
+        "options": {
+            "manageAllNodes": False,
+            "manageNodesWithLabelSelector": f"{nodes_mod.MANAGED_LABEL}={nodes_mod.MANAGED_VALUE}",
+            "nodeLeaseDurationSeconds": config.node_lease_seconds,
+            "cidr": "10.244.0.0/16",
+            "nodeIP": "10.240.0.1",
+            "podPlayStageParallelism": 8,
+            "nodePlayStageParallelism": 4,
+            "nodeLeaseParallelism": 4,
+            "podsOnNodeSyncParallelism": 4,
+            "enablePodsOnNodeSyncStreamWatch": True,
+        },
+    }
+    # Node status heartbeats as often as Lease renewals, so kube-controller-manager never
+    # judges a node by a stale status heartbeat alone.
+    heartbeat_ms = config.node_lease_seconds * 1000 // 2
+    node_stages = (
+        (STAGES_DIR / "node.yaml")
+        .read_text()
+        # kwok's jitter is the upper bound of the delay (below the duration it replaces it).
+        .replace("HEARTBEAT_JITTER_MS", str(heartbeat_ms * 5 // 4))
+        .replace("HEARTBEAT_MS", str(heartbeat_ms))
+    )
+    stages = [node_stages, (STAGES_DIR / "pod.yaml").read_text()]
+    return "---\n".join([yaml.safe_dump(options), *stages])
