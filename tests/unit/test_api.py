@@ -1,4 +1,4 @@
-"""parse_job and update_errors: the AITrainingJob model (aitj/core/api.py)."""
+"""parse_job and update_errors: the AITrainingJob model (aitj/core/api/)."""
 
 from __future__ import annotations
 
