@@ -81,7 +81,7 @@ def parse_job(obj: Mapping[str, Any]) -> Job:
         uid=str(meta.get("uid") or ""),
         generation=generation if isinstance(generation, int) else 0,
         spec=spec,
-        status=dict(status) if isinstance(status, Mapping) else {},
+        status=dict(mapping(status)),
         resource_version=str(meta.get("resourceVersion") or ""),
     )
 
