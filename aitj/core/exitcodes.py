@@ -1,6 +1,6 @@
 """The exitCodes grammar of a faultTolerantPolicy rule.
 
-Pure; part of the API layer (see aitj/core/api.py). A rule's ``exitCodes`` is either an integer
+Pure; part of the API layer (see aitj/core/api/). A rule's ``exitCodes`` is either an integer
 (``exitCodes: 137``) or a string of comma-separated codes and ranges with optional spaces
 (``"129,101"``, ``"130-140"``, ``" 1, 3 - 7 "``; YAML reads an unquoted ``129,101`` as that
 string). Codes are 0-255 written without leading zeros; a range ``a-b`` needs ``a <= b``.

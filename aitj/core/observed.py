@@ -5,19 +5,14 @@ these views in kopf indexes, built with ``PodView.from_dict`` / ``NodeView.from_
 raw watch bodies, and hands them to the planner (``aitj.core.planner.plan``). Nothing here decides
 anything: ``aitj.core.policy`` classifies failures, ``aitj.core.planner`` decides what to do.
 
-Also here, because both the pods and the planner need it: the restart ledger (``Ledger``), the
-record that makes restart counts exact across operator crashes (docs/semantics.md, "Exact
-restart counts"). Every pod the operator creates carries the ledger as it stood when the pod
-was planned (annotation ``ANNOTATION_LEDGER``); the job status carries the full one
-(``status.restartLedger``). The planner merges them all, and merging is idempotent and
-order-free (per-field max), so a pass replayed after a crash counts nothing twice.
+A pod's restart-ledger stamp (annotation ``ANNOTATION_LEDGER``) is kept here as the raw string:
+the ledger is the planner's (``aitj.core.planner.ledger``), which parses it.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,7 +23,7 @@ from aitj.core.wire import as_int, as_list, mapping, parse_time
 # with grace 0, stays visible (deletionTimestamp set) until the operator has created its
 # replacement and removes the finalizer: force deletion is detected exactly and crash-safely.
 TRACKING_FINALIZER = f"{LABEL_PREFIX}/pod-tracking"
-# The restart ledger as it stood when the pod was planned (JSON, see Ledger.to_json).
+# The restart ledger as it stood when the pod was planned (JSON: aitj.core.planner.ledger).
 ANNOTATION_LEDGER = f"{LABEL_PREFIX}/restart-ledger"
 
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -38,160 +33,6 @@ PREEMPTION_REASONS = frozenset({"PreemptionByScheduler", "PreemptionByKubeSchedu
 # the node is indeed not Ready.
 NODE_DISRUPTION_REASONS = frozenset({"DeletionByTaintManager", "DeletionByPodGC"})
 KUBELET_EVICTED = "Evicted"  # pod.status.reason after a kubelet (node-pressure) eviction
-
-
-# ---------------------------------------------------------------------------------------------
-# The restart ledger
-
-
-@dataclass(frozen=True)
-class IndexRecord:
-    """IndexRecord is what the ledger knows about one index of one replica.
-
-    ``seen``: the highest restart generation observed for the index (-1: none). ``ended``: the
-    highest generation the operator itself decided to end (restart, scope, scale-in; -1: none).
-    ``failed`` / ``restarts``: the generation whose failure was counted last, and how many
-    restarts failures of this index have caused. A failure of generation g is counted only if
-    ``failed < g``: counting is idempotent.
-    """
-
-    seen: int = -1
-    ended: int = -1
-    failed: int = -1
-    restarts: int = 0
-
-    def merge(self, other: IndexRecord) -> IndexRecord:
-        """merge is the per-field max; (failed, restarts) move together."""
-        failed, restarts = max((self.failed, self.restarts), (other.failed, other.restarts))
-        return IndexRecord(max(self.seen, other.seen), max(self.ended, other.ended), failed, restarts)
-
-
-@dataclass(frozen=True)
-class ReplicaRecord:
-    """ReplicaRecord: a replica's restart epoch and its index records (sorted by index).
-
-    The epoch counts Replica- and All-scope restarts that covered the replica: a pod stamped
-    with an older epoch than the ledger's is superseded and gets replaced.
-    """
-
-    epoch: int = 0
-    indices: tuple[tuple[int, IndexRecord], ...] = ()
-
-    def index(self, i: int) -> IndexRecord:
-        for j, record in self.indices:
-            if j == i:
-                return record
-        return IndexRecord()
-
-    def merge(self, other: ReplicaRecord) -> ReplicaRecord:
-        merged = dict(self.indices)
-        for i, record in other.indices:
-            merged[i] = merged[i].merge(record) if i in merged else record
-        return ReplicaRecord(max(self.epoch, other.epoch), tuple(sorted(merged.items())))
-
-    @property
-    def restart_count(self) -> int:
-        return sum(record.restarts for _, record in self.indices)
-
-
-@dataclass(frozen=True)
-class Ledger:
-    """Ledger: per replica name, a ReplicaRecord (sorted by name). Immutable; merge is a max."""
-
-    replicas: tuple[tuple[str, ReplicaRecord], ...] = ()
-
-    def replica(self, name: str) -> ReplicaRecord:
-        for n, record in self.replicas:
-            if n == name:
-                return record
-        return ReplicaRecord()
-
-    def merge(self, *others: Ledger) -> Ledger:
-        merged = dict(self.replicas)
-        for other in others:
-            for name, record in other.replicas:
-                merged[name] = merged[name].merge(record) if name in merged else record
-        return Ledger(tuple(sorted(merged.items())))
-
-    def with_index(self, replica: str, index: int, record: IndexRecord) -> Ledger:
-        """with_index merges ``record`` into the replica's index record."""
-        return self.merge(Ledger(((replica, ReplicaRecord(0, ((index, record),))),)))
-
-    def with_epoch(self, replica: str, epoch: int) -> Ledger:
-        return self.merge(Ledger(((replica, ReplicaRecord(epoch)),)))
-
-    def to_json(self, *, for_pod: bool = False) -> dict[str, Any]:
-        """to_json is the wire form; ``for_pod`` keeps only what a pod needs to carry.
-
-        ``{"trainer": {"epoch": 1, "seen": [0, 2, 0], "ended": {"1": 1},
-        "restarts": {"1": [1, 2]}}}``: ``seen`` is dense by index (-1: never seen), ``ended``
-        and ``restarts`` ([failed generation, count]) are sparse. A pod carries only
-        ``epoch`` and ``restarts``: enough to recount exactly if the status write was lost.
-        """
-        out: dict[str, Any] = {}
-        for name, record in self.replicas:
-            entry: dict[str, Any] = {"epoch": record.epoch}
-            restarts = {str(i): [r.failed, r.restarts] for i, r in record.indices if r.restarts}
-            if restarts:
-                entry["restarts"] = restarts
-            if not for_pod:
-                size = max((i + 1 for i, r in record.indices if r.seen >= 0), default=0)
-                if size:
-                    entry["seen"] = [record.index(i).seen for i in range(size)]
-                ended = {str(i): r.ended for i, r in record.indices if r.ended >= 0}
-                if ended:
-                    entry["ended"] = ended
-            out[name] = entry
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> Ledger:
-        """from_json reads the wire form; anything unreadable is skipped (an empty ledger)."""
-        return cls(
-            tuple(sorted((str(name), _replica_record(mapping(e))) for name, e in mapping(value).items()))
-        )
-
-    @classmethod
-    def from_annotation(cls, value: object) -> Ledger:
-        if not isinstance(value, str):
-            return cls()
-        try:
-            return cls.from_json(json.loads(value))
-        except ValueError:
-            return cls()
-
-    def annotation(self) -> str:
-        """annotation is the compact JSON a new pod carries in ANNOTATION_LEDGER."""
-        return json.dumps(self.to_json(for_pod=True), sort_keys=True, separators=(",", ":"))
-
-
-def _replica_record(e: Mapping[str, Any]) -> ReplicaRecord:
-    indices: dict[int, IndexRecord] = {}
-
-    def put(i: int | None, **fields: int) -> None:
-        if i is not None and i >= 0:
-            indices[i] = replace(indices.get(i, IndexRecord()), **fields)
-
-    for i, seen in enumerate(as_list(e.get("seen"))):
-        gen = as_int(seen)
-        if gen is not None and gen >= 0:
-            put(i, seen=gen)
-    for key, ended in mapping(e.get("ended")).items():
-        gen = as_int(ended)
-        if gen is not None:
-            put(as_int(key), ended=gen)
-    for key, pair in mapping(e.get("restarts")).items():
-        items = as_list(pair)
-        if len(items) == 2:
-            failed, count = as_int(items[0]), as_int(items[1])
-            if failed is not None and count is not None and count >= 0:
-                put(as_int(key), failed=failed, restarts=count)
-    epoch = as_int(e.get("epoch"), 0) or 0
-    return ReplicaRecord(max(epoch, 0), tuple(sorted(indices.items())))
-
-
-# ---------------------------------------------------------------------------------------------
-# Pods and nodes
 
 
 @dataclass(frozen=True)
@@ -229,7 +70,7 @@ class PodView:
     disruption_at: datetime | None = None
     reason: str | None = None  # status.reason: Evicted, NodeLost, UnexpectedAdmissionError, ...
     message: str | None = None  # status.message
-    ledger: Ledger = field(default_factory=Ledger, hash=False)
+    ledger_annotation: str | None = None  # the raw ANNOTATION_LEDGER (aitj.core.planner.ledger)
 
     @property
     def tracked(self) -> bool:
@@ -256,11 +97,6 @@ class PodView:
         """running: phase Running and not on its way out."""
         return self.phase == "Running" and self.deleted_at is None
 
-    @property
-    def epoch(self) -> int:
-        """epoch: the restart epoch of its own replica when the pod was planned."""
-        return self.ledger.replica(self.replica).epoch if self.replica else 0
-
     @classmethod
     def from_dict(cls, pod: Mapping[str, Any]) -> PodView:
         meta = mapping(pod.get("metadata"))
@@ -270,6 +106,7 @@ class PodView:
         annotations = mapping(meta.get("annotations"))
         job = labels.get(LABEL_JOB)
         replica = labels.get(LABEL_REPLICA)
+        ledger = annotations.get(ANNOTATION_LEDGER)
         exit_code, exit_container, exit_at = _exit(spec, status)
         disruption, disruption_at = _disruption(status)
         return cls(
@@ -294,7 +131,7 @@ class PodView:
             disruption_at=disruption_at,
             reason=status.get("reason") or None,
             message=status.get("message") or None,
-            ledger=Ledger.from_annotation(annotations.get(ANNOTATION_LEDGER)),
+            ledger_annotation=ledger if isinstance(ledger, str) else None,
         )
 
 

@@ -1,4 +1,4 @@
-"""parse_job and update_errors: the AITrainingJob model (aitj/core/api.py)."""
+"""parse_job and update_errors: the AITrainingJob model (aitj/core/api/)."""
 
 from __future__ import annotations
 
@@ -431,3 +431,35 @@ def test_an_edit_of_a_live_job_is_allowed_or_refused_naming_the_field(case: Upda
         assert errors == []
     else:
         assert any(e.path == case.path and case.fragment in e.message for e in errors), errors
+
+
+# --- the helpers other modules share -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "dns1123", "dns1035"),
+    [
+        pytest.param("trainer", True, True, id="a plain name is both"),
+        pytest.param("0-trainer", True, False, id="a leading digit is a DNS-1123 label only"),
+        pytest.param("a" * 63, True, True, id="63 characters fit"),
+        pytest.param("a" * 64, False, False, id="64 do not"),
+        pytest.param("trainer-", False, False, id="no trailing dash"),
+        pytest.param("Trainer", False, False, id="no upper case"),
+        pytest.param("", False, False, id="not empty"),
+    ],
+)
+def test_dns_labels(value: str, dns1123: bool, dns1035: bool) -> None:
+    assert (api.is_dns1123_label(value), api.is_dns1035_label(value)) == (dns1123, dns1035)
+
+
+@pytest.mark.parametrize(
+    ("value", "phase"),
+    [
+        pytest.param("Running", api.Phase.RUNNING, id="a phase"),
+        pytest.param("running", None, id="phases are case-sensitive"),
+        pytest.param(None, None, id="absent"),
+        pytest.param(3, None, id="not a string"),
+    ],
+)
+def test_parse_phase(value: object, phase: api.Phase | None) -> None:
+    assert api.parse_phase(value) is phase

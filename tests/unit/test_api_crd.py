@@ -1,4 +1,4 @@
-"""crds/aitrainingjobs.yaml: generated, structural, and in step with the model (aitj/core/api.py).
+"""crds/aitrainingjobs.yaml: generated, structural, and in step with the model (aitj/core/api/).
 
 The apiserver's own verdict on the CRD is in tests/e2e/test_crd.py; these checks need no cluster.
 """

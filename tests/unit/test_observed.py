@@ -1,19 +1,12 @@
-"""PodView, NodeView and the restart ledger, built from raw API dicts."""
+"""PodView and NodeView, built from raw API dicts."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from aitj.core.observed import (
-    ANNOTATION_LEDGER,
-    IndexRecord,
-    Ledger,
-    NodeView,
-    PodView,
-)
+from aitj.core.observed import ANNOTATION_LEDGER, NodeView, PodView
 from aitj.core.wire import format_time, parse_time
 from tests.unit.builders import T0, Pod, at, name_of
 
@@ -167,50 +160,9 @@ def test_times_round_trip_in_the_api_format() -> None:
     assert parse_time("not a time") is None and parse_time(None) is None
 
 
-# ---------------------------------------------------------------------------------------------
-# The ledger
-
-WIRE = {"trainer": {"epoch": 1, "seen": [0, 2, -1, 0], "ended": {"1": 1}, "restarts": {"1": [1, 2]}}}
-
-
-def test_the_ledger_round_trips_through_its_wire_form() -> None:
-    ledger = Ledger.from_json(WIRE)
-    assert ledger.to_json() == WIRE
-    assert ledger.replica("trainer").index(1) == IndexRecord(seen=2, ended=1, failed=1, restarts=2)
-    assert ledger.replica("trainer").index(2) == IndexRecord()
-    assert ledger.replica("trainer").restart_count == 2
-
-
-def test_a_pod_carries_only_the_epoch_and_the_restarts() -> None:
-    stamp = json.loads(Ledger.from_json(WIRE).annotation())
-    assert stamp == {"trainer": {"epoch": 1, "restarts": {"1": [1, 2]}}}
-
-
-def test_a_pods_ledger_annotation_is_parsed_and_a_garbled_one_is_ignored() -> None:
-    good = Pod("trainer", 1, 2).stamped({"trainer": {"epoch": 3}}).view()
-    assert good.epoch == 3
-    bad = Pod("trainer", 1, 2)
-    bad.raw["metadata"]["annotations"] = {ANNOTATION_LEDGER: "{not json"}
-    assert bad.view().ledger == Ledger() and bad.view().epoch == 0
-
-
-def test_merging_ledgers_is_idempotent_and_order_free() -> None:
-    a = Ledger.from_json({"trainer": {"epoch": 1, "restarts": {"0": [0, 1]}}})
-    b = Ledger.from_json({"trainer": {"epoch": 0, "seen": [1, 0], "restarts": {"0": [1, 2], "1": [0, 1]}}})
-    assert a.merge(b) == b.merge(a) == a.merge(b, b, a)
-    merged = a.merge(b).replica("trainer")
-    assert merged.epoch == 1 and merged.restart_count == 3
-
-
-def test_a_later_failure_wins_the_merge_with_its_own_count() -> None:
-    older = IndexRecord(failed=4, restarts=9)
-    newer = IndexRecord(failed=5, restarts=6)
-    assert older.merge(newer) == newer.merge(older) == IndexRecord(failed=5, restarts=6)
-
-
-def test_unreadable_ledger_entries_are_skipped() -> None:
-    ledger = Ledger.from_json(
-        {"trainer": {"epoch": "x", "seen": ["a", 1], "restarts": {"z": [1, 1], "0": [1]}}}
-    )
-    assert ledger.replica("trainer").index(1).seen == 1
-    assert ledger.replica("trainer").restart_count == 0 and ledger.replica("trainer").epoch == 0
+def test_a_pods_ledger_annotation_is_kept_raw() -> None:
+    pod = Pod("trainer", 1, 2)
+    pod.raw["metadata"]["annotations"] = {ANNOTATION_LEDGER: "{not json"}
+    assert pod.view().ledger_annotation == "{not json"
+    pod.raw["metadata"]["annotations"] = {ANNOTATION_LEDGER: 7}
+    assert pod.view().ledger_annotation is None

@@ -5,6 +5,7 @@ It decides; the executor (aitj/controller/executor.py) only carries the Plan out
 
 - ``types``: the Plan and its parts, and the order the executor follows.
 - ``survey``: slots per replica index, failures, restart decisions, launcher gating (issue 5).
+- ``ledger``: the restart ledger, which keeps restart counts exact across operator crashes.
 - ``outcome``: completePolicy / failPolicy / timeLimit (issue 4).
 - ``status``: phase, condition history, status fields.
 - ``scaling``: replicas edits as scale operations: host list order, grace, rollback (issue 6).

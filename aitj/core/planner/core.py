@@ -23,8 +23,9 @@ from aitj.core.api import (
     Phase,
     ReplicaType,
 )
-from aitj.core.observed import ANNOTATION_LEDGER, Ledger, NodeView, PodView
+from aitj.core.observed import ANNOTATION_LEDGER, NodeView, PodView
 from aitj.core.planner import scaling
+from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.outcome import judge, timeout_at
 from aitj.core.planner.status import (
     Condition,

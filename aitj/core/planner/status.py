@@ -37,6 +37,7 @@ class Condition:
 
 
 def current_condition(conditions: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """current_condition: the last condition of the history if it is True (None: none is current)."""
     last = conditions[-1] if conditions else None
     return last if last is not None and last.get("status") == "True" else None
 
@@ -67,6 +68,7 @@ def advance(conditions: Sequence[Mapping[str, Any]], want: Condition, now: str) 
 
 
 def pod_list(names: Sequence[str]) -> str:
+    """pod_list writes pod names the way the seed's messages do: ``[a b c]``."""
     return "[" + " ".join(names) + "]"
 
 

@@ -31,7 +31,8 @@ from datetime import datetime
 
 from aitj.core import naming
 from aitj.core.api import Job, ReplicaSpec, ReplicaType, RestartScope
-from aitj.core.observed import IndexRecord, Ledger, NodeView, PodView
+from aitj.core.observed import NodeView, PodView
+from aitj.core.planner.ledger import IndexRecord, Ledger, pod_epoch, pod_ledger
 from aitj.core.policy import Fail, FailReason, Failure, Restart, classify, decide, restart_timed_out, vanished
 
 
@@ -111,7 +112,7 @@ def observe(ledger: Ledger, job: Job, pods: Sequence[PodView]) -> Ledger:
     for p in pods:
         if p.replica in names and p.index is not None and p.index >= 0:
             seen = seen.with_index(p.replica, p.index, IndexRecord(seen=p.generation))
-    return ledger.merge(*(p.ledger for p in pods), seen)
+    return ledger.merge(*(pod_ledger(p) for p in pods), seen)
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ class _Surveyor:
                 return Slot(r, i, top + 1, self.name(r.name, i, top + 1), State.CREATE)
             name = self.name(r.name, i, top)
             return Slot(r, i, top, name, State.PENDING, failure=vanished(name))
-        if current.epoch < self.ledger.replica(r.name).epoch:
+        if pod_epoch(current) < self.ledger.replica(r.name).epoch:
             return self.replace(Slot(r, i, top, current.name, State.PENDING, current), "restart scope")
         failure = classify(current, nodes.get(current.node_name) if current.node_name else None)
         if failure is None:
@@ -250,7 +251,7 @@ class _Surveyor:
         """sweep: replace what this pass's Replica/All-scope restarts made stale."""
         if slot.state.needs_pod:
             return slot
-        stale = slot.pod is not None and slot.pod.epoch < self.ledger.replica(slot.replica.name).epoch
+        stale = slot.pod is not None and pod_epoch(slot.pod) < self.ledger.replica(slot.replica.name).epoch
         if stale or (slot.pod is None and slot.replica.name in self.covered):
             return self.replace(slot, "restart scope")
         return slot

@@ -1,0 +1,205 @@
+"""The AITrainingJob model: its enums, the defaults the CRD writes, and the typed, frozen job.
+
+Pure. ``parse_job`` (aitj.core.api.validation) builds a ``Job`` from a manifest; everything
+past it (the planner, the renderer, explanations) reads only these types. Field meanings are
+in docs/api.md.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class StrEnumMixin(enum.StrEnum):
+    """StrEnumMixin: members are their wire values (``str(Policy.ALL) == "All"``)."""
+
+
+class Policy(StrEnumMixin):
+    """completePolicy / failPolicy. Rank0 is valid only at replica level."""
+
+    ALL = "All"
+    ANY = "Any"
+    NONE = "None"
+    RANK0 = "Rank0"
+
+
+class CleanPodPolicy(StrEnumMixin):
+    ALL = "All"
+    RUNNING = "Running"
+    NONE = "None"
+
+
+class ReplicaType(StrEnumMixin):
+    MASTER = "master"
+    WORKER = "worker"
+
+
+class RestartPolicy(StrEnumMixin):
+    """Which failures of a replica may be restarted at all."""
+
+    NEVER = "Never"
+    ALWAYS = "Always"
+    ON_FAILURE = "OnFailure"
+    EXIT_CODE = "ExitCode"
+    ON_NODE_FAIL = "OnNodeFail"
+    ON_NODE_FAIL_WITH_EXIT_CODE = "OnNodeFailWithExitCode"
+
+
+class RestartScope(StrEnumMixin):
+    POD = "Pod"
+    REPLICA = "Replica"
+    ALL = "All"
+
+
+class ExceptionalEvent(StrEnumMixin):
+    NODE_NOT_READY = "nodeNotReady"
+    POD_FORCE_DELETED = "PodForceDeleted"
+    POD_EVICTED = "PodEvicted"
+    POD_PREEMPTED = "PodPreempted"
+
+
+class Phase(StrEnumMixin):
+    """Job phase; also the condition types of the status history."""
+
+    PENDING = "Pending"
+    CREATING = "Creating"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SCALING = "Scaling"
+    TERMINATING = "Terminating"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    TIMEOUT = "Timeout"
+
+
+class FrameworkType(StrEnumMixin):
+    """spec.frameworkType: informational; selects sensible plugin defaults."""
+
+    HOROVOD = "horovod"
+    PADDLE = "paddle"
+    PYTORCH = "pytorch"
+    MPI = "mpi"
+    TENSORFLOW = "tensorflow"
+
+
+class Priority(StrEnumMixin):
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
+
+
+class ScaleOperation(StrEnumMixin):
+    """status.scaleHistory[].operation."""
+
+    SCALE_OUT = "scaleout"
+    SCALE_IN = "scalein"
+    ROLLBACK = "rollback"
+
+
+FINISHED_PHASES = frozenset({Phase.SUCCEEDED, Phase.FAILED, Phase.TIMEOUT})
+
+# Policies allowed at job level (over replica types); Rank0 only makes sense within one.
+JOB_POLICIES = (Policy.ALL, Policy.ANY, Policy.NONE)
+REPLICA_POLICIES = tuple(Policy)
+# A rule's kind fixes its restartPolicy: the seed's pairing; any other is refused.
+RULE_RESTART_POLICIES = (RestartPolicy.EXIT_CODE, RestartPolicy.ON_NODE_FAIL)
+
+# Defaults. The CRD writes the same values as OpenAPI defaults (hack/gen_crd.py).
+DEFAULT_FAULT_TOLERANT = False
+DEFAULT_JOB_COMPLETE_POLICY = Policy.ALL
+DEFAULT_JOB_FAIL_POLICY = Policy.ANY
+DEFAULT_CLEAN_POD_POLICY = CleanPodPolicy.ALL
+DEFAULT_REPLICA_TYPE = ReplicaType.WORKER
+DEFAULT_REPLICAS = 1
+DEFAULT_REPLICA_COMPLETE_POLICY = Policy.ALL
+DEFAULT_REPLICA_FAIL_POLICY = Policy.ANY
+DEFAULT_RESTART_POLICY = RestartPolicy.NEVER
+DEFAULT_RESTART_SCOPE = RestartScope.POD
+DEFAULT_RESTART_TIME_LIMIT = 60
+DEFAULT_SCALE_TIMEOUT = 600
+# Seconds scale-in pods stay alive after leaving the discovery host list: about one kubelet
+# sync period, the time a ConfigMap edit takes to reach the launcher's mounted file.
+DEFAULT_SCALE_IN_GRACE_PERIOD = 60
+
+_EVENT_NAME = "(" + "|".join(e.value for e in ExceptionalEvent) + ")"
+_SPACE = r"[ \t]*"
+# exceptionalEvent: a comma list of known names, spaces allowed. The CRD's CEL rule uses it too.
+EVENTS_PATTERN = rf"^{_SPACE}{_EVENT_NAME}{_SPACE}(,{_SPACE}{_EVENT_NAME}{_SPACE})*$"
+
+EVENTS_HINT = "a comma-separated list of " + ", ".join(e.value for e in ExceptionalEvent)
+
+
+@dataclass(frozen=True)
+class FaultTolerantRule:
+    """One faultTolerantPolicy rule: exactly one of exit_codes / events is non-empty."""
+
+    restart_policy: RestartPolicy
+    restart_scope: RestartScope
+    exit_codes: frozenset[int] = frozenset()
+    events: frozenset[ExceptionalEvent] = frozenset()
+    source: str = ""  # the rule as written, for messages ("exitCodes 129,101")
+
+
+@dataclass(frozen=True)
+class ReplicaSpec:
+    name: str
+    replica_type: ReplicaType
+    replicas: int
+    min_replicas: int  # unset in the manifest: equal to replicas (no elasticity below it)
+    max_replicas: int  # unset in the manifest: equal to replicas
+    complete_policy: Policy
+    fail_policy: Policy
+    restart_policy: RestartPolicy
+    restart_scope: RestartScope
+    restart_limit: int | None  # None: unlimited
+    restart_time_limit: int  # seconds an old pod may take to terminate before it is force-deleted
+    restart_timeout: int | None  # seconds a replacement may take to reach Running; None: no limit
+    scale_timeout: int  # seconds a scale-out may take before it is rolled back
+    rules: tuple[FaultTolerantRule, ...]
+    template: dict[str, Any] = field(hash=False, compare=False)
+    # seconds scale-in pods stay alive out of the host list before they are deleted
+    scale_in_grace_period: int = DEFAULT_SCALE_IN_GRACE_PERIOD
+    scale_in_pods: tuple[str, ...] = ()  # scaleInpods: pods to remove first at a scale-in (CCE)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    framework_type: str  # "" when unset
+    fault_tolerant: bool
+    complete_policy: Policy
+    fail_policy: Policy
+    clean_pod_policy: CleanPodPolicy
+    ssh: bool
+    discovery: bool
+    priority: str | None
+    time_limit: int | None
+    replicas: tuple[ReplicaSpec, ...]  # in a stable order: workers first, then masters, by name
+
+    def replica(self, name: str) -> ReplicaSpec:
+        for r in self.replicas:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Job:
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    spec: JobSpec
+    status: dict[str, Any] = field(hash=False, compare=False)
+    # The version of the object this was parsed from: the executor writes status only onto
+    # that version, so a pass planned from a stale copy cannot overwrite a newer status.
+    resource_version: str = field(default="", compare=False)
+
+
+def parse_phase(value: object) -> Phase | None:
+    """parse_phase reads a phase as status holds it; None if absent or not a phase we know."""
+    try:
+        return Phase(value) if isinstance(value, str) else None
+    except ValueError:
+        return None

@@ -1,0 +1,204 @@
+"""One replica spec of a manifest: its counts, policies, limits and faultTolerantPolicy rules.
+
+Pure. Part of ``parse_job`` (aitj.core.api.validation); the pod template is checked by
+aitj.core.api.template.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from aitj.core.api.model import (
+    DEFAULT_REPLICA_COMPLETE_POLICY,
+    DEFAULT_REPLICA_FAIL_POLICY,
+    DEFAULT_REPLICA_TYPE,
+    DEFAULT_REPLICAS,
+    DEFAULT_RESTART_POLICY,
+    DEFAULT_RESTART_SCOPE,
+    DEFAULT_RESTART_TIME_LIMIT,
+    DEFAULT_SCALE_IN_GRACE_PERIOD,
+    DEFAULT_SCALE_TIMEOUT,
+    EVENTS_HINT,
+    EVENTS_PATTERN,
+    REPLICA_POLICIES,
+    RULE_RESTART_POLICIES,
+    ExceptionalEvent,
+    FaultTolerantRule,
+    ReplicaSpec,
+    ReplicaType,
+    RestartPolicy,
+    RestartScope,
+)
+from aitj.core.api.names import MAX_EVENTS_LENGTH, MAX_POD_NAME_LENGTH, MAX_REPLICAS, MAX_RULES, MAX_SECONDS
+from aitj.core.api.reader import FieldError, Fields, integral, json_kind, quote
+from aitj.core.api.template import parse_template
+from aitj.core.exitcodes import ExitCodesError, parse_exit_codes
+
+_EVENTS = re.compile(EVENTS_PATTERN)
+
+_REPLICA_FIELDS = (
+    "replicaType",
+    "replicas",
+    "minReplicas",
+    "maxReplicas",
+    "completePolicy",
+    "failPolicy",
+    "restartPolicy",
+    "restartScope",
+    "restartLimit",
+    "restartTimeLimit",
+    "restartTimeout",
+    "scaleTimeout",
+    "scaleInGracePeriod",
+    "scaleInpods",
+    "faultTolerantPolicy",
+    "template",
+)
+
+
+def parse_replica(name: str, value: object, path: str, errors: list[FieldError]) -> ReplicaSpec | None:
+    """parse_replica reads the replica spec ``name``; None if it has an error (all are recorded)."""
+    if value is None:
+        errors.append(FieldError(path, "must be of type object, not null"))
+        return None
+    before = len(errors)
+    f = Fields(value, path, errors, _REPLICA_FIELDS)
+    replica_type = f.choice("replicaType", tuple(ReplicaType), DEFAULT_REPLICA_TYPE)
+    replicas = f.integer("replicas", DEFAULT_REPLICAS, 1, MAX_REPLICAS)
+    min_replicas = f.optional_integer("minReplicas", 1, MAX_REPLICAS)
+    max_replicas = f.optional_integer("maxReplicas", 1, MAX_REPLICAS)
+    _check_counts(f, replica_type, replicas, min_replicas, max_replicas)
+    restart_scope = f.choice("restartScope", tuple(RestartScope), DEFAULT_RESTART_SCOPE)
+    spec = ReplicaSpec(
+        name=name,
+        replica_type=replica_type,
+        replicas=replicas,
+        min_replicas=replicas if min_replicas is None else min_replicas,
+        max_replicas=replicas if max_replicas is None else max_replicas,
+        complete_policy=f.choice("completePolicy", REPLICA_POLICIES, DEFAULT_REPLICA_COMPLETE_POLICY),
+        fail_policy=f.choice("failPolicy", REPLICA_POLICIES, DEFAULT_REPLICA_FAIL_POLICY),
+        restart_policy=f.choice("restartPolicy", tuple(RestartPolicy), DEFAULT_RESTART_POLICY),
+        restart_scope=restart_scope,
+        restart_limit=f.optional_integer("restartLimit", 0, MAX_SECONDS),
+        restart_time_limit=f.integer("restartTimeLimit", DEFAULT_RESTART_TIME_LIMIT, 0, MAX_SECONDS),
+        restart_timeout=f.optional_integer("restartTimeout", 1, MAX_SECONDS),
+        scale_timeout=f.integer("scaleTimeout", DEFAULT_SCALE_TIMEOUT, 1, MAX_SECONDS),
+        rules=_parse_rules(f, restart_scope),
+        template=parse_template(f),
+        scale_in_grace_period=f.integer("scaleInGracePeriod", DEFAULT_SCALE_IN_GRACE_PERIOD, 0, MAX_SECONDS),
+        scale_in_pods=_parse_scale_in_pods(f),
+    )
+    return spec if len(errors) == before else None
+
+
+def _parse_scale_in_pods(f: Fields) -> tuple[str, ...]:
+    """_parse_scale_in_pods reads scaleInpods (CCE's spelling): names of this replica's pods to
+    remove first when replicas goes down. Names that are not current pods are ignored."""
+    value = f.get("scaleInpods")
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        f.error("scaleInpods", f"must be of type array, not {json_kind(value)}")
+        return ()
+    if len(value) > MAX_REPLICAS:
+        f.error("scaleInpods", f"Too many: {len(value)}: must have at most {MAX_REPLICAS} items")
+    names: list[str] = []
+    for i, item in enumerate(value):
+        where = f"{f.at('scaleInpods')}[{i}]"
+        if not isinstance(item, str):
+            f.errors.append(FieldError(where, f"must be of type string, not {json_kind(item)}"))
+        elif len(item) > MAX_POD_NAME_LENGTH:
+            f.errors.append(FieldError(where, f"Too long: may not be more than {MAX_POD_NAME_LENGTH} bytes"))
+        else:
+            names.append(item)
+    return tuple(names)
+
+
+def _check_counts(
+    f: Fields, replica_type: ReplicaType, replicas: int, low: int | None, high: int | None
+) -> None:
+    """_check_counts: minReplicas <= replicas <= maxReplicas, and a master is exactly one pod."""
+    if low is not None and high is not None and low > high:
+        f.error("minReplicas", f"minReplicas ({low}) must not be greater than maxReplicas ({high})")
+    if low is not None and replicas < low:
+        f.error("replicas", f"replicas ({replicas}) must not be less than minReplicas ({low})")
+    if high is not None and replicas > high:
+        f.error("replicas", f"replicas ({replicas}) must not be greater than maxReplicas ({high})")
+    if replica_type is ReplicaType.MASTER:
+        for key, value in (("replicas", replicas), ("minReplicas", low), ("maxReplicas", high)):
+            if value is not None and value != 1:
+                f.error(key, f"a master replica (replicaType: master) runs exactly one pod: {key} must be 1")
+
+
+_RULE_FIELDS = ("exitCodes", "exceptionalEvent", "restartPolicy", "restartScope")
+
+
+def _parse_rules(replica: Fields, inherited_scope: RestartScope) -> tuple[FaultTolerantRule, ...]:
+    value = replica.get("faultTolerantPolicy")
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        replica.error("faultTolerantPolicy", f"must be of type array, not {json_kind(value)}")
+        return ()
+    if len(value) > MAX_RULES:
+        replica.error("faultTolerantPolicy", f"Too many: {len(value)}: must have at most {MAX_RULES} items")
+    path = replica.at("faultTolerantPolicy")
+    rules = (
+        _parse_rule(item, f"{path}[{i}]", replica.errors, inherited_scope) for i, item in enumerate(value)
+    )
+    return tuple(r for r in rules if r is not None)
+
+
+def _parse_rule(
+    value: object, path: str, errors: list[FieldError], inherited_scope: RestartScope
+) -> FaultTolerantRule | None:
+    """_parse_rule reads one rule; an unset restartScope inherits the replica's restartScope."""
+    f = Fields(value, path, errors, _RULE_FIELDS)
+    if not isinstance(value, Mapping):
+        return None
+    policy = f.optional_choice("restartPolicy", RULE_RESTART_POLICIES)
+    if not f.has("restartPolicy"):
+        f.error("restartPolicy", "Required value")
+    scope = f.choice("restartScope", tuple(RestartScope), inherited_scope)
+    has_codes, has_events = f.has("exitCodes"), f.has("exceptionalEvent")
+    if has_codes == has_events:
+        f.errors.append(FieldError(path, "a rule needs exactly one of exitCodes or exceptionalEvent"))
+        return None
+    if has_codes:
+        kind, wanted = "exitCodes", RestartPolicy.EXIT_CODE
+    else:
+        kind, wanted = "exceptionalEvent", RestartPolicy.ON_NODE_FAIL
+    if policy is not None and policy is not wanted:
+        f.error(
+            "restartPolicy", f"a rule with {kind} needs restartPolicy: {wanted.value}, not {policy.value}"
+        )
+    codes = _rule_codes(f) if has_codes else frozenset[int]()
+    events = frozenset[ExceptionalEvent]() if has_codes else _rule_events(f)
+    if policy is None:
+        return None
+    return FaultTolerantRule(
+        restart_policy=policy,
+        restart_scope=scope,
+        exit_codes=codes,
+        events=events,
+        source=f"{kind} {f.get(kind)}",
+    )
+
+
+def _rule_codes(f: Fields) -> frozenset[int]:
+    try:
+        return parse_exit_codes(integral(f.get("exitCodes")))
+    except ExitCodesError as e:
+        f.error("exitCodes", f"exitCodes {e}")
+        return frozenset()
+
+
+def _rule_events(f: Fields) -> frozenset[ExceptionalEvent]:
+    value = f.string("exceptionalEvent", MAX_EVENTS_LENGTH)
+    if value is None:
+        return frozenset()
+    if not _EVENTS.match(value):
+        f.error("exceptionalEvent", f"exceptionalEvent {quote(value)} must be {EVENTS_HINT}")
+        return frozenset()
+    return frozenset(ExceptionalEvent(part.strip(" \t")) for part in value.split(","))

@@ -1,0 +1,182 @@
+"""A scale operation as the job's status keeps it (``status.scaling.<r>``), the index sets, and
+what a pass makes of the operations (``Scaling``).
+
+Pure. The wire format is read defensively: anything unreadable is no operation.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from aitj.core.api import MAX_REPLICAS, ReplicaSpec, ScaleOperation
+from aitj.core.planner.survey import Shape
+from aitj.core.planner.types import ReplicasPatch
+from aitj.core.wire import format_time, is_int, mapping, parse_time, strings
+
+# scaleHistory[].reason
+SUCCEEDED = "ScaleSucceeded"
+TIMED_OUT = "ScaleTimeout"
+FAILED = "ScaleFailed"
+CANCELLED = "ScaleCancelled"
+
+
+@dataclass(frozen=True)
+class Op:
+    """Op: one scale operation of one replica, as kept in ``status.scaling.<replica>``.
+
+    ``indices``: added (scaleout, rollback) or leaving (scalein). ``deadline``: when a
+    scale-out is rolled back, or when a scale-in's pods are deleted. ``draining``: scale-in
+    pods out of the host list, kept alive until the deadline. ``reason``/``message``: why a
+    rollback happened."""
+
+    replica: str
+    operation: ScaleOperation
+    version: int
+    generation: int
+    source: int  # replicas before ("from")
+    target: int  # replicas asked for ("to")
+    indices: tuple[int, ...]
+    started: datetime
+    deadline: datetime
+    pods: tuple[str, ...] = ()
+    draining: tuple[str, ...] = ()
+    reason: str = ""
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "operation": self.operation.value,
+            "version": self.version,
+            "generation": self.generation,
+            "from": self.source,
+            "to": self.target,
+            "indices": list(self.indices),
+            "pods": list(self.pods),
+            "started": format_time(self.started),
+            "deadline": format_time(self.deadline),
+        }
+        if self.draining:
+            out["draining"] = list(self.draining)
+        if self.reason:
+            out["reason"] = self.reason
+        if self.message:
+            out["message"] = self.message
+        return out
+
+    @classmethod
+    def from_json(cls, replica: str, value: object) -> Op | None:
+        """from_json reads the wire form; anything unreadable is no operation."""
+        if not isinstance(value, Mapping):
+            return None
+        try:
+            operation = ScaleOperation(str(value.get("operation")))
+        except ValueError:
+            return None
+        started, deadline = parse_time(value.get("started")), parse_time(value.get("deadline"))
+        numbers = [n for k in ("version", "generation", "from", "to") if is_int(n := value.get(k))]
+        indices = value.get("indices")
+        if started is None or deadline is None or len(numbers) != 4:
+            return None
+        if not isinstance(indices, list) or not all(is_int(i) and i >= 0 for i in indices):
+            return None
+        version, generation, source, target = numbers
+        return cls(
+            replica=replica,
+            operation=operation,
+            version=version,
+            generation=generation,
+            source=source,
+            target=target,
+            indices=tuple(sorted(set(indices))),
+            started=started,
+            deadline=deadline,
+            pods=strings(value.get("pods")),
+            draining=strings(value.get("draining")),
+            reason=str(value.get("reason") or ""),
+            message=str(value.get("message") or ""),
+        )
+
+
+class Kind(enum.Enum):
+    """Kind: what happened to an operation in this pass."""
+
+    BEGAN = "began"
+    SUCCEEDED = "succeeded"
+    ROLLED_BACK = "rolledback"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class Happening:
+    """Happening: an operation began, finished, was rolled back or was replaced by an edit
+    (``by``: the replicas the edit asked for)."""
+
+    kind: Kind
+    op: Op
+    by: int | None = None
+
+
+@dataclass(frozen=True)
+class ReplicaScale:
+    """ReplicaScale: one replica in this pass. ``current``: its current indices after the
+    pass; ``slots``: the indices surveyed; ``joining``: slots kept out of the host list;
+    ``keep``: scale-in pods kept alive out of the list; ``op``: in flight after the pass."""
+
+    replica: ReplicaSpec
+    current: tuple[int, ...]
+    slots: tuple[int, ...]
+    joining: tuple[int, ...] = ()
+    keep: tuple[str, ...] = ()
+    op: Op | None = None
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Scaling: every replica's ReplicaScale, what happened, and the rollback spec patches."""
+
+    replicas: tuple[ReplicaScale, ...]
+    happenings: tuple[Happening, ...] = ()
+    patches: tuple[ReplicasPatch, ...] = ()
+
+    @property
+    def shape(self) -> Shape:
+        """shape: what the survey needs: slots per replica, pods kept, joining slots."""
+        return Shape(
+            indices={rs.replica.name: rs.slots for rs in self.replicas},
+            keep=frozenset(n for rs in self.replicas for n in rs.keep),
+            joining=frozenset((rs.replica.name, i) for rs in self.replicas for i in rs.joining),
+        )
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        """ops: the operations in flight after this pass, in replica order."""
+        return tuple(rs.op for rs in self.replicas if rs.op is not None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Index sets
+
+
+def current_indices(status: Mapping[str, Any], replica: str) -> tuple[int, ...] | None:
+    """current_indices: the replica's current indices from status (None: not recorded yet)."""
+    count = mapping(status.get("currentReplicas")).get(replica)
+    if not is_int(count) or not 0 <= count <= MAX_REPLICAS:
+        return None
+    vacant = {i for i in mapping(status.get("vacantIndices")).get(replica) or () if is_int(i)}
+    out: list[int] = []
+    i = 0
+    while len(out) < count:
+        if i not in vacant:
+            out.append(i)
+        i += 1
+    return tuple(out)
+
+
+def vacant_indices(current: Sequence[int]) -> list[int]:
+    """vacant_indices: the indices below the highest current one that are not current."""
+    have = set(current)
+    return [i for i in range(max(current, default=0)) if i not in have]
