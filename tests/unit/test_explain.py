@@ -11,8 +11,9 @@ from datetime import datetime
 
 import pytest
 
+from aitj.cli.explain_text import render
 from aitj.core.api import Job, Phase, RestartPolicy, RestartScope
-from aitj.core.explain import Explanation, PodExplanation, RuleOutcome, UnknownPod, Verdict, explain, render
+from aitj.core.explain import Explanation, PodExplanation, RuleOutcome, UnknownPod, Verdict, explain
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import plan
 from tests.unit.builders import (
