@@ -2,8 +2,8 @@
 
 Thin: it reads the job, its pods (label ``api.LABEL_JOB``) and the nodes with GET and LIST
 calls only, hands them to the pure ``aitj.core.explain``, and prints the answer (rich for people,
-JSON with ``--json``). It never writes to the cluster, so it is safe to run at any time, also
-while the operator is stopped.
+with the lines of aitj/cli/explain_text.py; JSON with ``--json``). It never writes to the
+cluster, so it is safe to run at any time, also while the operator is stopped.
 
 Exit codes: 0 explained; 1 the job or the named pod does not exist, or the job's spec is
 invalid (its field errors are printed).
@@ -21,6 +21,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from aitj.cli import explain_text
 from aitj.controller.kubeclient import api_client, context_namespace
 from aitj.core import api
 from aitj.core import explain as why
@@ -91,7 +92,7 @@ def explain(job: str, pod: str | None, namespace: str | None, kubeconfig: Path |
             errors = [{"path": f.path, "message": f.message} for f in e.errors]
             click.echo(json.dumps({"namespace": ns, "name": job, "invalid": errors}, indent=2))
         else:
-            _say_lines([f"job {ns}/{job}:", *why.invalid_lines(e)])
+            _say_lines([f"job {ns}/{job}:", *explain_text.invalid_lines(e)])
         sys.exit(1)
     views = [PodView.from_dict(p) for p in pods.get("items") or []]
     node_views = {n.name: n for n in (NodeView.from_dict(item) for item in nodes.get("items") or [])}
@@ -130,14 +131,14 @@ def _say_lines(lines: list[str]) -> None:
 
 def _print(e: Explanation, *, detailed: bool) -> None:
     out = _console()
-    for line in why.header_lines(e):
+    for line in explain_text.header_lines(e):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
     out.print()
     out.print(_table(e))
     for p in e.pods:
         if detailed or p.verdict not in _QUIET:
             out.print()
-            for line in why.pod_lines(p):
+            for line in explain_text.pod_lines(p):
                 out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 

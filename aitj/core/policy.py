@@ -9,7 +9,9 @@ the caller passes ``now``. Two steps, like the Kubernetes Job controller's
   PodPreempted). ``restart_timed_out`` says a replacement took too long to reach Running.
 - ``decide(replica, fault_tolerant, failure)`` says what the replica's ``restartPolicy`` and
   ``faultTolerantPolicy`` rules make of it: a ``Restart`` (with its scope and the rule that
-  matched) or a ``Fail`` (with a reason), which the planner hands to ``failPolicy``.
+  matched) or a ``Fail`` (with a reason), which the planner hands to ``failPolicy``. Either
+  carries its ``trace``: every rule, whether it was active, whether it matched, and why; the
+  planner and ``aitj explain`` read that one trace, so they cannot disagree about a rule.
 
 The restart limit is not checked here: it depends on counts only the planner has.
 docs/semantics.md is the user-facing description of every branch below.
@@ -21,7 +23,7 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from aitj.core.api import ExceptionalEvent, ReplicaSpec, RestartPolicy, RestartScope
+from aitj.core.api import ExceptionalEvent, FaultTolerantRule, ReplicaSpec, RestartPolicy, RestartScope
 from aitj.core.observed import KUBELET_EVICTED, NODE_DISRUPTION_REASONS, PREEMPTION_REASONS, NodeView, PodView
 
 
@@ -183,21 +185,60 @@ class FailReason(enum.StrEnum):
     RESTART_TIMEOUT = "RestartTimeout"
 
 
+class RuleWhy(enum.StrEnum):
+    """RuleWhy: what one faultTolerantPolicy rule made of a failure, and why (``aitj explain``)."""
+
+    FIRES = "fires"  # the first active rule that names the failure: its scope is restarted
+    OTHER_EXIT_CODE = "otherExitCode"  # an exit-code rule that does not name this exit code
+    NOT_AN_EXIT_CODE = "notAnExitCode"  # an exit-code rule, and the failure has no exit code
+    OTHER_EVENT = "otherEvent"  # an exceptionalEvent rule that does not name this event
+    NOT_AN_EVENT = "notAnEvent"  # an exceptionalEvent rule, and the failure is no event
+    INACTIVE = "inactive"  # the replica restartPolicy does not allow rules of its kind
+    EARLIER_RULE_FIRED = "earlierRuleFired"  # not tried: an earlier rule fired
+    RESTART_TIMEOUT = "restartTimeout"  # not tried: no rule restarts a RestartTimeout
+    IGNORED = "ignored"  # faultTolerant is false: rules are not used at all
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    """RuleCheck: one rule of the replica (``index`` in its faultTolerantPolicy), as written
+    (``rule``), with its restartScope, against one failure. ``active``: the replica
+    restartPolicy allows rules of its kind; ``matched``: it names the failure's exit code or
+    event (whether or not it was tried); ``why`` says what came of it, ``detail`` the same in
+    a few words for people."""
+
+    index: int
+    rule: str
+    scope: RestartScope
+    active: bool
+    matched: bool
+    why: RuleWhy
+    detail: str
+
+    @property
+    def fired(self) -> bool:
+        """fired: this rule's scope is restarted."""
+        return self.why is RuleWhy.FIRES
+
+
 @dataclass(frozen=True)
 class Restart:
     """Restart: recreate ``scope`` because of ``rule`` (a rule's source text, or
-    ``restartPolicy <policy>`` when faultTolerant is off)."""
+    ``restartPolicy <policy>`` when faultTolerant is off). ``trace``: every rule, as tried."""
 
     scope: RestartScope
     rule: str
+    trace: tuple[RuleCheck, ...] = ()
 
 
 @dataclass(frozen=True)
 class Fail:
-    """Fail: the failure stands; the replica's failPolicy judges it. ``message`` says why."""
+    """Fail: the failure stands; the replica's failPolicy judges it. ``message`` says why;
+    ``trace``: every rule, as tried."""
 
     reason: FailReason
     message: str
+    trace: tuple[RuleCheck, ...] = ()
 
 
 Decision = Restart | Fail
@@ -238,7 +279,8 @@ def allows(policy: RestartPolicy, kind: FailureKind) -> bool:
 
 
 def decide(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> Decision:
-    """decide: Restart or Fail for a failure of one of ``replica``'s pods.
+    """decide: Restart or Fail for a failure of one of ``replica``'s pods, with the trace of
+    every rule (``trace``).
 
     The replica ``restartPolicy`` gates first (``allows``). With ``fault_tolerant`` the
     ``faultTolerantPolicy`` rules are tried in order; a rule is active only if the
@@ -247,39 +289,84 @@ def decide(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> Deci
     rules are ignored and an allowed failure restarts with the replica's ``restartScope``.
     """
     policy = replica.restart_policy
+    trace = _trace(replica, fault_tolerant, failure)
     if failure.kind is FailureKind.RESTART_TIMEOUT:
-        return Fail(FailReason.RESTART_TIMEOUT, failure.description)
+        return Fail(FailReason.RESTART_TIMEOUT, failure.description, trace)
     if not allows(policy, failure.kind):
         return Fail(
             FailReason.NOT_RESTARTABLE,
             f"restartPolicy {policy} of replica {replica.name} does not restart {failure.cause}",
+            trace,
         )
     if not fault_tolerant:
-        return Restart(replica.restart_scope, f"restartPolicy {policy}")
-    for rule in replica.rules:
-        if rule_matches(rule.exit_codes, rule.events, policy, failure):
-            return Restart(rule.restart_scope, rule.source or _rule_text(rule.exit_codes, rule.events))
+        return Restart(replica.restart_scope, f"restartPolicy {policy}", trace)
+    fired = next((check for check in trace if check.fired), None)
+    if fired is not None:
+        return Restart(fired.scope, fired.rule, trace)
     return Fail(
         FailReason.NO_MATCHING_RULE,
         f"{failure.cause} matches no faultTolerantPolicy rule of replica {replica.name}",
+        trace,
     )
 
 
-def rule_matches(
-    exit_codes: frozenset[int], events: frozenset[ExceptionalEvent], policy: RestartPolicy, failure: Failure
-) -> bool:
-    """rule_matches: the rule is active under ``policy`` and names the failure's code or event."""
-    if exit_codes:
+def _trace(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> tuple[RuleCheck, ...]:
+    """_trace: every rule of ``replica`` against ``failure``, in order: the rule loop of decide.
+    Only an active rule that names the failure fires, and only the first one: the rules after
+    it are not tried."""
+    policy = replica.restart_policy
+    checks: list[RuleCheck] = []
+    fired = False
+    for i, rule in enumerate(replica.rules):
+        is_exit = bool(rule.exit_codes)
+        active = policy in (_EXIT_CODE_POLICIES if is_exit else _EVENT_POLICIES)
+        event = failure.kind.event
+        if is_exit:
+            matched = failure.exit_code is not None and failure.exit_code in rule.exit_codes
+        else:
+            matched = event is not None and event in rule.events
+        if not fault_tolerant:
+            why, detail = RuleWhy.IGNORED, "faultTolerant is false: rules are not used"
+        elif failure.kind is FailureKind.RESTART_TIMEOUT:
+            why, detail = RuleWhy.RESTART_TIMEOUT, "no rule restarts a RestartTimeout"
+        elif fired:
+            why, detail = RuleWhy.EARLIER_RULE_FIRED, "an earlier rule fired"
+        elif not active:
+            what = "exit-code" if is_exit else "exceptionalEvent"
+            why, detail = RuleWhy.INACTIVE, f"restartPolicy {policy} does not allow {what} rules"
+        elif matched:
+            fired = True
+            named = f"exit code {failure.exit_code}" if is_exit else failure.kind.value
+            why, detail = RuleWhy.FIRES, f"names {named}"
+        else:
+            why, detail = _mismatch(is_exit, failure)
+        checks.append(RuleCheck(i, rule_text(rule), rule.restart_scope, active, matched, why, detail))
+    return tuple(checks)
+
+
+def _mismatch(is_exit: bool, failure: Failure) -> tuple[RuleWhy, str]:
+    """_mismatch: why an active rule does not name the failure."""
+    if is_exit and failure.kind is FailureKind.EXIT_CODE:
+        return RuleWhy.OTHER_EXIT_CODE, f"does not name exit code {failure.exit_code}"
+    if is_exit:
+        return RuleWhy.NOT_AN_EXIT_CODE, f"an exit-code rule, and the failure is {failure.kind.value}"
+    if failure.kind.event is not None:
+        return RuleWhy.OTHER_EVENT, f"does not name {failure.kind.value}"
+    if failure.kind is FailureKind.EXIT_CODE:
         return (
-            policy in _EXIT_CODE_POLICIES
-            and failure.exit_code is not None
-            and failure.exit_code in exit_codes
+            RuleWhy.NOT_AN_EVENT,
+            f"an exceptionalEvent rule, and the failure is exit code {failure.exit_code}",
         )
-    event = failure.kind.event
-    return bool(events) and policy in _EVENT_POLICIES and event is not None and event in events
+    return (
+        RuleWhy.NOT_AN_EVENT,
+        f"an exceptionalEvent rule, and {failure.kind.value} is not an exceptional event",
+    )
 
 
-def _rule_text(exit_codes: frozenset[int], events: frozenset[ExceptionalEvent]) -> str:
-    if exit_codes:
-        return "exitCodes " + ",".join(str(c) for c in sorted(exit_codes))
-    return "exceptionalEvent " + ",".join(sorted(e.value for e in events))
+def rule_text(rule: FaultTolerantRule) -> str:
+    """rule_text: the rule as written (``exitCodes 129,101``), the name restarts give it."""
+    if rule.source:
+        return rule.source
+    if rule.exit_codes:
+        return "exitCodes " + ",".join(str(c) for c in sorted(rule.exit_codes))
+    return "exceptionalEvent " + ",".join(sorted(e.value for e in rule.events))

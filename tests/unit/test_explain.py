@@ -1,5 +1,6 @@
 """``aitj explain`` (aitj.core.explain): what the operator sees of each pod and which rule fires, as
-tables; every case is also checked against the planner's own Plan."""
+tables; every case is also checked against the planner's own Plan, and every case of the policy
+decide table (tests/unit/test_policy.py) against the planner's decision."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ from datetime import datetime
 
 import pytest
 
+from aitj.cli.explain_text import render
 from aitj.core.api import Job, Phase, RestartPolicy, RestartScope
-from aitj.core.explain import Explanation, PodExplanation, RuleOutcome, UnknownPod, Verdict, explain, render
+from aitj.core.explain import Explanation, PodExplanation, RuleOutcome, UnknownPod, Verdict, explain
+from aitj.core.explain.verdicts import rule_entries
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import plan
+from aitj.core.planner.core import plan_and_assessment
+from aitj.core.policy import RuleCheck, RuleWhy
 from tests.unit.builders import (
     Cluster,
     Pod,
@@ -30,6 +35,7 @@ from tests.unit.builders import (
     with_replica,
     with_status,
 )
+from tests.unit.test_policy import FAILURES, RULES, WITH_RULES, WITHOUT_RULES, N
 
 TRAINERS = [name_of("trainer", i) for i in range(3)]
 LAUNCHER = name_of("launcher", 0)
@@ -566,3 +572,72 @@ def test_every_pod_of_a_replica_scope_restart_is_explained() -> None:
     for other in TRAINERS[1:]:
         assert f"recreated by the scope Replica restart for pod {TRAINERS[0]}" in entry(e, other).notes
     assert entry(e, LAUNCHER).verdict is Verdict.HEALTHY
+
+
+# ---------------------------------------------------------------------------------------------
+# One rule engine: explain and the planner agree on every case of the policy decide table
+
+# A pod failing with each kind of the policy table (tests/unit/test_policy.py FAILURES):
+# trainer 2, which runs on node-b.
+FAILING: dict[str, Callable[[list[Pod]], None]] = {
+    "exitCode": lambda pods: pods[2].exited(7, finished=190) and None,
+    "nodeNotReady": lambda pods: None,  # node-b goes NotReady (DEAD_B)
+    "PodForceDeleted": lambda pods: pods[2].deleted(190, grace=0) and None,
+    "PodEvicted": lambda pods: pods[2].disrupted("EvictionByEvictionAPI", 190) and None,
+    "PodPreempted": lambda pods: pods[2].disrupted("PreemptionByScheduler", 190) and None,
+    "PodFailed": lambda pods: pods[2].raw.update(
+        status={"phase": "Failed", "reason": "UnexpectedAdmissionError"}
+    ),
+}
+
+
+def policy_table() -> list[object]:
+    assert list(FAILING) == list(FAILURES)
+    return [
+        pytest.param(
+            fault_tolerant,
+            policy,
+            kind,
+            want,
+            id=f"faultTolerant {str(fault_tolerant).lower()}, restartPolicy {policy}, {kind}: {want}",
+        )
+        for fault_tolerant, table in ((True, WITH_RULES), (False, WITHOUT_RULES))
+        for policy, row in table.items()
+        for kind, want in zip(FAILURES, row, strict=True)
+    ]
+
+
+@pytest.mark.parametrize(("fault_tolerant", "policy", "kind", "want"), policy_table())
+def test_explain_and_the_planner_agree_on_every_case_of_the_policy_table(
+    fault_tolerant: bool, policy: RestartPolicy, kind: str, want: str
+) -> None:
+    job = trainer_rules(restart_policy=policy, rules=RULES, restart_scope=RestartScope.POD)
+    job = dataclasses.replace(job, spec=dataclasses.replace(job.spec, fault_tolerant=fault_tolerant))
+    scene = running(job, FAILING[kind])
+    if kind == "nodeNotReady":
+        scene = on_nodes(scene, DEAD_B)
+    old = TRAINERS[2]
+    result, assessment = plan_and_assessment(scene.job, scene.pods, scene.nodes, scene.now)
+    assert assessment is not None and result.outcome is None
+    (p,) = explain(scene.job, scene.pods, scene.nodes, scene.now, old).pods
+    assert p.failure == kind
+    assert p.gate is not None and ("does not allow" in p.gate) is (want == N)
+    fired = [(r.rule, r.scope) for r in p.rules if r.outcome is RuleOutcome.FIRES]
+    restarts = [r for r in result.restarts if r.pod == old]
+    if restarts:  # the planner restarts it: with the scope of the table, and the rule explain names
+        (record,) = restarts
+        assert (p.verdict, record.scope.value) == (Verdict.RESTART, want)
+        assert fired == ([(record.rule, record.scope.value)] if fault_tolerant else [])
+        assert f"{record.rule} restarts scope {record.scope}" in p.summary
+    else:  # the failure stands, for the reason of the table, as the planner's survey has it
+        (slot,) = [s for s in assessment.found.slots if s.pod is not None and s.pod.name == old]
+        assert slot.fail is not None and slot.fail.reason.value == want
+        assert p.verdict is Verdict.FAILS and p.summary.startswith(f"fails ({want}): {slot.fail.message}")
+        assert fired == []
+
+
+def test_every_step_of_a_trace_has_an_outcome() -> None:
+    steps = [RuleCheck(0, "exitCodes 1", RestartScope.POD, True, True, why, str(why)) for why in RuleWhy]
+    assert [(e.rule, e.scope, e.why) for e in rule_entries(steps)] == [
+        ("exitCodes 1", "Pod", str(why)) for why in RuleWhy
+    ]

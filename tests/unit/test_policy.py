@@ -7,17 +7,21 @@ import dataclasses
 import pytest
 
 from aitj.core.api import FaultTolerantRule, ReplicaSpec, RestartPolicy, RestartScope
+from aitj.core.exitcodes import parse_exit_codes
 from aitj.core.observed import NodeView
 from aitj.core.policy import (
+    Decision,
     Fail,
     FailReason,
     Failure,
     FailureKind,
     Restart,
+    RuleWhy,
     allows,
     classify,
     decide,
     restart_timed_out,
+    rule_text,
     vanished,
 )
 from tests.unit.builders import Pod, at, event_rule, exit_rule, launcher, node, trainer
@@ -279,6 +283,11 @@ WITHOUT_RULES = {
 }
 
 
+def bare(decision: Decision) -> Decision:
+    """bare: the decision without its trace (the trace has tests of its own)."""
+    return dataclasses.replace(decision, trace=())
+
+
 def outcome_of(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> str:
     decision = decide(replica, fault_tolerant, failure)
     return decision.scope.value if isinstance(decision, Restart) else decision.reason.value
@@ -308,7 +317,9 @@ def test_without_fault_tolerance_the_restart_policy_alone_decides(
 
 def test_without_fault_tolerance_the_replica_restart_scope_is_used() -> None:
     replica = trainer(restart_policy=RestartPolicy.ALWAYS, restart_scope=RestartScope.ALL)
-    assert decide(replica, False, FAILURES["exitCode"]) == Restart(RestartScope.ALL, "restartPolicy Always")
+    assert bare(decide(replica, False, FAILURES["exitCode"])) == Restart(
+        RestartScope.ALL, "restartPolicy Always"
+    )
 
 
 def test_allows_never_lets_a_restart_timeout_restart() -> None:
@@ -354,7 +365,7 @@ def code(n: int) -> Failure:
 )
 def test_the_seeds_launcher_rules(failure: Failure, want: object) -> None:
     decision = decide(launcher(), True, failure)
-    assert (decision if isinstance(decision, Restart) else decision.reason.value) == want
+    assert (bare(decision) if isinstance(decision, Restart) else decision.reason.value) == want
 
 
 @pytest.mark.parametrize(
@@ -374,9 +385,9 @@ def test_rules_are_tried_in_order_and_the_first_match_wins() -> None:
     first = exit_rule("130-140", RestartScope.REPLICA)
     second = exit_rule("137", RestartScope.ALL)
     replica = trainer(restart_policy=RestartPolicy.EXIT_CODE, rules=(first, second))
-    assert decide(replica, True, code(137)) == Restart(RestartScope.REPLICA, "exitCodes 130-140")
+    assert bare(decide(replica, True, code(137))) == Restart(RestartScope.REPLICA, "exitCodes 130-140")
     reordered = dataclasses.replace(replica, rules=(second, first))
-    assert decide(reordered, True, code(137)) == Restart(RestartScope.ALL, "exitCodes 137")
+    assert bare(decide(reordered, True, code(137))) == Restart(RestartScope.ALL, "exitCodes 137")
 
 
 def test_a_rule_the_restart_policy_does_not_allow_is_skipped_for_a_later_one() -> None:
@@ -384,7 +395,7 @@ def test_a_rule_the_restart_policy_does_not_allow_is_skipped_for_a_later_one() -
         RestartPolicy.ON_NODE_FAIL, RestartScope.ALL, exit_codes=frozenset({9}), source="odd rule"
     )
     replica = trainer(restart_policy=RestartPolicy.ON_NODE_FAIL, rules=(inactive, event_rule("nodeNotReady")))
-    assert decide(replica, True, code(9)) == Fail(
+    assert bare(decide(replica, True, code(9))) == Fail(
         FailReason.NOT_RESTARTABLE, "restartPolicy OnNodeFail of replica trainer does not restart exitCode 9"
     )
 
@@ -402,13 +413,15 @@ def test_a_rule_the_restart_policy_does_not_allow_is_skipped_for_a_later_one() -
     ],
 )
 def test_exit_code_lists_and_ranges(text: str, exit_code: int, matches: bool) -> None:
-    replica = trainer(restart_policy=RestartPolicy.EXIT_CODE, rules=(exit_rule(text),))
+    # The rule's codes come from the parser itself, not from the builders' shorthand.
+    rule = FaultTolerantRule(RestartPolicy.EXIT_CODE, RestartScope.POD, exit_codes=parse_exit_codes(text))
+    replica = trainer(restart_policy=RestartPolicy.EXIT_CODE, rules=(rule,))
     assert isinstance(decide(replica, True, code(exit_code)), Restart) is matches
 
 
 def test_no_matching_rule_says_which_cause_and_replica() -> None:
     decision = decide(launcher(), True, code(1))
-    assert decision == Fail(
+    assert bare(decision) == Fail(
         FailReason.NO_MATCHING_RULE, "exitCode 1 matches no faultTolerantPolicy rule of replica launcher"
     )
 
@@ -417,3 +430,138 @@ def test_a_vanished_pod_is_pod_force_deleted() -> None:
     failure = vanished("p-0")
     assert failure.kind is FailureKind.POD_FORCE_DELETED and "p-0" in failure.description
     assert isinstance(decide(trainer(), True, failure), Restart)
+
+
+# ---------------------------------------------------------------------------------------------
+# decide's trace: every rule, whether it was active, whether it matched, and why
+
+Step = tuple[bool, bool, RuleWhy, str]  # active, matched, why, detail
+
+
+@pytest.mark.parametrize(
+    ("replica", "fault_tolerant", "failure", "steps"),
+    [
+        pytest.param(
+            launcher(),
+            True,
+            code(129),
+            [
+                (True, True, RuleWhy.FIRES, "names exit code 129"),
+                (True, False, RuleWhy.EARLIER_RULE_FIRED, "an earlier rule fired"),
+            ],
+            id="the first active rule that names the code fires; the rest are not tried",
+        ),
+        pytest.param(
+            launcher(),
+            True,
+            code(1),
+            [
+                (True, False, RuleWhy.OTHER_EXIT_CODE, "does not name exit code 1"),
+                (
+                    True,
+                    False,
+                    RuleWhy.NOT_AN_EVENT,
+                    "an exceptionalEvent rule, and the failure is exit code 1",
+                ),
+            ],
+            id="an exit code no rule names",
+        ),
+        pytest.param(
+            launcher(),
+            True,
+            FAILURES["PodEvicted"],
+            [
+                (True, False, RuleWhy.NOT_AN_EXIT_CODE, "an exit-code rule, and the failure is PodEvicted"),
+                (True, False, RuleWhy.OTHER_EVENT, "does not name PodEvicted"),
+            ],
+            id="an event no rule names",
+        ),
+        pytest.param(
+            launcher(),
+            True,
+            FAILURES["PodFailed"],
+            [
+                (True, False, RuleWhy.NOT_AN_EXIT_CODE, "an exit-code rule, and the failure is PodFailed"),
+                (
+                    True,
+                    False,
+                    RuleWhy.NOT_AN_EVENT,
+                    "an exceptionalEvent rule, and PodFailed is not an exceptional event",
+                ),
+            ],
+            id="a failure without exit code or event matches no rule",
+        ),
+        pytest.param(
+            launcher(restart_policy=RestartPolicy.ON_NODE_FAIL),
+            True,
+            code(129),
+            [
+                (False, True, RuleWhy.INACTIVE, "restartPolicy OnNodeFail does not allow exit-code rules"),
+                (
+                    True,
+                    False,
+                    RuleWhy.NOT_AN_EVENT,
+                    "an exceptionalEvent rule, and the failure is exit code 129",
+                ),
+            ],
+            id="an inactive rule that names the code does not fire",
+        ),
+        pytest.param(
+            launcher(),
+            False,
+            code(129),
+            [
+                (True, True, RuleWhy.IGNORED, "faultTolerant is false: rules are not used"),
+                (True, False, RuleWhy.IGNORED, "faultTolerant is false: rules are not used"),
+            ],
+            id="with faultTolerant false every rule is ignored",
+        ),
+        pytest.param(
+            launcher(),
+            True,
+            Failure(
+                FailureKind.RESTART_TIMEOUT, "replacement pod x was not Running within restartTimeout 5s"
+            ),
+            [
+                (True, False, RuleWhy.RESTART_TIMEOUT, "no rule restarts a RestartTimeout"),
+                (True, False, RuleWhy.RESTART_TIMEOUT, "no rule restarts a RestartTimeout"),
+            ],
+            id="no rule is tried for a RestartTimeout",
+        ),
+    ],
+)
+def test_the_trace_says_what_each_rule_made_of_the_failure(
+    replica: ReplicaSpec, fault_tolerant: bool, failure: Failure, steps: list[Step]
+) -> None:
+    trace = decide(replica, fault_tolerant, failure).trace
+    assert [(c.active, c.matched, c.why, c.detail) for c in trace] == steps
+    assert [(c.index, c.rule, c.scope) for c in trace] == [
+        (i, rule_text(rule), rule.restart_scope) for i, rule in enumerate(replica.rules)
+    ]
+
+
+@pytest.mark.parametrize(("policy", "kind", "want"), matrix(WITH_RULES))
+def test_a_restart_is_the_rule_its_trace_fired(policy: RestartPolicy, kind: str, want: str) -> None:
+    decision = decide(trainer(restart_policy=policy, rules=RULES), True, FAILURES[kind])
+    fired = [(c.rule, c.scope) for c in decision.trace if c.fired]
+    assert fired == ([(decision.rule, decision.scope)] if isinstance(decision, Restart) else [])
+
+
+@pytest.mark.parametrize(
+    ("rule", "text"),
+    [
+        pytest.param(exit_rule("129,101"), "exitCodes 129,101", id="a rule is named as written"),
+        pytest.param(
+            FaultTolerantRule(RestartPolicy.EXIT_CODE, RestartScope.POD, exit_codes=frozenset({101, 129})),
+            "exitCodes 101,129",
+            id="a rule without its source is named by its sorted codes",
+        ),
+        pytest.param(
+            dataclasses.replace(event_rule("PodForceDeleted,nodeNotReady"), source=""),
+            "exceptionalEvent PodForceDeleted,nodeNotReady",
+            id="a rule without its source is named by its sorted events",
+        ),
+    ],
+)
+def test_rule_text(rule: FaultTolerantRule, text: str) -> None:
+    assert rule_text(rule) == text

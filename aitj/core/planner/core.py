@@ -54,15 +54,23 @@ EVENT_FORCE_DELETING = "ForceDeletingPod"
 def plan(job: Job, pods: Sequence[PodView], nodes: Mapping[str, NodeView], now: datetime) -> Plan:
     """plan: what to do for ``job`` given its observed ``pods``, the cluster's ``nodes`` (by
     name; a missing node is gone) and the time ``now``. The same inputs give the same Plan."""
+    return plan_and_assessment(job, pods, nodes, now)[0]
+
+
+def plan_and_assessment(
+    job: Job, pods: Sequence[PodView], nodes: Mapping[str, NodeView], now: datetime
+) -> tuple[Plan, Assessment | None]:
+    """plan_and_assessment: ``plan``, and the Assessment it was made from (None for a job that
+    has finished: its cleanup assesses nothing). ``aitj explain`` reads both."""
     prev: dict[str, Any] = dict(job.status or {})
     mine = [p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)]
     if _phase(prev.get("phase")) in FINISHED_PHASES:
-        return _cleanup(job, mine, _phase(prev.get("phase")))
+        return _cleanup(job, mine, _phase(prev.get("phase"))), None
     a = assess(job, mine, nodes, now)
     outcome = judge(job.spec, a.found, a.started, now)
     if outcome is not None:
-        return _finish(job, mine, prev, a.found, a.ledger, outcome, now)
-    return _live(job, prev, a.found, a.scale, a.started, now)
+        return _finish(job, mine, prev, a.found, a.ledger, outcome, now), a
+    return _live(job, prev, a.found, a.scale, a.started, now), a
 
 
 @dataclass(frozen=True)
@@ -210,7 +218,7 @@ def _retire(
         p = t.pod
         limit = limits.get(p.replica or "", DEFAULT_RESTART_TIME_LIMIT)
         if not p.deleting:
-            deletes.append(PodDelete(p.name, p.uid, None, t.reason, "restart" if t.restart else "unwanted"))
+            deletes.append(PodDelete(p.name, p.uid, None, t.text, "restart" if t.restart else "unwanted"))
             if t.restart:
                 wake.append(float(limit))
             continue

@@ -74,14 +74,36 @@ class Slot:
     fail: Fail | None = None
 
 
+class RetireReason(enum.StrEnum):
+    """RetireReason: why the operator no longer wants a pod."""
+
+    NOT_IN_SPEC = "NotInSpec"  # its replica is not in the job's spec (or it has no index)
+    SCALED_AWAY = "ScaledAway"  # its index is not one of those wanted
+    SUPERSEDED = "Superseded"  # a higher generation of its index exists
+    RESTART = "Restart"  # the old pod of a restart counted in this pass
+    RESTART_COUNTED = "RestartCounted"  # its failure was counted by a pass that did not finish
+    RESTART_SCOPE = "RestartScope"  # a Replica- or All-scope restart recreates it
+
+    @property
+    def restart(self) -> bool:
+        """restart: the pod is the old pod of a restart, so restartTimeLimit applies to its
+        termination."""
+        return self not in (RetireReason.NOT_IN_SPEC, RetireReason.SCALED_AWAY)
+
+
 @dataclass(frozen=True)
 class Retiree:
-    """Retiree: a pod the operator no longer wants. ``restart``: it is the old pod of a
-    restart, so restartTimeLimit applies to its termination."""
+    """Retiree: a pod the operator no longer wants, why (``reason``), and the same for people
+    (``text``: the deletion's reason in logs and ``aitj explain``)."""
 
     pod: PodView
-    reason: str
-    restart: bool
+    reason: RetireReason
+    text: str
+
+    @property
+    def restart(self) -> bool:
+        """restart: see RetireReason.restart."""
+        return self.reason.restart
 
 
 @dataclass(frozen=True)
@@ -148,7 +170,7 @@ def survey(
     for r in job.spec.replicas:
         for i in shape.of(r):
             slots.append(s.look(r, i, groups.get((r.name, i), []), nodes, now))
-    slots = [s.decide(slot) if slot.failure is not None and slot.fail is None else slot for slot in slots]
+    slots = [s.resolve(slot) if slot.failure is not None and slot.fail is None else slot for slot in slots]
     slots = [s.sweep(slot) for slot in slots]
     return Survey(tuple(_gate(slots, shape.joining)), tuple(s.retirees), tuple(s.restarts), s.ledger)
 
@@ -177,12 +199,11 @@ class _Surveyor:
             if p.name in self.keep:
                 continue
             if r is None or p.index is None or p.index < 0:
-                self.retirees.append(Retiree(p, f"replica {p.replica} is not in the job's spec", False))
+                self.retire(p, RetireReason.NOT_IN_SPEC, f"replica {p.replica} is not in the job's spec")
             elif p.index not in self.wanted[r.name]:
                 self.ledger = self.ledger.with_index(r.name, p.index, IndexRecord(ended=p.generation))
-                self.retirees.append(
-                    Retiree(p, f"index {p.index} is not one of the {r.replicas} wanted (scaled away)", False)
-                )
+                why = f"index {p.index} is not one of the {r.replicas} wanted (scaled away)"
+                self.retire(p, RetireReason.SCALED_AWAY, why)
             else:
                 groups.setdefault((r.name, p.index), []).append(p)
         return groups
@@ -196,7 +217,7 @@ class _Surveyor:
         top = max(record.seen, group[0].generation if group else -1)
         current = group[0] if group and group[0].generation == top else None
         for old in group[1:] if current is not None else group:
-            self.retirees.append(Retiree(old, f"superseded by generation {top}", True))
+            self.retire(old, RetireReason.SUPERSEDED, f"superseded by generation {top}")
         if current is None:
             if top < 0:
                 return Slot(r, i, 0, self.name(r.name, i, 0), State.CREATE)
@@ -205,7 +226,9 @@ class _Surveyor:
             name = self.name(r.name, i, top)
             return Slot(r, i, top, name, State.PENDING, failure=vanished(name))
         if pod_epoch(current) < self.ledger.replica(r.name).epoch:
-            return self.replace(Slot(r, i, top, current.name, State.PENDING, current), "restart scope")
+            return self.renew(
+                Slot(r, i, top, current.name, State.PENDING, current), RetireReason.RESTART_SCOPE
+            )
         failure = classify(current, nodes.get(current.node_name) if current.node_name else None)
         if failure is None:
             failure = restart_timed_out(current, r, now)
@@ -214,13 +237,14 @@ class _Surveyor:
             state = State.PENDING
         return Slot(r, i, top, current.name, state, current, failure)
 
-    def decide(self, slot: Slot) -> Slot:
-        """decide: what a failure found by ``look`` leads to."""
+    def resolve(self, slot: Slot) -> Slot:
+        """resolve: what a failure found by ``look`` leads to (``policy.decide``, then the
+        restart limit)."""
         assert slot.failure is not None
         r, i = slot.replica, slot.index
         record = self.ledger.replica(r.name).index(i)
         if record.failed >= slot.generation:
-            return self.replace(slot, "restart")  # counted by a pass that did not finish
+            return self.renew(slot, RetireReason.RESTART_COUNTED)  # by a pass that did not finish
         if r.name in self.covered:
             return slot  # a Replica/All-scope restart decided earlier in this pass recreates it
         decision = decide(r, self.job.spec.fault_tolerant, slot.failure)
@@ -231,6 +255,7 @@ class _Surveyor:
                     FailReason.RESTART_LIMIT_EXCEEDED,
                     f"restartLimit {r.restart_limit} of replica {r.name} is used up ({count} restarts), "
                     f"so {slot.failure.cause} is not restarted",
+                    decision.trace,
                 )
         if isinstance(decision, Fail):
             return replace(slot, state=State.FAILED, fail=decision)
@@ -243,9 +268,13 @@ class _Surveyor:
         for b in bumped:
             self.ledger = self.ledger.with_epoch(b.name, self.ledger.replica(b.name).epoch + 1)
             self.covered.add(b.name)
-        new = self.replace(slot, f"restart ({slot.failure.cause})")
+        new = self.renew(slot, RetireReason.RESTART)
         self.restarts.append(NewRestart(new, slot.name, slot.failure, decision))
         return new
+
+    def retire(self, pod: PodView, reason: RetireReason, text: str) -> None:
+        """retire: the operator no longer wants ``pod``."""
+        self.retirees.append(Retiree(pod, reason, text))
 
     def sweep(self, slot: Slot) -> Slot:
         """sweep: replace what this pass's Replica/All-scope restarts made stale."""
@@ -253,16 +282,19 @@ class _Surveyor:
             return slot
         stale = slot.pod is not None and pod_epoch(slot.pod) < self.ledger.replica(slot.replica.name).epoch
         if stale or (slot.pod is None and slot.replica.name in self.covered):
-            return self.replace(slot, "restart scope")
+            return self.renew(slot, RetireReason.RESTART_SCOPE)
         return slot
 
-    def replace(self, slot: Slot, why: str) -> Slot:
-        """replace: end the slot's generation (retiring its pod) and plan the next one."""
+    def renew(self, slot: Slot, reason: RetireReason) -> Slot:
+        """renew: end the slot's generation (retiring its pod) and plan the next one."""
         r, i, gen = slot.replica, slot.index, slot.generation
         self.ledger = self.ledger.with_index(r.name, i, IndexRecord(ended=gen))
         successor = self.name(r.name, i, gen + 1)
         if slot.pod is not None:
-            self.retirees.append(Retiree(slot.pod, f"{why}: replaced by {successor}", True))
+            what = "restart scope" if reason is RetireReason.RESTART_SCOPE else "restart"
+            if reason is RetireReason.RESTART and slot.failure is not None:
+                what += f" ({slot.failure.cause})"
+            self.retire(slot.pod, reason, f"{what}: replaced by {successor}")
         state = State.REPLACE if slot.pod is not None else State.CREATE
         return replace(slot, generation=gen + 1, name=successor, state=state, pod=None, fail=None)
 

@@ -51,6 +51,7 @@ from aitj.core.planner.scaling.messages import (
     write_status,
 )
 from aitj.core.planner.scaling.operation import (
+    SUCCEEDED,
     Happening,
     Kind,
     Op,
@@ -62,6 +63,7 @@ from aitj.core.planner.scaling.operation import (
 from aitj.core.planner.scaling.steps import prepare, settle
 
 __all__ = [
+    "SUCCEEDED",
     "Happening",
     "Kind",
     "Op",

@@ -1,0 +1,142 @@
+"""``explain``: the job as the operator sees it, what its next pass does, and each pod's verdict.
+
+Pure and clock-free. The planner runs once (``plan_and_assessment``): its Plan is the next pass,
+and the Assessment it was made from gives every pod's verdict (aitj.core.explain.verdicts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from aitj.core.api import Job
+from aitj.core.explain.model import ConditionView, Explanation, UnknownPod
+from aitj.core.explain.verdicts import Judge, cleanup, ignored
+from aitj.core.observed import NodeView, PodView
+from aitj.core.planner import Plan, ResourceAction
+from aitj.core.planner.core import plan_and_assessment
+
+
+def explain(
+    job: Job,
+    pods: Sequence[PodView],
+    nodes: Mapping[str, NodeView],
+    now: datetime,
+    pod_name: str | None = None,
+    *,
+    deleting: bool = False,
+) -> Explanation:
+    """explain: the job, what the next pass does, and each pod's verdict (only ``pod_name``'s
+    when given; UnknownPod if the job has no such pod). ``deleting``: the job has a
+    deletionTimestamp, for which the operator plans nothing and lets its pods go."""
+    mine = sorted(
+        (p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)),
+        key=lambda p: (_replica_order(job, p.replica), p.index if p.index is not None else -1, p.generation),
+    )
+    status = job.status or {}
+    if deleting:
+        entries = [ignored(p, nodes) for p in mine]
+        next_pass: tuple[str, ...] = (
+            "nothing is planned: the job is being deleted; the operator only releases its pods' finalizer",
+        )
+    else:
+        result, assessment = plan_and_assessment(job, mine, nodes, now)
+        if assessment is None:  # the job has finished: only its cleanup is planned
+            entries = [cleanup(job, p, nodes, result, str(status.get("phase"))) for p in mine]
+        else:
+            judge = Judge(job, nodes, assessment.found, result)
+            entries = [judge.pod(p) for p in mine] + judge.absent(mine)
+        next_pass = _next_pass(job, result)
+    if pod_name is not None:
+        known = [e.name for e in entries]
+        entries = [e for e in entries if e.name == pod_name]
+        if not entries:
+            raise UnknownPod(pod_name, known)
+    return Explanation(
+        namespace=job.namespace,
+        name=job.name,
+        phase=str(status.get("phase")) if status.get("phase") else None,
+        condition=_condition(status),
+        restart_counts=_restart_counts(job, status),
+        fault_tolerant=job.spec.fault_tolerant,
+        deleting=deleting,
+        next_pass=next_pass,
+        pods=tuple(entries),
+    )
+
+
+def _replica_order(job: Job, replica: str | None) -> int:
+    names = [r.name for r in job.spec.replicas]
+    return names.index(replica) if replica in names else len(names)
+
+
+def _condition(status: Mapping[str, Any]) -> ConditionView | None:
+    conditions = status.get("conditions")
+    last = conditions[-1] if isinstance(conditions, list) and conditions else None
+    if not isinstance(last, Mapping) or last.get("status") != "True":
+        return None
+    return ConditionView(str(last.get("type", "")), str(last.get("reason", "")), str(last.get("message", "")))
+
+
+def _restart_counts(job: Job, status: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    counts = status.get("RestartCount")
+    counts = counts if isinstance(counts, Mapping) else {}
+    out = []
+    for r in job.spec.replicas:
+        value = counts.get(r.name, 0)
+        out.append((r.name, value if isinstance(value, int) and not isinstance(value, bool) else 0))
+    return tuple(out)
+
+
+def _next_pass(job: Job, result: Plan) -> tuple[str, ...]:
+    """_next_pass: the Plan, one line per thing it would do."""
+    lines: list[str] = []
+    if result.outcome is not None:
+        o = result.outcome
+        lines.append(f"the job ends: {o.phase} ({o.reason}): {o.message}")
+    for c in result.creates:
+        lines.append(f"create pod {c.name} ({c.replica} {c.index}, generation {c.generation})")
+    for d in result.deletes:
+        grace = " with grace period 0" if d.grace_period_seconds == 0 else ""
+        lines.append(f"delete pod {d.name}{grace}: {d.reason}")
+    if result.release:
+        lines.append(f"release the finalizer of {', '.join(result.release)}")
+    for r in result.restarts:
+        lines.append(
+            f"count a restart of replica {r.replica}: {r.cause} on pod {r.pod}, {r.rule}, scope {r.scope}"
+        )
+    lines.extend(_status_change(job.status or {}, result.status))
+    if result.hosts is not None:
+        lines.append(f"rewrite the discovery host list: [{' '.join(h.pod for h in result.hosts)}]")
+    if result.resources is ResourceAction.DELETE:
+        lines.append("delete the job's Service (cleanPodPolicy All)")
+    for e in result.events:
+        lines.append(f"event {e.type} {e.reason}: {e.message}")
+    if not lines:
+        lines.append("nothing: the job is as it should be")
+    if result.requeue_after is not None:
+        lines.append(
+            f"plan again in {result.requeue_after:.0f}s (the next time-based decision) if nothing changes"
+        )
+    return tuple(lines)
+
+
+def _status_change(prev: Mapping[str, Any], new: Mapping[str, Any] | None) -> list[str]:
+    if new is None:
+        return []
+    lines = []
+    before, after = prev.get("phase"), new.get("phase")
+    cond = _condition(new)
+    if before != after:
+        lines.append(f"status: phase {before or '(none)'} -> {after}")
+    if cond is not None and _condition(prev) != cond:
+        lines.append(f"status: condition {cond.type} ({cond.reason}): {cond.message}")
+    counts_before, counts_after = prev.get("RestartCount"), new.get("RestartCount")
+    if counts_before != counts_after and isinstance(counts_after, Mapping):
+        lines.append("status: RestartCount " + ", ".join(f"{k} {v}" for k, v in counts_after.items()))
+    shown = {"phase", "conditions", "RestartCount"}
+    others = sorted(k for k in set(prev) | set(new) if k not in shown and prev.get(k) != new.get(k))
+    if others:
+        lines.append(f"status: also updates {', '.join(others)}")
+    return lines
