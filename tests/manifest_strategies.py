@@ -163,7 +163,7 @@ def replica(draw: st.DrawFn, name: str, drawn: Drawn, careful: bool) -> dict[str
     path = f"spec.replicaSpecs.{name}"
     spec: dict[str, Any] = {"template": copy.deepcopy(_TEMPLATE)}
     knobs: dict[str, Any] = {}
-    pools = {
+    pools: dict[str, list[tuple[Any, bool]]] = {
         "replicaType": REPLICA_TYPES,
         "replicas": COUNTS,
         "minReplicas": COUNTS,
@@ -224,8 +224,8 @@ def manifests(draw: st.DrawFn) -> Drawn:
         drawn.values[key] = value
         if not ok:
             drawn.errors.add(f"spec.{key}")
-    pool = [n for n in NAMES if DNS_LABEL.fullmatch(n) and len(n) <= 63] if careful else NAMES
-    names = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3, unique=True))
+    name_pool = [n for n in NAMES if DNS_LABEL.fullmatch(n) and len(n) <= 63] if careful else NAMES
+    names = draw(st.lists(st.sampled_from(name_pool), min_size=1, max_size=3, unique=True))
     spec["replicaSpecs"] = {name: draw(replica(name, drawn, careful)) for name in names}
     if any(not DNS_LABEL.fullmatch(n) or len(n) > 63 for n in names):
         drawn.errors.add("spec.replicaSpecs")

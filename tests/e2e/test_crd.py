@@ -261,7 +261,8 @@ def write_status(cluster: KubeCluster, ns: str, name: str, status: dict[str, Any
     try:
         return wait_for(written, 20, f"the status of {name} to stay written", interval=1)
     except AssertionError:
-        return json.loads(cluster.kubectl("get", "aitj", name, "-n", ns, "-o", "json").stdout)
+        last: dict[str, Any] = json.loads(cluster.kubectl("get", "aitj", name, "-n", ns, "-o", "json").stdout)
+        return last
 
 
 FULL_STATUS = {

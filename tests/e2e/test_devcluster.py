@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from aitj.devcluster import faults
 from aitj.devcluster.nodes import node_manifest, profile
@@ -179,7 +179,7 @@ def test_clients_reconnect_after_the_apiserver_restarts(cluster: KubeCluster, na
     if cluster.local is None:
         pytest.skip("restarting the apiserver needs the local control plane")
     api = cluster.new_api()  # made before the restart, used after it
-    core = client.CoreV1Api(api)
+    core: Any = client.CoreV1Api(api)  # plain dicts in, as everywhere in aitj
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "before"}})
     faults.restart_apiserver(cluster.local, down_seconds=1)
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "after"}})

@@ -217,7 +217,11 @@ def test_a_restart_limit_of_two_fails_the_job_on_the_third_failure(
     for count in (1, 2):
         victim = by_index(job_pods(cluster, namespace, NAME, "trainer"))[0]
         faults.force_delete(cluster.api, namespace, victim)
-        wait_for(lambda c=count: restart_count(cluster, namespace, "trainer") == c, 30, f"restart {count}")
+
+        def restarted(want: int = count) -> bool:
+            return restart_count(cluster, namespace, "trainer") == want
+
+        wait_for(restarted, 30, f"restart {count}")
         wait_phase(cluster, namespace, NAME, "Running")
     victim = by_index(job_pods(cluster, namespace, NAME, "trainer"))[0]
     faults.force_delete(cluster.api, namespace, victim)

@@ -7,6 +7,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -284,9 +285,10 @@ def test_a_job_deleted_in_the_foreground_is_not_replanned_and_its_pods_go(
 
     def state() -> tuple[set[str], bool]:
         names = {p.metadata.name for p in job_pods(cluster, namespace, NAME)}
-        jobs = client.CustomObjectsApi(cluster.api).list_namespaced_custom_object(
+        listed: Any = client.CustomObjectsApi(cluster.api).list_namespaced_custom_object(
             api.GROUP, api.VERSION, namespace, api.PLURAL
-        )["items"]
+        )
+        jobs = listed["items"]
         return names, bool(jobs)
 
     wait_for(lambda: state() == (set(), False), 60, "the pods and then the job gone", interval=0.1)
@@ -338,7 +340,7 @@ def test_deleting_the_namespace_of_a_running_job_completes(
         try:
             cluster.core.read_namespace(ns)
         except ApiException as e:
-            return e.status == 404
+            return bool(e.status == 404)
         return False
 
     # Namespace deletion removes pods first; the operator must not hold them with its finalizer.

@@ -203,9 +203,9 @@ def test_scale_in_4_to_2_drops_indices_3_and_2_from_the_host_list_before_deletin
     wait_for(lambda: sorted(trainers(cluster, namespace)) == [0, 1], 60, "two trainers left")
     job = wait_phase(cluster, namespace, NAME, "Running")
     scaling = [c for c in conditions(job) if c["type"] == "Scaling"][-1]
-    pods = " ".join(sorted(leaving, key=lambda n: n[-1]))
+    leaving_pods = " ".join(sorted(leaving, key=lambda n: n[-1]))
     assert scaling["message"] == SEED_SCALING.format(
-        ns=namespace, job=NAME, op="scalein", n=2, pods=pods, v=1
+        ns=namespace, job=NAME, op="scalein", n=2, pods=leaving_pods, v=1
     )
     assert hosts(cluster, namespace) == [before[0].metadata.name, before[1].metadata.name]
     assert job["status"]["trainerReplicas"] == 2

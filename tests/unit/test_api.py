@@ -267,7 +267,7 @@ def with_rule(rule: dict[str, Any], **replica: Any) -> dict[str, Any]:
         ),
     ],
 )
-def test_accepted_variants_parse(doc: dict[str, Any], check: Any) -> None:
+def test_accepted_variants_parse_into_the_model(doc: dict[str, Any], check: Any) -> None:
     assert check(parse_job(doc))
 
 
@@ -448,7 +448,7 @@ def test_an_edit_of_a_live_job_is_allowed_or_refused_naming_the_field(case: Upda
         pytest.param("", False, False, id="not empty"),
     ],
 )
-def test_dns_labels(value: str, dns1123: bool, dns1035: bool) -> None:
+def test_names_are_checked_as_kubernetes_dns_labels(value: str, dns1123: bool, dns1035: bool) -> None:
     assert (api.is_dns1123_label(value), api.is_dns1035_label(value)) == (dns1123, dns1035)
 
 
@@ -461,5 +461,5 @@ def test_dns_labels(value: str, dns1123: bool, dns1035: bool) -> None:
         pytest.param(3, None, id="not a string"),
     ],
 )
-def test_parse_phase(value: object, phase: api.Phase | None) -> None:
+def test_a_status_phase_is_read_or_taken_as_unknown(value: object, phase: api.Phase | None) -> None:
     assert api.parse_phase(value) is phase

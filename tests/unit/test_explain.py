@@ -53,7 +53,7 @@ class Scene:
 
 
 def running(
-    job: Job | None = None, change: Callable[[list[Pod]], None] | None = None, now: float = 200
+    job: Job | None = None, change: Callable[[list[Pod]], object] | None = None, now: float = 200
 ) -> Scene:
     """running: the seed job Running (trainer 2 on node-b, the rest on node-a), then ``change``."""
     job = job or seed_job()
@@ -69,15 +69,15 @@ def on_nodes(scene: Scene, node_views: Mapping[str, NodeView]) -> Scene:
     return dataclasses.replace(scene, nodes=node_views)
 
 
-def launcher_exits(code: int) -> Callable[[list[Pod]], None]:
+def launcher_exits(code: int) -> Callable[[list[Pod]], object]:
     return lambda pods: pods[3].exited(code)
 
 
-def trainer0(step: Callable[[Pod], object]) -> Callable[[list[Pod]], None]:
+def trainer0(step: Callable[[Pod], object]) -> Callable[[list[Pod]], object]:
     return lambda pods: step(pods[0]) and None
 
 
-def drop(index: int) -> Callable[[list[Pod]], None]:
+def drop(index: int) -> Callable[[list[Pod]], object]:
     return lambda pods: pods.pop(index) and None
 
 
@@ -579,7 +579,7 @@ def test_every_pod_of_a_replica_scope_restart_is_explained() -> None:
 
 # A pod failing with each kind of the policy table (tests/unit/test_policy.py FAILURES):
 # trainer 2, which runs on node-b.
-FAILING: dict[str, Callable[[list[Pod]], None]] = {
+FAILING: dict[str, Callable[[list[Pod]], object]] = {
     "exitCode": lambda pods: pods[2].exited(7, finished=190) and None,
     "nodeNotReady": lambda pods: None,  # node-b goes NotReady (DEAD_B)
     "PodForceDeleted": lambda pods: pods[2].deleted(190, grace=0) and None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import pytest
 
@@ -188,7 +189,9 @@ GONE = None
         ),
     ],
 )
-def test_classify(pod: Pod, node_view: NodeView | None, kind: FailureKind | None, code: int | None) -> None:
+def test_a_failed_pod_is_classified_by_its_cause_and_exit_code(
+    pod: Pod, node_view: NodeView | None, kind: FailureKind | None, code: int | None
+) -> None:
     failure = classify(pod.view(), node_view)
     assert (failure.kind if failure else None, failure.exit_code if failure else None) == (kind, code)
 
@@ -235,7 +238,9 @@ def test_descriptions_name_the_container_code_and_node() -> None:
         ),
     ],
 )
-def test_restart_timed_out(pod: Pod, now: float, timed_out: bool) -> None:
+def test_a_replacement_not_running_within_restart_timeout_has_failed(
+    pod: Pod, now: float, timed_out: bool
+) -> None:
     failure = restart_timed_out(pod.view(), trainer(restart_timeout=600), at(now))
     assert (failure is not None) is timed_out
     if failure is not None:
@@ -293,7 +298,7 @@ def outcome_of(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> 
     return decision.scope.value if isinstance(decision, Restart) else decision.reason.value
 
 
-def matrix(table: dict[RestartPolicy, tuple[str, ...]]) -> list[object]:
+def matrix(table: Mapping[RestartPolicy, tuple[str, ...]]) -> list[object]:
     return [
         pytest.param(policy, kind, want, id=f"restartPolicy {policy} with {kind} gives {want}")
         for policy, row in table.items()
@@ -563,5 +568,5 @@ def test_a_restart_is_the_rule_its_trace_fired(policy: RestartPolicy, kind: str,
         ),
     ],
 )
-def test_rule_text(rule: FaultTolerantRule, text: str) -> None:
+def test_a_rule_reads_as_it_is_written_in_the_manifest(rule: FaultTolerantRule, text: str) -> None:
     assert rule_text(rule) == text

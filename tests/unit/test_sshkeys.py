@@ -71,7 +71,7 @@ def test_every_call_makes_a_new_key(keypair: tuple[str, str]) -> None:
         pytest.param("x", "x", id="a comment ends it"),
     ],
 )
-def test_comment(comment: str, suffix: str | None) -> None:
+def test_the_public_key_line_ends_with_its_comment(comment: str, suffix: str | None) -> None:
     fields = generate_keypair(comment)[1].split(" ")
     assert (fields[2] if len(fields) == 3 else None) == suffix
 
