@@ -65,9 +65,11 @@ class KopfIndexes:
         self._indexes = {k: kwargs[k] for k in ("jobs", "pods", "nodes", *OWNED_INDEXES)}
 
     def _get(self, index: str) -> Mapping[Any, Any]:
+        """_get: one index (empty before the first handler call)."""
         return self._indexes.get(index) or {}
 
     def snapshot(self, key: JobKey) -> Snapshot:
+        """snapshot: the job's body, its pods, every node and the job's other objects."""
         body = next(iter(self._get("jobs").get(key, ())), None)
         pods = list(self._get("pods").get(key, ()))
         nodes = {name: next(iter(store)) for name, store in self._get("nodes").items()}
@@ -75,9 +77,11 @@ class KopfIndexes:
         return Snapshot(body, pods, nodes, owned)
 
     def job_keys(self) -> list[JobKey]:
+        """job_keys: every job in the cache (the resync kicks them all)."""
         return list(self._get("jobs"))
 
     def jobs_on_node(self, node: str) -> list[JobKey]:
+        """jobs_on_node: the jobs with a pod on ``node`` (kicked when its readiness changes)."""
         return [
             key for key, store in list(self._get("pods").items()) if any(p.node_name == node for p in store)
         ]

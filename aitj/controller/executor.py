@@ -117,6 +117,8 @@ class Target(Protocol):
 
 
 class Executor(Protocol):
+    """Executor: what the reconciler hands Plans to (KubeExecutor; a recorder in tests)."""
+
     def execute(self, target: Target, plan: Plan) -> None: ...
 
 
@@ -169,14 +171,17 @@ class _Pass:
         self.log = log.bind(namespace=job.namespace, job=job.name)
 
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
+        """send_ensure creates each object; AlreadyExists is success."""
         for m in manifests:
             self._create(f"{m.kind} {m.name}", getattr(self.core, _CREATE[m.kind]), m.body)
 
     def send_removes(self, refs: Sequence[ObjectRef]) -> None:
+        """send_removes deletes each object; NotFound is success."""
         for ref in refs:
             self._delete(f"{ref.kind} {ref.name}", getattr(self.core, _DELETE[ref.kind]), ref.name)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
+        """send_creates creates each pod, counting and logging those it made."""
         for c in creates:
             if self._create(f"pod {c.name}", self.core.create_namespaced_pod, c.body):
                 metrics.PODS_CREATED.labels(c.replica).inc()
@@ -185,6 +190,7 @@ class _Pass:
                 )
 
     def send_discovery(self, m: Manifest) -> None:
+        """send_discovery replaces the discovery ConfigMap, or creates it when NotFound."""
         try:
             self.core.replace_namespaced_config_map(
                 m.name, self.job.namespace, m.body, _preload_content=False
@@ -195,6 +201,7 @@ class _Pass:
             self.send_ensure((m,))
 
     def send_status(self, status: Mapping[str, Any]) -> None:
+        """send_status writes the whole status, if the job is still the version planned from."""
         # The planner returns the whole status: replace it in one write, as a JSON patch (the
         # typed client would send a merge patch, which cannot drop keys the planner dropped).
         # The patch first tests that the job is still the version the pass planned from: a
@@ -238,6 +245,7 @@ class _Pass:
         self.log.info("replicas set back", replicas={p.replica: p.value for p in patches})
 
     def send_deletes(self, deletes: Sequence[PodDelete]) -> None:
+        """send_deletes deletes each pod under its uid precondition, counting by reason."""
         for d in deletes:
             opts = client.V1DeleteOptions(
                 grace_period_seconds=d.grace_period_seconds, preconditions=client.V1Preconditions(uid=d.uid)
@@ -247,6 +255,7 @@ class _Pass:
                 self.log.info("pod deleted", pod=d.name, reason=d.message, grace=d.grace_period_seconds)
 
     def send_release(self, pods: Sequence[str]) -> None:
+        """send_release removes the tracking finalizer from each pod; NotFound is fine."""
         patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
         for pod in pods:
             try:
@@ -256,10 +265,12 @@ class _Pass:
                     raise StepFailed(f"releasing pod {pod}: {error_text(e)}") from e
 
     def send_events(self, events: Sequence[Event]) -> None:
+        """send_events posts each Event (best effort)."""
         for event in events:
             self._event(event)
 
     def send_restarts(self, restarts: Sequence[RestartRecord]) -> None:
+        """send_restarts counts and logs the restarts decided in this pass."""
         job = self.job
         for r in restarts:
             metrics.RESTARTS.labels(job.namespace, job.name, r.replica, r.cause, str(r.scope)).inc()
@@ -277,6 +288,7 @@ class _Pass:
             )
 
     def send_outcome(self, outcome: Outcome) -> None:
+        """send_outcome counts and logs the job's end."""
         metrics.JOBS_FINISHED.labels(str(outcome.phase)).inc()
         self.log.info(
             "job finished", phase=str(outcome.phase), reason=outcome.reason, message=outcome.message
@@ -284,6 +296,7 @@ class _Pass:
 
     # ---- pieces ----------------------------------------------------------------------------
     def _job_path(self) -> tuple[str, str, str, str, str]:
+        """_job_path: the custom-object arguments that name the job."""
         return api.GROUP, api.VERSION, self.job.namespace, api.PLURAL, self.job.name
 
     def _create(self, what: str, create: Callable[..., Any], body: Mapping[str, Any]) -> bool:

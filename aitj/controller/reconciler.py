@@ -98,6 +98,7 @@ class Reconciler:
                 await self._pass(key, state)
 
     async def _pass(self, key: JobKey, state: _JobState) -> None:
+        """_pass: snapshot, triage, plan (with a key pair only when one is wanted), execute."""
         snap = self.snapshot(key)
         if snap.body is None:
             await self._gone(key, state, snap)
@@ -132,6 +133,9 @@ class Reconciler:
     async def _execute(
         self, key: JobKey, state: _JobState, target: Target, plan: Plan, snap: Snapshot
     ) -> None:
+        """_execute: hand ``plan`` to the executor and map how it ended: stale (plan again
+        soon), namespace terminating (execute the release plan instead), failed (retry), done
+        (requeue when the plan asks)."""
         started = time.perf_counter()
         try:
             await asyncio.to_thread(self.executor.execute, target, plan)
@@ -158,6 +162,7 @@ class Reconciler:
             self._requeue(key, state, max(MIN_REQUEUE_SECONDS, plan.requeue_after))
 
     def _requeue(self, key: JobKey, state: _JobState, delay: float) -> None:
+        """_requeue: pass the job again after ``delay`` seconds (the earlier deadline wins)."""
         loop = asyncio.get_running_loop()
         if state.timer is not None:
             # Keep the earlier of the two deadlines.
@@ -167,6 +172,7 @@ class Reconciler:
         state.timer = loop.call_later(delay, self._fire, key)
 
     def _fire(self, key: JobKey) -> None:
+        """_fire: a requeue timer is due."""
         state = self._jobs.get(key)
         if state is not None:
             state.timer = None
