@@ -1,33 +1,110 @@
-"""The thin layer: carries out a Plan against the API server. The only module that writes.
+"""The thin layer: sends what a Plan holds to the API server. The only module that writes.
 
-Order and error handling follow ``aitj.core.planner.types`` (read its docstring): every step is
-idempotent, so a pass that fails half-way is repaired by the next one. Calls use
-``_preload_content=False`` so the client does not build model objects from responses it does
-not read (most of its CPU on hot paths).
+The executor contract. The planner (``aitj.core.planner``) decides and renders; the executor
+decides nothing and remembers nothing between passes: it walks ``STEPS`` in order and sends
+each step's part of the Plan, skipping the empty ones. The planner is written so that a crash
+or a failed call anywhere in between is repaired by the next pass, which holds because every
+step is idempotent:
+
+1. ``ensure``: create each of the job's objects the cache did not hold (Service, ssh Secret,
+   discovery ConfigMap), rendered. AlreadyExists is success (the cache was only late).
+2. ``removes``: delete each object named (the Service, cleanPodPolicy All). NotFound is success.
+3. ``creates``: create each rendered pod; AlreadyExists is success (pod names are deterministic,
+   so a create repeated after a crash meets the pod it made). Any other failure stops the
+   pass: the rest of the plan assumes the pods exist.
+4. ``discovery``: replace the discovery ConfigMap with the rendered one (NotFound: create it).
+5. ``status``: write the whole status in one JSON patch that first tests the job's
+   resourceVersion is the one the pass planned from; a failed test raises StaleJob.
+6. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
+   JSON patch of the job that first tests the value it replaces, so that a newer edit wins;
+   a failed test (or the job gone) is not an error: the next pass sees the new spec.
+7. ``deletes``: delete each pod with the uid precondition and the grace period given;
+   NotFound and a uid Conflict count as success.
+8. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
+9. ``events``: post them on the job (best effort; one with a ``name`` only once).
+10. ``restarts``, ``outcome``: count them in metrics and log them.
+
+``Plan.requeue_after`` is the reconciler's, ``Plan.hosts`` is for people: neither is sent.
+
+Errors: a refused call raises StepFailed (the reconciler retries the job); a create refused
+because the namespace is being deleted raises NamespaceTerminating (the reconciler then asks
+the planner for the release plan); a stale status write raises StaleJob. Metrics are counted
+only after the call they count succeeded. Calls use ``_preload_content=False``: the client
+would otherwise spend most of its CPU building model objects from responses nobody reads.
+
+The test double (tests/unit/builders.py ``Cluster``) walks the same ``STEPS`` with ``walk``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from aitj.controller import metrics, sshkeys
+from aitj.controller import metrics
 from aitj.controller.kubeclient import error_text
 from aitj.controller.logs import log
-from aitj.core import api, naming, render
+from aitj.core import api
 from aitj.core.observed import TRACKING_FINALIZER
-from aitj.core.planner.status import Condition, advance
-from aitj.core.planner.types import Plan, ReplicasPatch, ResourceAction
+from aitj.core.planner.types import (
+    Event,
+    Manifest,
+    ObjectKind,
+    ObjectRef,
+    Outcome,
+    Plan,
+    PodCreate,
+    PodDelete,
+    ReplicasPatch,
+    RestartRecord,
+)
+from aitj.core.wire import format_time
 
 
-class JobIdentity(Protocol):
-    """What names a job: an ``api.Job`` or a ``JobRef`` for a job whose spec did not parse."""
+@dataclass(frozen=True)
+class Step:
+    """Step: one step of carrying out a Plan: the Plan field it sends."""
+
+    field: str
+
+
+# The order a Plan is carried out in (the module docstring says why each step is safe).
+STEPS = (
+    Step("ensure"),
+    Step("removes"),
+    Step("creates"),
+    Step("discovery"),
+    Step("status"),
+    Step("spec_replicas"),
+    Step("deletes"),
+    Step("release"),
+    Step("events"),
+    Step("restarts"),
+    Step("outcome"),
+)
+# Plan fields that are not sent: the reconciler's wake-up, and the host list for people.
+NOT_SENT = ("requeue_after", "hosts")
+
+
+def walk(plan: Plan, sink: object, prefix: str, skip: Collection[str] = ()) -> None:
+    """walk: call ``sink.<prefix><field>(value)`` for each step of ``STEPS`` in order whose
+    part of ``plan`` is not empty, except those in ``skip``. The executor and its test double
+    both carry Plans out through here, so they cannot disagree on the order."""
+    for step in STEPS:
+        value = getattr(plan, step.field)
+        if step.field in skip or value is None or value == ():
+            continue
+        getattr(sink, prefix + step.field)(value)
+
+
+class Target(Protocol):
+    """Target: the job a Plan is for: an ``api.Job``, or a ``lifecycle.JobRef`` when the spec
+    did not parse or the job is gone. ``resource_version`` guards the status write."""
 
     @property
     def namespace(self) -> str: ...
@@ -35,26 +112,14 @@ class JobIdentity(Protocol):
     def name(self) -> str: ...
     @property
     def uid(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class JobRef:
-    namespace: str
-    name: str
-    uid: str
+    @property
+    def resource_version(self) -> str: ...
 
 
 class Executor(Protocol):
-    def execute(self, job: api.Job, plan: Plan) -> None: ...
-    def fail_invalid(self, body: Mapping[str, Any], message: str) -> None: ...
-    def release(self, namespace: str, pod: str) -> None: ...
+    """Executor: what the reconciler hands Plans to (KubeExecutor; a recorder in tests)."""
 
-
-@dataclass
-class OperatorConfig:
-    """OperatorConfig: settings of ``aitj run`` that shape what is created."""
-
-    priority_classes: Mapping[str, str] = field(default_factory=dict)  # job priority -> PriorityClass
+    def execute(self, target: Target, plan: Plan) -> None: ...
 
 
 class StaleJob(RuntimeError):
@@ -69,95 +134,149 @@ class StepFailed(RuntimeError):
     """A step of the plan failed; the rest of the pass was skipped and the job is requeued."""
 
 
+_CREATE = {
+    ObjectKind.SERVICE: "create_namespaced_service",
+    ObjectKind.SECRET: "create_namespaced_secret",
+    ObjectKind.CONFIGMAP: "create_namespaced_config_map",
+}
+_DELETE = {
+    ObjectKind.SERVICE: "delete_namespaced_service",
+    ObjectKind.SECRET: "delete_namespaced_secret",
+    ObjectKind.CONFIGMAP: "delete_namespaced_config_map",
+}
+
+
 class KubeExecutor:
-    """KubeExecutor carries out plans with the official client."""
+    """KubeExecutor carries out plans with the official client. It holds no state about jobs:
+    passes of different jobs run in threads at once, each with its own ``_Pass``."""
 
     def __init__(
-        self,
-        api_client: client.ApiClient,
-        config: OperatorConfig | None = None,
-        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        self, api_client: client.ApiClient, clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
     ) -> None:
-        self.api = api_client
         # Typed as Any: the generated client wants model objects, we send plain dicts.
         self.core: Any = client.CoreV1Api(api_client)
         self.custom: Any = client.CustomObjectsApi(api_client)
-        self.config = config or OperatorConfig()
-        self.clock = clock
-        # (job uid, kind) already known to exist: no GET per pass, no key pair per pass.
-        self._ensured: set[tuple[str, str]] = set()
+        self.clock = clock  # Event timestamps only
 
-    # ---- the plan --------------------------------------------------------------------------
-    def execute(self, job: api.Job, plan: Plan) -> None:
-        bound = log.bind(namespace=job.namespace, job=job.name)
-        if plan.resources is ResourceAction.ENSURE:
-            self._ensure_resources(job)
-        elif plan.resources is ResourceAction.DELETE:
-            self._delete(
-                lambda: self.core.delete_namespaced_service(
-                    naming.service_name(job.name), job.namespace, _preload_content=False
+    def execute(self, target: Target, plan: Plan) -> None:
+        """execute sends ``plan`` for ``target``, step by step (``STEPS``)."""
+        walk(plan, _Pass(self, target), "send_")
+
+
+class _Pass:
+    """_Pass: one Plan being sent for one job; a method per step, named ``send_<field>``."""
+
+    def __init__(self, ex: KubeExecutor, job: Target) -> None:
+        self.ex, self.core, self.job = ex, ex.core, job
+        self.log = log.bind(namespace=job.namespace, job=job.name)
+
+    def send_ensure(self, manifests: Sequence[Manifest]) -> None:
+        """send_ensure creates each object; AlreadyExists is success."""
+        for m in manifests:
+            self._create(f"{m.kind} {m.name}", getattr(self.core, _CREATE[m.kind]), m.body)
+
+    def send_removes(self, refs: Sequence[ObjectRef]) -> None:
+        """send_removes deletes each object; NotFound is success."""
+        for ref in refs:
+            self._delete(f"{ref.kind} {ref.name}", getattr(self.core, _DELETE[ref.kind]), ref.name)
+
+    def send_creates(self, creates: Sequence[PodCreate]) -> None:
+        """send_creates creates each pod, counting and logging those it made."""
+        for c in creates:
+            if self._create(f"pod {c.name}", self.core.create_namespaced_pod, c.body):
+                metrics.PODS_CREATED.labels(c.replica).inc()
+                self.log.info(
+                    "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
                 )
+
+    def send_discovery(self, m: Manifest) -> None:
+        """send_discovery replaces the discovery ConfigMap, or creates it when NotFound."""
+        try:
+            self.core.replace_namespaced_config_map(
+                m.name, self.job.namespace, m.body, _preload_content=False
             )
-        for create in plan.creates:
-            replica = job.spec.replica(create.replica)
-            body = render.render_pod(
-                job,
-                replica,
-                create.index,
-                create.generation,
-                create.restart_counts,
-                priority_class=self.config.priority_classes.get(job.spec.priority or ""),
-                finalizer=TRACKING_FINALIZER,
-                extra_annotations=create.annotations,
+        except ApiException as e:
+            if e.status != 404:
+                raise StepFailed(f"writing the discovery host list: {error_text(e)}") from e
+            self.send_ensure((m,))
+
+    def send_status(self, status: Mapping[str, Any]) -> None:
+        """send_status writes the whole status, if the job is still the version planned from."""
+        # The planner returns the whole status: replace it in one write, as a JSON patch (the
+        # typed client would send a merge patch, which cannot drop keys the planner dropped).
+        # The patch first tests that the job is still the version the pass planned from: a
+        # pass planned from a stale copy must not overwrite a newer status (say, drop the
+        # condition another pass just appended).
+        version = self.job.resource_version
+        patch: list[dict[str, Any]] = []
+        if version:
+            patch.append({"op": "test", "path": "/metadata/resourceVersion", "value": version})
+        patch.append({"op": "add", "path": "/status", "value": dict(status)})
+        try:
+            self.ex.custom.patch_namespaced_custom_object_status(
+                *self._job_path(), patch, _content_type="application/json-patch+json", _preload_content=False
             )
-            try:
-                self.core.create_namespaced_pod(job.namespace, body, _preload_content=False)
-                metrics.PODS_CREATED.labels(create.replica).inc()
-                bound.info(
-                    "pod created",
-                    pod=create.name,
-                    replica=create.replica,
-                    index=create.index,
-                    generation=create.generation,
-                )
-            except ApiException as e:
-                if e.status == 403 and "being terminated" in error_text(e):
-                    raise NamespaceTerminating(job.namespace) from e
-                if e.status != 409:
-                    raise StepFailed(f"creating pod {create.name}: {error_text(e)}") from e
-        if plan.hosts is not None and job.spec.discovery:
-            hosts = [
-                (naming.pod_host(job.name, h.pod), render.slots_for(job.spec.replica(h.replica).template))
-                for h in plan.hosts
+        except ApiException as e:
+            if e.status == 404:
+                return  # the job is gone
+            if e.status == 422 and version:
+                raise StaleJob(f"{self.job.namespace}/{self.job.name} changed since version {version}") from e
+            raise StepFailed(f"writing status: {error_text(e)}") from e
+
+    def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
+        """send_spec_replicas: one JSON patch that tests each value before replacing it, so a
+        newer edit of the user's wins (the test fails, and the next pass plans the new spec)."""
+        ops: list[dict[str, Any]] = []
+        for p in patches:
+            path = f"/spec/replicaSpecs/{p.replica}/replicas"  # replica names are DNS labels
+            ops += [
+                {"op": "test", "path": path, "value": p.expected},
+                {"op": "replace", "path": path, "value": p.value},
             ]
-            self._write_discovery(job, hosts)
-        if plan.status is not None:
-            self._write_status(job, plan.status, expect_version=job.resource_version)
-        if plan.spec_replicas:
-            self._set_replicas(job, plan.spec_replicas)
-        for delete in plan.deletes:
-            opts = client.V1DeleteOptions(
-                grace_period_seconds=delete.grace_period_seconds,
-                preconditions=client.V1Preconditions(uid=delete.uid),
+        try:
+            self.ex.custom.patch_namespaced_custom_object(
+                *self._job_path(), ops, _content_type="application/json-patch+json", _preload_content=False
             )
-            if self._delete(
-                lambda d=delete, o=opts: self.core.delete_namespaced_pod(  # type: ignore[misc]
-                    d.name, job.namespace, body=o, _preload_content=False
-                )
-            ):
-                metrics.PODS_DELETED.labels(delete.kind).inc()
-                bound.info(
-                    "pod deleted", pod=delete.name, reason=delete.reason, grace=delete.grace_period_seconds
-                )
-        for name in plan.release:
-            self.release(job.namespace, name)
-        for event in plan.events:
-            self.event(job, event.type, event.reason, event.message, name=event.name)
-        for r in plan.restarts:
+        except ApiException as e:
+            if e.status in (404, 409, 422):  # gone, or changed since (test failed), or refused
+                self.log.warning("replicas not set back", error=error_text(e))
+                return
+            raise StepFailed(f"setting replicas back: {error_text(e)}") from e
+        self.log.info("replicas set back", replicas={p.replica: p.value for p in patches})
+
+    def send_deletes(self, deletes: Sequence[PodDelete]) -> None:
+        """send_deletes deletes each pod under its uid precondition, counting by reason."""
+        for d in deletes:
+            opts = client.V1DeleteOptions(
+                grace_period_seconds=d.grace_period_seconds, preconditions=client.V1Preconditions(uid=d.uid)
+            )
+            if self._delete(f"pod {d.name}", self.core.delete_namespaced_pod, d.name, body=opts):
+                metrics.PODS_DELETED.labels(d.reason.value).inc()
+                self.log.info("pod deleted", pod=d.name, reason=d.message, grace=d.grace_period_seconds)
+
+    def send_release(self, pods: Sequence[str]) -> None:
+        """send_release removes the tracking finalizer from each pod; NotFound is fine."""
+        patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
+        for pod in pods:
+            try:
+                self.core.patch_namespaced_pod(pod, self.job.namespace, patch, _preload_content=False)
+            except ApiException as e:
+                if e.status != 404:
+                    raise StepFailed(f"releasing pod {pod}: {error_text(e)}") from e
+
+    def send_events(self, events: Sequence[Event]) -> None:
+        """send_events posts each Event (best effort)."""
+        for event in events:
+            self._event(event)
+
+    def send_restarts(self, restarts: Sequence[RestartRecord]) -> None:
+        """send_restarts counts and logs the restarts decided in this pass."""
+        job = self.job
+        for r in restarts:
             metrics.RESTARTS.labels(job.namespace, job.name, r.replica, r.cause, str(r.scope)).inc()
             if r.latency_seconds is not None:
                 metrics.RESTART_DETECTION.labels(r.cause).observe(r.latency_seconds)
-            bound.warning(
+            self.log.warning(
                 "restart",
                 replica=r.replica,
                 index=r.index,
@@ -167,160 +286,53 @@ class KubeExecutor:
                 scope=str(r.scope),
                 latency_s=r.latency_seconds,
             )
-        if plan.outcome is not None:
-            metrics.JOBS_FINISHED.labels(str(plan.outcome.phase)).inc()
-            bound.info(
-                "job finished",
-                phase=str(plan.outcome.phase),
-                reason=plan.outcome.reason,
-                message=plan.outcome.message,
-            )
+
+    def send_outcome(self, outcome: Outcome) -> None:
+        """send_outcome counts and logs the job's end."""
+        metrics.JOBS_FINISHED.labels(str(outcome.phase)).inc()
+        self.log.info(
+            "job finished", phase=str(outcome.phase), reason=outcome.reason, message=outcome.message
+        )
 
     # ---- pieces ----------------------------------------------------------------------------
-    def release(self, namespace: str, pod: str) -> None:
-        """release removes the tracking finalizer from a pod (NotFound is fine)."""
-        patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
+    def _job_path(self) -> tuple[str, str, str, str, str]:
+        """_job_path: the custom-object arguments that name the job."""
+        return api.GROUP, api.VERSION, self.job.namespace, api.PLURAL, self.job.name
+
+    def _create(self, what: str, create: Callable[..., Any], body: Mapping[str, Any]) -> bool:
+        """_create: True when created, False when it already existed."""
         try:
-            self.core.patch_namespaced_pod(pod, namespace, patch, _preload_content=False)
+            create(self.job.namespace, body, _preload_content=False)
         except ApiException as e:
-            if e.status != 404:
-                raise StepFailed(f"releasing pod {pod}: {error_text(e)}") from e
+            if e.status == 409:
+                return False
+            if e.status == 403 and "being terminated" in error_text(e):
+                raise NamespaceTerminating(self.job.namespace) from e
+            raise StepFailed(f"creating {what}: {error_text(e)}") from e
+        return True
 
-    def _ensure_resources(self, job: api.Job) -> None:
-        wanted: list[tuple[str, Callable[[], dict[str, Any]], Callable[[dict[str, Any]], Any]]] = [
-            (
-                "service",
-                lambda: render.render_service(job),
-                lambda b: self.core.create_namespaced_service(job.namespace, b, _preload_content=False),
-            ),
-        ]
-        if job.spec.ssh:
-            wanted.append(
-                (
-                    "ssh",
-                    lambda: render.render_ssh_secret(job, *sshkeys.generate_keypair(f"aitj@{job.name}")),
-                    lambda b: self.core.create_namespaced_secret(job.namespace, b, _preload_content=False),
-                )
-            )
-        if job.spec.discovery:
-            wanted.append(
-                (
-                    "discovery",
-                    lambda: render.render_discovery_configmap(job, []),
-                    lambda b: self.core.create_namespaced_config_map(
-                        job.namespace, b, _preload_content=False
-                    ),
-                )
-            )
-        for kind, build, create in wanted:
-            if (job.uid, kind) in self._ensured:
-                continue
-            try:
-                create(build())
-            except ApiException as e:
-                if e.status != 409:
-                    raise StepFailed(f"creating the job's {kind} object: {error_text(e)}") from e
-            self._ensured.add((job.uid, kind))
-
-    def _write_discovery(self, job: api.Job, hosts: list[tuple[str, int]]) -> None:
-        body = render.render_discovery_configmap(job, hosts)
-        name = naming.discovery_configmap_name(job.name)
+    def _delete(self, what: str, delete: Callable[..., Any], name: str, **options: Any) -> bool:
+        """_delete: True when deleted, False when gone already (or, with a uid precondition,
+        replaced by a newer object of the same name: 409)."""
         try:
-            self.core.replace_namespaced_config_map(name, job.namespace, body, _preload_content=False)
+            delete(name, self.job.namespace, _preload_content=False, **options)
         except ApiException as e:
-            if e.status != 404:
-                raise StepFailed(f"writing the discovery host list: {error_text(e)}") from e
-            self.core.create_namespaced_config_map(job.namespace, body, _preload_content=False)
+            if e.status in (404, 409):
+                return False
+            raise StepFailed(f"deleting {what}: {error_text(e)}") from e
+        return True
 
-    def _write_status(self, job: JobIdentity, status: Mapping[str, Any], expect_version: str = "") -> None:
-        # The planner returns the whole status: replace it in one write, as a JSON patch (the
-        # typed client would send a merge patch, which cannot drop keys the planner dropped).
-        # With expect_version, the patch first tests that the job is still the version the
-        # pass planned from: a pass planned from a stale copy must not overwrite a newer status
-        # (say, drop the condition another pass just appended).
-        patch: list[dict[str, Any]] = []
-        if expect_version:
-            patch.append({"op": "test", "path": "/metadata/resourceVersion", "value": expect_version})
-        patch.append({"op": "add", "path": "/status", "value": dict(status)})
-        try:
-            self.custom.patch_namespaced_custom_object_status(
-                api.GROUP,
-                api.VERSION,
-                job.namespace,
-                api.PLURAL,
-                job.name,
-                patch,
-                _content_type="application/json-patch+json",
-                _preload_content=False,
-            )
-        except ApiException as e:
-            if e.status == 404:
-                return  # the job is gone
-            if e.status == 422 and expect_version:
-                raise StaleJob(f"{job.namespace}/{job.name} changed since version {expect_version}") from e
-            raise StepFailed(f"writing status: {error_text(e)}") from e
-
-    def _set_replicas(self, job: api.Job, patches: Sequence[ReplicasPatch]) -> None:
-        """_set_replicas sets replicas back after a rolled-back scale-out: one JSON patch that
-        tests each value before replacing it, so a newer edit of the user's wins (the test
-        fails, and the next pass plans the new spec)."""
-        ops: list[dict[str, Any]] = []
-        for p in patches:
-            path = f"/spec/replicaSpecs/{p.replica}/replicas"  # replica names are DNS labels
-            ops += [
-                {"op": "test", "path": path, "value": p.expected},
-                {"op": "replace", "path": path, "value": p.value},
-            ]
-        try:
-            self.custom.patch_namespaced_custom_object(
-                api.GROUP,
-                api.VERSION,
-                job.namespace,
-                api.PLURAL,
-                job.name,
-                ops,
-                _content_type="application/json-patch+json",
-                _preload_content=False,
-            )
-        except ApiException as e:
-            if e.status in (404, 409, 422):  # gone, or changed since (test failed), or refused
-                log.warning(
-                    "replicas not set back", namespace=job.namespace, job=job.name, error=error_text(e)
-                )
-                return
-            raise StepFailed(f"setting replicas back: {error_text(e)}") from e
-        log.info(
-            "replicas set back",
-            namespace=job.namespace,
-            job=job.name,
-            replicas={p.replica: p.value for p in patches},
-        )
-
-    def fail_invalid(self, body: Mapping[str, Any], message: str) -> None:
-        """fail_invalid records, once, that the job's spec cannot be run and why."""
-        meta = body.get("metadata", {})
-        status = dict(body.get("status") or {})
-        history = status.get("conditions") or []
-        conditions = advance(
-            history, Condition(api.Phase.FAILED, "InvalidSpec", message), _stamp(self.clock())
-        )
-        if conditions == history:
-            return  # already said
-        status.update(phase=api.Phase.FAILED.value, conditions=conditions)
-        ref = JobRef(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""))
-        self._write_status(ref, status)
-        self.event(ref, "Warning", "InvalidSpec", message)
-
-    def event(
-        self, job: JobIdentity, type_: str, reason: str, message: str, *, name: str | None = None
-    ) -> None:
-        """event records a Kubernetes Event on the job (best effort: never fails the pass). With
-        ``name``, once: a second call with the same name finds it there."""
-        now = self.clock()
+    def _event(self, event: Event) -> None:
+        """_event posts a Kubernetes Event on the job (best effort: never fails the pass). With
+        a ``name``, once: a second post with the same name finds it there."""
+        job, stamp = self.job, format_time(self.ex.clock())
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": name or f"{job.name}.{uuid.uuid4().hex[:12]}", "namespace": job.namespace},
+            "metadata": {
+                "name": event.name or f"{job.name}.{uuid.uuid4().hex[:12]}",
+                "namespace": job.namespace,
+            },
             "involvedObject": {
                 "apiVersion": f"{api.GROUP}/{api.VERSION}",
                 "kind": api.KIND,
@@ -328,11 +340,11 @@ class KubeExecutor:
                 "namespace": job.namespace,
                 "uid": job.uid,
             },
-            "type": type_,
-            "reason": reason,
-            "message": message[:1024],
-            "firstTimestamp": _stamp(now),
-            "lastTimestamp": _stamp(now),
+            "type": event.type,
+            "reason": event.reason,
+            "message": event.message[:1024],
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
             "count": 1,
             "source": {"component": "aitj-operator"},
             "reportingComponent": "aitj-operator",
@@ -340,30 +352,6 @@ class KubeExecutor:
         try:
             self.core.create_namespaced_event(job.namespace, body, _preload_content=False)
         except ApiException as e:
-            if name is not None and e.status == 409:
+            if event.name is not None and e.status == 409:
                 return  # recorded by an earlier pass
-            log.warning("event not recorded", reason=reason, error=error_text(e))
-
-    def _delete(self, call: Callable[[], Any]) -> bool:
-        try:
-            call()
-        except ApiException as e:
-            if e.status in (404, 409):  # gone already, or a newer pod with the same name (uid precondition)
-                return False
-            raise StepFailed(f"deleting: {error_text(e)}") from e
-        return True
-
-    def job_exists(self, namespace: str, name: str) -> bool:
-        try:
-            self.custom.get_namespaced_custom_object(
-                api.GROUP, api.VERSION, namespace, api.PLURAL, name, _preload_content=False
-            )
-        except ApiException as e:
-            if e.status == 404:
-                return False
-            raise
-        return True
-
-
-def _stamp(t: dt.datetime) -> str:
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            self.log.warning("event not recorded", reason=event.reason, error=error_text(e))

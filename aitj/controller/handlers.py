@@ -13,33 +13,15 @@ from typing import Any
 
 import kopf
 
+from aitj.controller import cache
 from aitj.controller.executor import KubeExecutor
-from aitj.controller.logs import log
-from aitj.controller.reconciler import JobKey, Reconciler, Snapshot
+from aitj.controller.reconciler import JobKey, Reconciler
 from aitj.core import api
-from aitj.core.observed import TRACKING_FINALIZER, NodeView, PodView
+from aitj.core.observed import NodeView, PodView
+from aitj.core.planner.types import ObjectKind, ObjectRef
 
 RESYNC_SECONDS = 30.0
-
-
-class _Indexes:
-    """The kopf indexes, captured from the first handler call that receives them."""
-
-    jobs: Any = None
-    pods: Any = None
-    nodes: Any = None
-
-    def capture(self, kwargs: Mapping[str, Any]) -> None:
-        self.jobs, self.pods, self.nodes = kwargs["jobs"], kwargs["pods"], kwargs["nodes"]
-
-    def snapshot(self, key: JobKey) -> Snapshot:
-        body = next(iter(self.jobs.get(key, ())), None) if self.jobs is not None else None
-        pods = list(self.pods.get(key, ())) if self.pods is not None else []
-        nodes = {name: next(iter(store)) for name, store in (self.nodes or {}).items()}
-        return body, pods, nodes
-
-
-INDEXES = _Indexes()
+CACHE = cache.KopfIndexes()
 STATE: dict[str, Any] = {}
 _node_ready: dict[str, str | None] = {}
 
@@ -54,9 +36,13 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     settings.watching.server_timeout = 300  # renew a silently dead watch
     settings.watching.client_timeout = 330
     settings.peering.standalone = True
-    executor = KubeExecutor(memo.api_client, memo.config)
-    STATE["executor"] = executor
-    STATE["reconciler"] = Reconciler(executor, INDEXES.snapshot)
+    client = memo.api_client
+    STATE["reconciler"] = Reconciler(
+        KubeExecutor(client),
+        CACHE.snapshot,
+        job_exists=lambda namespace, name: cache.job_exists(client, namespace, name),
+        settings=memo.settings,
+    )
     # A periodic pass over every job catches anything a missed event would have hidden. Not a
     # kopf timer: kopf puts a finalizer on objects with timers, and a job should be deletable
     # while the operator is down.
@@ -66,7 +52,7 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
 async def _resync_forever() -> None:
     while True:
         await asyncio.sleep(RESYNC_SECONDS)
-        for key in list(INDEXES.jobs or {}):
+        for key in CACHE.job_keys():
             reconciler().spawn(key)
 
 
@@ -110,46 +96,73 @@ def nodes(name: str, body: kopf.Body, **_: Any) -> dict[str, NodeView]:
     return {name: NodeView.from_dict(body)}
 
 
+# The job's objects other than pods, by the job label, so the planner sees one that is missing
+# (deleted by hand, say) and plans it again. Only names are kept: never a Secret's data.
+@kopf.index("services", labels={api.LABEL_JOB: kopf.PRESENT})
+def services(namespace: str | None, name: str, labels: kopf.Labels, **_: Any) -> dict[JobKey, ObjectRef]:
+    return cache.owned_entry(ObjectKind.SERVICE, namespace, name, labels[api.LABEL_JOB])
+
+
+@kopf.index("secrets", labels={api.LABEL_JOB: kopf.PRESENT})
+def secrets(namespace: str | None, name: str, labels: kopf.Labels, **_: Any) -> dict[JobKey, ObjectRef]:
+    return cache.owned_entry(ObjectKind.SECRET, namespace, name, labels[api.LABEL_JOB])
+
+
+@kopf.index("configmaps", labels={api.LABEL_JOB: kopf.PRESENT})
+def configmaps(namespace: str | None, name: str, labels: kopf.Labels, **_: Any) -> dict[JobKey, ObjectRef]:
+    return cache.owned_entry(ObjectKind.CONFIGMAP, namespace, name, labels[api.LABEL_JOB])
+
+
 # The handlers below receive the indexes above as keyword arguments named after them
-# (jobs, pods, nodes); kopf's handler protocols do not know those names, hence **kwargs.
+# (jobs, pods, nodes, services, secrets, configmaps); kopf's handler protocols do not know
+# those names, hence **kwargs.
 
 
 @kopf.on.event(api.GROUP, api.VERSION, api.PLURAL)
 async def job_event(namespace: str | None, name: str, **kwargs: Any) -> None:
-    INDEXES.capture(kwargs)
+    CACHE.capture(kwargs)
     await reconciler().kick((namespace or "", name))
 
 
 @kopf.on.event("pods", labels={api.LABEL_JOB: kopf.PRESENT})
-async def pod_event(
-    namespace: str | None, name: str, labels: kopf.Labels, meta: kopf.Meta, **kwargs: Any
+async def pod_event(namespace: str | None, labels: kopf.Labels, **kwargs: Any) -> None:
+    """pod_event kicks the pod's job; the pass also lets the pods of a job that is gone go."""
+    CACHE.capture(kwargs)
+    await reconciler().kick((namespace or "", labels[api.LABEL_JOB]))
+
+
+# Only a deletion changes what the planner decides about these objects (it plans them again);
+# their creation and the host-list rewrites are the operator's own writes coming back.
+@kopf.on.event("services", labels={api.LABEL_JOB: kopf.PRESENT})
+async def service_event(namespace: str | None, labels: kopf.Labels, type: str, **kwargs: Any) -> None:
+    await _owned_event(namespace, labels, type, kwargs)
+
+
+@kopf.on.event("secrets", labels={api.LABEL_JOB: kopf.PRESENT})
+async def secret_event(namespace: str | None, labels: kopf.Labels, type: str, **kwargs: Any) -> None:
+    await _owned_event(namespace, labels, type, kwargs)
+
+
+@kopf.on.event("configmaps", labels={api.LABEL_JOB: kopf.PRESENT})
+async def configmap_event(namespace: str | None, labels: kopf.Labels, type: str, **kwargs: Any) -> None:
+    await _owned_event(namespace, labels, type, kwargs)
+
+
+async def _owned_event(
+    namespace: str | None, labels: kopf.Labels, type: str, kwargs: Mapping[str, Any]
 ) -> None:
-    INDEXES.capture(kwargs)
-    key = (namespace or "", labels[api.LABEL_JOB])
-    orphan = key not in kwargs["jobs"] and meta.get("deletionTimestamp")
-    if orphan and TRACKING_FINALIZER in (meta.get("finalizers") or []):
-        await _release_orphan(key[0], key[1], name)
-        return
-    await reconciler().kick(key)
+    CACHE.capture(kwargs)
+    if type == "DELETED":
+        await reconciler().kick((namespace or "", labels[api.LABEL_JOB]))
 
 
 @kopf.on.event("nodes")
 async def node_event(name: str, type: str, **kwargs: Any) -> None:
-    INDEXES.capture(kwargs)
+    CACHE.capture(kwargs)
     view = next(iter(kwargs["nodes"].get(name, ())), None) if type != "DELETED" else None
     ready = view.ready if view is not None else None
     if _node_ready.get(name, "unseen") == ready:
         return  # heartbeats and label edits do not change what the planner decides
     _node_ready[name] = ready
-    for key, store in list(kwargs["pods"].items()):
-        if any(p.node_name == name for p in store):
-            reconciler().spawn(key)
-
-
-async def _release_orphan(namespace: str, job: str, pod: str) -> None:
-    """A pod whose job is gone (deleted, garbage collection under way): let it go."""
-    executor: KubeExecutor = STATE["executor"]
-    if await asyncio.to_thread(executor.job_exists, namespace, job):
-        return  # the jobs index has not caught up yet; the job's own pass will handle the pod
-    log.info("releasing pod of a deleted job", namespace=namespace, job=job, pod=pod)
-    await asyncio.to_thread(executor.release, namespace, pod)
+    for key in CACHE.jobs_on_node(name):
+        reconciler().spawn(key)

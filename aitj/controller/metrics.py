@@ -28,11 +28,12 @@ RECONCILE_SECONDS = Histogram(
     "One reconcile pass: plan and carry out.",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
 )
+# stage: stale, execute (aitj.controller.reconciler.ErrorStage).
 RECONCILE_ERRORS = Counter(
     "aitj_reconcile_errors_total", "Passes that failed and will be retried.", ["stage"]
 )
 PODS_CREATED = Counter("aitj_pods_created_total", "Pods created.", ["replica"])
-# kind: restart, stuck, unwanted, cleanup (aitj.core.planner.types.DELETE_KINDS).
+# kind: restart, stuck, unwanted, cleanup (aitj.core.planner.types.DeleteReason).
 PODS_DELETED = Counter("aitj_pods_deleted_total", "Pods deleted, by why.", ["kind"])
 
 

@@ -1,38 +1,57 @@
 """One reconcile pass per job at a time: snapshot, plan, carry out, requeue.
 
-Level-triggered: any change to a job, its pods or their nodes calls ``kick(job)``; the pass
-reads the current snapshot (kopf indexes, kept by ``aitj.controller.handlers``), asks the pure planner
-what to do and hands the Plan to the executor. Kicks that arrive during a pass coalesce into one
-more pass right after it, so a burst of events costs two passes, not one each. Nothing sits
-between a pod's watch event and its replacement's create: the event kicks, the pass plans the
-create, the executor sends it.
+Level-triggered: any change to a job, its pods, their nodes or the objects the job owns calls
+``kick(job)``; the pass reads the current snapshot (``aitj.controller.cache``), asks the pure
+planner what to do and hands the Plan to the executor. Kicks that arrive during a pass
+coalesce into one more pass right after it, so a burst of events costs two passes, not one
+each. Nothing sits between a pod's watch event and its replacement's create: the event kicks,
+the pass plans the create, the executor sends it.
+
+The reconciler decides nothing: ``lifecycle.triage`` says whether the job is planned or ends
+the pass with a Plan of its own (being deleted, invalid spec); a terminating namespace and the
+pods of a job that is gone get ``lifecycle``'s Plans too. What it adds is what the pure core
+must not do: read the clock, make ssh key pairs (randomness; only when
+``resources.needs_ssh_keys`` says so), and confirm with the API server that a job missing from
+the cache is really gone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import enum
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from aitj.controller import metrics
-from aitj.controller.executor import Executor, NamespaceTerminating, StaleJob, StepFailed
+from aitj.controller import metrics, sshkeys
+from aitj.controller.cache import JobKey, Snapshot
+from aitj.controller.executor import Executor, NamespaceTerminating, StaleJob, StepFailed, Target
 from aitj.controller.logs import log
-from aitj.core.api import InvalidJob, Job, parse_job
-from aitj.core.observed import TRACKING_FINALIZER, NodeView, PodView
+from aitj.core.planner import lifecycle, resources
 from aitj.core.planner import plan as make_plan
-from aitj.core.planner.types import Plan
+from aitj.core.planner.types import Plan, Settings, SshKeys
 
-JobKey = tuple[str, str]  # (namespace, name)
-Snapshot = tuple[Mapping[str, Any] | None, Sequence[PodView], Mapping[str, NodeView]]
 RETRY_SECONDS = 2.0
 STALE_RETRY_SECONDS = 0.5
 # How long a pass may lag behind a requeue request it could not serve (timer coalescing).
 MIN_REQUEUE_SECONDS = 0.2
+
+
+class ErrorStage(enum.StrEnum):
+    """ErrorStage: the ``stage`` label of aitj_reconcile_errors_total. Possible values: stale
+    (the job changed since the snapshot; planned again shortly), execute (a step failed;
+    retried). Dashboards match them: do not change them."""
+
+    STALE = "stale"
+    EXECUTE = "execute"
+
+
+def new_keys(job_name: str) -> SshKeys:
+    """new_keys makes a key pair for a job's ssh Secret."""
+    return SshKeys(*sshkeys.generate_keypair(f"aitj@{job_name}"))
 
 
 @dataclass
@@ -50,13 +69,19 @@ class Reconciler:
         executor: Executor,
         snapshot: Callable[[JobKey], Snapshot],
         *,
+        job_exists: Callable[[str, str], bool],
+        settings: Settings | None = None,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
-        planner: Callable[[Job, Sequence[PodView], Mapping[str, NodeView], dt.datetime], Plan] = make_plan,
+        planner: Callable[..., Plan] = make_plan,
+        keygen: Callable[[str], SshKeys] = new_keys,
     ) -> None:
         self.executor = executor
         self.snapshot = snapshot
+        self.job_exists = job_exists
+        self.settings = settings or Settings()
         self.clock = clock
         self.planner = planner
+        self.keygen = keygen
         self._jobs: dict[JobKey, _JobState] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # kicks fired by timers, kept until done
 
@@ -73,38 +98,59 @@ class Reconciler:
                 await self._pass(key, state)
 
     async def _pass(self, key: JobKey, state: _JobState) -> None:
-        body, pods, nodes = self.snapshot(key)
-        if body is None:
+        """_pass: snapshot, triage, plan (with a key pair only when one is wanted), execute."""
+        snap = self.snapshot(key)
+        if snap.body is None:
+            await self._gone(key, state, snap)
+            return
+        now = self.clock()
+        job = lifecycle.triage(snap.body, snap.pods, now)
+        if isinstance(job, Plan):
+            await self._execute(key, state, lifecycle.job_ref(snap.body), job, snap)
+            return
+        keys = None
+        if resources.needs_ssh_keys(job, snap.owned):
+            keys = await asyncio.to_thread(self.keygen, job.name)  # tens of ms: off the loop
+        plan = self.planner(
+            job, snap.pods, snap.nodes, now, owned=snap.owned, keys=keys, settings=self.settings
+        )
+        await self._execute(key, state, job, plan, snap)
+
+    async def _gone(self, key: JobKey, state: _JobState, snap: Snapshot) -> None:
+        """_gone: the job is not in the cache. Its pods being deleted (garbage collection) are
+        let go once the API server confirms the job is gone; otherwise the job is forgotten."""
+        orphans = lifecycle.plan_orphans(snap.pods)
+        if not orphans.release:
             if state.timer:
                 state.timer.cancel()
             self._jobs.pop(key, None)
             return
-        if (body.get("metadata") or {}).get("deletionTimestamp"):
-            # Being deleted (foreground): plan nothing, or the pods garbage collection removes
-            # would look lost and be replaced. Let the tracked pods go.
-            await self._release_all(key[0], pods)
-            return
+        if await asyncio.to_thread(self.job_exists, *key):
+            return  # the cache has not caught up yet; the job's own pass will handle the pods
+        log.info("releasing pods of a deleted job", namespace=key[0], job=key[1], pods=list(orphans.release))
+        await self._execute(key, state, lifecycle.JobRef(key[0], key[1], ""), orphans, snap)
+
+    async def _execute(
+        self, key: JobKey, state: _JobState, target: Target, plan: Plan, snap: Snapshot
+    ) -> None:
+        """_execute: hand ``plan`` to the executor and map how it ended: stale (plan again
+        soon), namespace terminating (execute the release plan instead), failed (retry), done
+        (requeue when the plan asks)."""
         started = time.perf_counter()
         try:
-            job = parse_job(body)
-        except InvalidJob as e:
-            await asyncio.to_thread(self.executor.fail_invalid, body, str(e))
-            return
-        plan = self.planner(job, pods, nodes, self.clock())
-        try:
-            await asyncio.to_thread(self.executor.execute, job, plan)
+            await asyncio.to_thread(self.executor.execute, target, plan)
         except StaleJob:
             # The newer version's watch event is on its way (or already marked this job dirty).
-            metrics.RECONCILE_ERRORS.labels("stale").inc()
+            metrics.RECONCILE_ERRORS.labels(ErrorStage.STALE.value).inc()
             self._requeue(key, state, STALE_RETRY_SECONDS)
             return
         except NamespaceTerminating:
             # Namespace deletion removes the pods first; none can be replaced. Let them all go.
             log.info("namespace terminating: releasing the job's pods", namespace=key[0], job=key[1])
-            await self._release_all(key[0], pods)
+            await self._execute(key, state, target, lifecycle.release_tracked(snap.pods), snap)
             return
         except (StepFailed, ApiException) as e:
-            metrics.RECONCILE_ERRORS.labels("execute").inc()
+            metrics.RECONCILE_ERRORS.labels(ErrorStage.EXECUTE.value).inc()
             log.warning(
                 "pass failed, retrying", namespace=key[0], job=key[1], error=str(e), retry_s=RETRY_SECONDS
             )
@@ -115,12 +161,8 @@ class Reconciler:
         if plan.requeue_after is not None:
             self._requeue(key, state, max(MIN_REQUEUE_SECONDS, plan.requeue_after))
 
-    async def _release_all(self, namespace: str, pods: Sequence[PodView]) -> None:
-        for pod in pods:
-            if TRACKING_FINALIZER in pod.finalizers:
-                await asyncio.to_thread(self.executor.release, namespace, pod.name)
-
     def _requeue(self, key: JobKey, state: _JobState, delay: float) -> None:
+        """_requeue: pass the job again after ``delay`` seconds (the earlier deadline wins)."""
         loop = asyncio.get_running_loop()
         if state.timer is not None:
             # Keep the earlier of the two deadlines.
@@ -130,6 +172,7 @@ class Reconciler:
         state.timer = loop.call_later(delay, self._fire, key)
 
     def _fire(self, key: JobKey) -> None:
+        """_fire: a requeue timer is due."""
         state = self._jobs.get(key)
         if state is not None:
             state.timer = None
@@ -140,3 +183,6 @@ class Reconciler:
         task = asyncio.ensure_future(self.kick(key))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+__all__ = ["ErrorStage", "JobKey", "Reconciler", "Snapshot", "new_keys"]

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import kopf
 
 from aitj.controller import metrics
-from aitj.controller.executor import OperatorConfig
 from aitj.controller.kubeclient import api_client
 from aitj.controller.logs import configure
+from aitj.core.planner.types import Settings
 
 
 def run(
@@ -32,7 +32,7 @@ def run(
     import aitj.controller.handlers  # noqa: F401  (registers the handlers)
 
     metrics.serve(metrics_port, metrics_address)
-    memo = SimpleNamespace(api_client=api_client(kubeconfig), config=OperatorConfig(dict(priority_classes)))
+    memo = SimpleNamespace(api_client=api_client(kubeconfig), settings=Settings(dict(priority_classes)))
     asyncio.run(_main(namespaces, memo, stop_flag, ready_flag))
 
 

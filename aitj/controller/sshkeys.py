@@ -1,9 +1,11 @@
 """Per-job SSH key pairs for ``plugin.ssh``.
 
 Sits beside the pure core: it draws randomness, so it is kept out of ``aitj.core.render``, which
-takes the key material as input (``render.render_ssh_secret``). The executor calls
-``generate_keypair`` once per job, before the Secret exists, and never again: the Secret is
-immutable and outlives operator restarts.
+takes the key material as input (``render.render_ssh_secret``). The reconciler calls
+``generate_keypair`` only when the cache shows a live ssh job without its Secret
+(``aitj.core.planner.resources.needs_ssh_keys``): once per job, unless the Secret is deleted
+(or the cache is a pass late seeing it; the create then meets AlreadyExists and the spare key
+is dropped). The Secret outlives operator restarts.
 
 Why RSA 3072 and not ed25519: the key is used by whatever OpenSSH (or Dropbear, or paramiko)
 the user's image ships, which we do not control. An RSA key in traditional PEM

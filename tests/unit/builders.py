@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from aitj.controller.executor import STEPS, walk
 from aitj.core import naming
 from aitj.core.api import (
     LABEL_GENERATION,
@@ -33,7 +34,20 @@ from aitj.core.api import (
     RestartScope,
 )
 from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
-from aitj.core.planner import Plan, plan
+from aitj.core.planner import (
+    Event,
+    Manifest,
+    ObjectRef,
+    Outcome,
+    Plan,
+    PodCreate,
+    PodDelete,
+    ReplicasPatch,
+    RestartRecord,
+    SshKeys,
+    plan,
+)
+from aitj.core.planner.resources import needs_ssh_keys
 from aitj.core.wire import format_time
 
 TERMINAL = ("Succeeded", "Failed")
@@ -299,21 +313,35 @@ def running_status(job: Job, pods: Sequence[Pod], now: float = 10) -> dict[str, 
 
 
 # ---------------------------------------------------------------------------------------------
-# A simulated cluster: applies Plans the way the executor does, so scenarios can run several
-# passes, crash in between, and check what the API would end up holding.
+# A simulated cluster: the executor's test double. It applies Plans by walking the executor's
+# own table of steps (aitj.controller.executor.STEPS, through ``walk``), one ``apply_<field>``
+# per step, so scenarios can run several passes, crash in between, and check what the API
+# would end up holding.
+
+# A key pair for the ssh Secret: tests need a value, not a key (aitj.controller.sshkeys makes real ones).
+KEYS = SshKeys("-----BEGIN RSA PRIVATE KEY-----\ntest\n-----END RSA PRIVATE KEY-----\n", "ssh-rsa AAAA test")
+# What ``step(rest=False)`` drops: every step after the status write.
+AFTER_STATUS = tuple(s.field for s in STEPS[[s.field for s in STEPS].index("status") + 1 :])
 
 
 class Cluster:
-    """Cluster: a job, its pods (by name) and nodes; ``step`` plans and applies the plan."""
+    """Cluster: a job, its pods (by name), nodes and the job's other objects (by ObjectRef,
+    their bodies); ``step`` plans and applies the plan."""
 
     def __init__(self, job: Job, pods: Iterable[Pod] = (), node_views: Iterable[NodeView] = ()) -> None:
         self.job = job
         self.pods: dict[str, Pod] = {p.name: p for p in pods}
         self.nodes = {n.name: n for n in node_views} or nodes()
+        self.objects: dict[ObjectRef, Mapping[str, Any]] = {}
         self.history: list[Plan] = []
+        self._now = 0.0
 
     def plan(self, now: float) -> Plan:
-        return plan(self.job, [p.view() for p in self.pods.values()], self.nodes, at(now))
+        owned = frozenset(self.objects)
+        keys = KEYS if needs_ssh_keys(self.job, owned) else None
+        return plan(
+            self.job, [p.view() for p in self.pods.values()], self.nodes, at(now), owned=owned, keys=keys
+        )
 
     def step(self, now: float, *, creates: bool = True, status: bool = True, rest: bool = True) -> Plan:
         """step: plan at ``now`` and apply it; the flags drop parts of it (an executor crash)."""
@@ -325,28 +353,61 @@ class Cluster:
     def apply(
         self, result: Plan, now: float, *, creates: bool = True, status: bool = True, rest: bool = True
     ) -> None:
-        if creates:
-            for c in result.creates:
-                if c.name in self.pods:
-                    continue  # AlreadyExists
-                pod = Pod(c.replica, c.index, c.generation, created=now)
-                pod.raw["metadata"]["annotations"] = dict(c.annotations)
-                self.pods[c.name] = pod
-        if status and result.status is not None:
-            self.job = with_status(self.job, result.status)
-        if rest:
-            for d in result.deletes:
-                pod = self.pods.get(d.name)
-                if pod is None:
-                    continue
-                if d.grace_period_seconds == 0:
-                    pod.deleted(now, 0)
-                elif "deletionTimestamp" not in pod.raw["metadata"]:
-                    pod.deleted(now, 30)
-            for name in result.release:
-                if name in self.pods:
-                    self.pods[name].untracked()
+        """apply: carry ``result`` out as the executor would, minus the parts the flags drop."""
+        skip = ("creates",) * (not creates) + ("status",) * (not status) + AFTER_STATUS * (not rest)
+        self._now = now
+        walk(result, self, "apply_", skip)
         self.collect()
+
+    def apply_ensure(self, manifests: Sequence[Manifest]) -> None:
+        for m in manifests:
+            self.objects.setdefault(m.ref, m.body)  # AlreadyExists
+
+    def apply_removes(self, refs: Sequence[ObjectRef]) -> None:
+        for ref in refs:
+            self.objects.pop(ref, None)
+
+    def apply_creates(self, creates: Sequence[PodCreate]) -> None:
+        for c in creates:
+            if c.name in self.pods:
+                continue  # AlreadyExists
+            pod = Pod(c.replica, c.index, c.generation, created=self._now)
+            pod.raw["metadata"]["annotations"] = dict(c.body["metadata"].get("annotations") or {})
+            self.pods[c.name] = pod
+
+    def apply_discovery(self, manifest: Manifest) -> None:
+        self.objects[manifest.ref] = manifest.body
+
+    def apply_status(self, status: dict[str, Any]) -> None:
+        self.job = with_status(self.job, status)
+
+    def apply_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
+        """apply_spec_replicas: nothing; a test lands the patch itself when it means to."""
+
+    def apply_deletes(self, deletes: Sequence[PodDelete]) -> None:
+        for d in deletes:
+            pod = self.pods.get(d.name)
+            if pod is None:
+                continue
+            if d.grace_period_seconds == 0:
+                pod.deleted(self._now, 0)
+            elif "deletionTimestamp" not in pod.raw["metadata"]:
+                pod.deleted(self._now, 30)
+
+    def apply_release(self, names: Sequence[str]) -> None:
+        for name in names:
+            if name in self.pods:
+                self.pods[name].untracked()
+
+    # Events, metrics and logs leave nothing in the cluster the planner reads.
+    def apply_events(self, events: Sequence[Event]) -> None:
+        """apply_events: nothing the planner reads."""
+
+    def apply_restarts(self, restarts: Sequence[RestartRecord]) -> None:
+        """apply_restarts: metrics and logs only."""
+
+    def apply_outcome(self, outcome: Outcome) -> None:
+        """apply_outcome: metrics and logs only."""
 
     def collect(self) -> None:
         """collect: the API server removes deleted pods without finalizers once they are done

@@ -9,7 +9,7 @@ import pytest
 
 from aitj.core.api import LABEL_JOB, LABEL_REPLICA, MAX_STATUS_CONDITIONS, CleanPodPolicy, Policy
 from aitj.core.observed import ANNOTATION_LEDGER
-from aitj.core.planner import HostEntry, Plan, ResourceAction, plan
+from aitj.core.planner import HostEntry, ObjectKind, ObjectRef, Plan, plan
 from tests.unit.builders import (
     JOB,
     Cluster,
@@ -60,8 +60,10 @@ def test_a_new_job_creates_its_trainers_and_not_yet_the_launcher() -> None:
 
 def test_created_pods_carry_the_restart_counts_and_the_ledger_stamp() -> None:
     create = plan(seed_job(), [], nodes(), at(0)).creates[0]
-    assert create.restart_counts == {"trainer": 0, "launcher": 0}
-    assert create.annotations == {ANNOTATION_LEDGER: "{}"}
+    env = {e["name"]: e.get("value") for e in create.body["spec"]["containers"][0]["env"]}
+    assert env["TRAININGJOB_REPLICA_RESTARTCOUNT"] == "0"
+    assert create.body["metadata"]["annotations"] == {ANNOTATION_LEDGER: "{}"}
+    assert create.body["metadata"]["name"] == create.name  # the survey's name, not computed again
 
 
 def test_the_seed_timeline_gives_the_seeds_condition_history() -> None:
@@ -132,7 +134,7 @@ def test_an_unchanged_job_writes_no_status_and_does_nothing() -> None:
     job = seed_job()
     job = with_status(job, running_status(job, running_seed()))
     result = plan(job, views(running_seed()), nodes(), at(500))
-    assert result == Plan(status=None, resources=ResourceAction.ENSURE)
+    assert result == Plan(status=None)
 
 
 def test_planning_the_same_state_twice_gives_the_same_plan() -> None:
@@ -378,26 +380,26 @@ def finished_pods() -> list[Pod]:
         pytest.param(
             CleanPodPolicy.ALL,
             [TRAINERS[0], TRAINERS[1], TRAINERS[2], LAUNCHER],
-            ResourceAction.DELETE,
+            (ObjectRef(ObjectKind.SERVICE, JOB),),
             id="cleanPodPolicy All deletes every pod and the Service",
         ),
         pytest.param(
             CleanPodPolicy.RUNNING,
             [TRAINERS[1], TRAINERS[2]],
-            ResourceAction.KEEP,
+            (),
             id="cleanPodPolicy Running deletes only the pods still running",
         ),
-        pytest.param(CleanPodPolicy.NONE, [], ResourceAction.KEEP, id="cleanPodPolicy None deletes nothing"),
+        pytest.param(CleanPodPolicy.NONE, [], (), id="cleanPodPolicy None deletes nothing"),
     ],
 )
 def test_clean_pod_policy_on_finish(
-    clean: CleanPodPolicy, deleted: list[str], resources: ResourceAction
+    clean: CleanPodPolicy, deleted: list[str], resources: tuple[ObjectRef, ...]
 ) -> None:
     result = finish(seed_job(clean_pod_policy=clean), finished_pods())
     assert result.outcome is not None
     assert [d.name for d in result.deletes] == deleted
     assert all(d.grace_period_seconds is None for d in result.deletes)
-    assert result.resources is resources
+    assert result.removes == resources
 
 
 def test_a_finished_job_releases_every_finalizer() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from aitj.core.api import Policy, RestartPolicy, RestartScope
 from aitj.core.observed import NodeView
-from aitj.core.planner import Plan, PodDelete, plan
+from aitj.core.planner import DeleteReason, Plan, PodDelete, plan
 from tests.unit.builders import (
     Cluster,
     at,
@@ -61,7 +61,9 @@ def test_a_force_deleted_trainer_is_replaced_at_the_same_index_with_a_new_name()
     assert name_of("trainer", 0, 1) != TRAINERS[0]
     assert result.deletes == () and result.release == (TRAINERS[0],)
     assert result.status is not None and result.status["RestartCount"] == {"trainer": 1, "launcher": 0}
-    assert result.creates[0].restart_counts["trainer"] == 1
+    assert {"name": "TRAININGJOB_REPLICA_RESTARTCOUNT", "value": "1"} in result.creates[0].body["spec"][
+        "containers"
+    ][0]["env"]
     assert condition(result)["type"] == "Restarting"
 
 
@@ -310,8 +312,8 @@ def test_an_old_pod_still_terminating_after_restart_time_limit_is_deleted_with_g
             TRAINERS[2],
             "uid-trainer-2-0",
             0,
+            DeleteReason.STUCK,
             "still terminating 60s after its deletion started (restartTimeLimit)",
-            "stuck",
         ),
     )
     assert [e.reason for e in result.events] == ["ForceDeletingPod"]

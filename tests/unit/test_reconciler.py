@@ -1,26 +1,32 @@
 """The reconciler's glue, with a recording executor: passes are serialised per job, kicks during
-a pass coalesce into one more pass, and each way a pass can end is handled as documented. The
-executor itself is tested against the real apiserver (tests/e2e)."""
+a pass coalesce into one more pass, each way a pass can end is handled as documented, and what
+the reconciler hands the planner (owned objects, settings, key pairs only when needed) and the
+executor (the lifecycle Plans) is what the pure core decided. The executor itself is tested
+with a fake client (test_executor.py) and against the real apiserver (tests/e2e)."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from aitj.controller.executor import NamespaceTerminating, StaleJob, StepFailed
-from aitj.controller.reconciler import JobKey, Reconciler, Snapshot
+from aitj.controller.cache import Snapshot
+from aitj.controller.executor import NamespaceTerminating, StaleJob, StepFailed, Target
+from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler
+from aitj.core import naming
 from aitj.core.api import Job
-from aitj.core.observed import TRACKING_FINALIZER, NodeView, PodView
-from aitj.core.planner.types import Plan
+from aitj.core.observed import TRACKING_FINALIZER, PodView
+from aitj.core.planner.types import ObjectKind, ObjectRef, Owned, Plan, Settings, SshKeys
 from tests.seeds import seed_job
 
 KEY: JobKey = ("default", "test-horovod-elastic")
 NOW = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+KEYS = SshKeys("private", "public")
+SECRET = ObjectRef(ObjectKind.SECRET, naming.ssh_secret_name(KEY[1]))
 
 
 def body(**meta: Any) -> dict[str, Any]:
@@ -32,59 +38,93 @@ def body(**meta: Any) -> dict[str, Any]:
 NOTHING = Plan()
 POD = PodView(name="p-0", namespace="default", job=KEY[1], finalizers=(TRACKING_FINALIZER,))
 OTHER = PodView(name="p-1", namespace="default", job=KEY[1])
+GOING = PodView(name="p-2", namespace="default", job=KEY[1], finalizers=(TRACKING_FINALIZER,), deleted_at=NOW)
 
 
 class Recorder:
-    """Recorder is an executor that records calls and can fail or block on demand."""
+    """Recorder is an executor that records what it is given; it raises ``fails`` one per call
+    and can block on demand."""
 
-    def __init__(self, fail: Exception | None = None) -> None:
-        self.executed: list[tuple[str, Plan]] = []
-        self.released: list[str] = []
-        self.invalid: list[str] = []
-        self.fail = fail
+    def __init__(self, *fails: Exception) -> None:
+        self.executed: list[tuple[Target, Plan]] = []
+        self.fails = list(fails)
         self.gate: threading.Event | None = None
 
-    def execute(self, job: Job, plan: Plan) -> None:
+    def execute(self, target: Target, plan: Plan) -> None:
         if self.gate is not None:
             self.gate.wait(5)
-        self.executed.append((job.resource_version, plan))
-        if self.fail is not None:
-            raise self.fail
+        self.executed.append((target, plan))
+        if self.fails:
+            raise self.fails.pop(0)
 
-    def fail_invalid(self, body: Mapping[str, Any], message: str) -> None:
-        self.invalid.append(message)
+    @property
+    def plans(self) -> list[Plan]:
+        return [p for _, p in self.executed]
 
-    def release(self, namespace: str, pod: str) -> None:
-        self.released.append(pod)
+
+class Planner:
+    """Planner records the calls the reconciler makes to ``plan``."""
+
+    def __init__(self, plan: Plan = NOTHING) -> None:
+        self.plan = plan
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, job: Job, pods: Sequence[PodView], nodes: Any, now: dt.datetime, **given: Any) -> Plan:
+        self.calls.append(given)
+        return self.plan
 
 
 def reconciler(
-    executor: Recorder, doc: dict[str, Any] | None, pods: Sequence[PodView] = (), plan: Plan = NOTHING
-) -> tuple[Reconciler, list[int]]:
-    planned: list[int] = []
+    executor: Recorder,
+    doc: dict[str, Any] | None,
+    pods: Sequence[PodView] = (),
+    plan: Plan = NOTHING,
+    owned: Owned = frozenset({SECRET}),
+    exists: bool = False,
+) -> tuple[Reconciler, Planner, list[str]]:
+    planner = Planner(plan)
+    made: list[str] = []
 
-    def snapshot(key: JobKey) -> Snapshot:
-        return doc, list(pods), {}
+    def keygen(name: str) -> SshKeys:
+        made.append(name)
+        return KEYS
 
-    def planner(job: Job, pods: Sequence[PodView], nodes: Mapping[str, NodeView], now: dt.datetime) -> Plan:
-        planned.append(1)
-        return plan
-
-    return Reconciler(executor, snapshot, clock=lambda: NOW, planner=planner), planned
+    r = Reconciler(
+        executor,
+        lambda key: Snapshot(doc, list(pods), {}, owned),
+        job_exists=lambda namespace, name: exists,
+        settings=Settings({"high": "top"}),
+        clock=lambda: NOW,
+        planner=planner,
+        keygen=keygen,
+    )
+    return r, planner, made
 
 
 def test_a_kick_plans_the_job_once_and_hands_the_plan_to_the_executor() -> None:
     rec = Recorder()
-    r, planned = reconciler(rec, body())
+    r, planner, made = reconciler(rec, body())
     asyncio.run(r.kick(KEY))
-    assert len(planned) == 1
-    assert [v for v, _ in rec.executed] == ["7"]  # the job's version goes with it (stale check)
+    assert len(planner.calls) == 1
+    assert [t.resource_version for t, _ in rec.executed] == ["7"]  # the job's version goes with it
+    assert planner.calls[0] == {
+        "owned": frozenset({SECRET}),
+        "keys": None,
+        "settings": Settings({"high": "top"}),
+    }
+    assert made == []
+
+
+def test_a_missing_ssh_secret_gets_a_fresh_key_pair_passed_to_the_planner() -> None:
+    r, planner, made = reconciler(Recorder(), body(), owned=frozenset())
+    asyncio.run(r.kick(KEY))
+    assert made == [KEY[1]] and planner.calls[0]["keys"] == KEYS
 
 
 def test_kicks_during_a_pass_coalesce_into_one_more_pass() -> None:
     rec = Recorder()
     rec.gate = threading.Event()
-    r, planned = reconciler(rec, body())
+    r, planner, _ = reconciler(rec, body())
 
     async def burst() -> None:
         first = asyncio.ensure_future(r.kick(KEY))
@@ -94,22 +134,36 @@ def test_kicks_during_a_pass_coalesce_into_one_more_pass() -> None:
         await first
 
     asyncio.run(burst())
-    assert len(planned) == 2
+    assert len(planner.calls) == 2
 
 
-def test_a_job_gone_from_the_index_is_forgotten_without_planning() -> None:
+def test_a_job_gone_from_the_cache_is_forgotten_without_planning() -> None:
     rec = Recorder()
-    r, planned = reconciler(rec, None)
+    r, planner, _ = reconciler(rec, None, [POD, OTHER])
     asyncio.run(r.kick(KEY))
-    assert planned == [] and rec.executed == []
+    assert planner.calls == [] and rec.executed == [] and KEY not in r._jobs
+
+
+def test_the_pods_being_deleted_of_a_job_that_is_gone_are_released() -> None:
+    rec = Recorder()
+    r, planner, _ = reconciler(rec, None, [POD, OTHER, GOING])
+    asyncio.run(r.kick(KEY))
+    assert planner.calls == [] and rec.plans == [Plan(release=("p-2",))]
+
+
+def test_a_job_the_cache_lost_but_the_api_server_still_has_keeps_its_pods() -> None:
+    rec = Recorder()
+    r, _, _ = reconciler(rec, None, [GOING], exists=True)
+    asyncio.run(r.kick(KEY))
+    assert rec.executed == []
 
 
 def test_a_job_being_deleted_is_not_planned_and_its_tracked_pods_are_released() -> None:
     rec = Recorder()
-    r, planned = reconciler(rec, body(deletionTimestamp="2026-11-22T00:00:00Z"), [POD, OTHER])
+    r, planner, _ = reconciler(rec, body(deletionTimestamp="2026-11-22T00:00:00Z"), [POD, OTHER])
     asyncio.run(r.kick(KEY))
-    assert planned == []
-    assert rec.released == ["p-0"]  # only the pod that carries the finalizer
+    assert planner.calls == []
+    assert rec.plans == [Plan(release=("p-0",))]  # only the pod that carries the finalizer
 
 
 def test_a_spec_only_the_model_refuses_fails_the_job_instead_of_planning() -> None:
@@ -118,17 +172,22 @@ def test_a_spec_only_the_model_refuses_fails_the_job_instead_of_planning() -> No
         "nope"
     )
     rec = Recorder()
-    r, planned = reconciler(rec, doc)
+    r, planner, _ = reconciler(rec, doc)
     asyncio.run(r.kick(KEY))
-    assert planned == []
-    assert len(rec.invalid) == 1 and "volumeMounts[0].name" in rec.invalid[0]
+    assert planner.calls == []
+    [(target, plan)] = rec.executed
+    assert (target.name, target.uid, target.resource_version) == (KEY[1], "uid-1", "7")
+    assert plan.status is not None and plan.status["phase"] == "Failed"
+    assert [e.reason for e in plan.events] == ["InvalidSpec"] and "volumeMounts[0].name" in plan.events[
+        0
+    ].message
 
 
 def test_a_terminating_namespace_releases_every_tracked_pod() -> None:
-    rec = Recorder(fail=NamespaceTerminating("default"))
-    r, _ = reconciler(rec, body(), [POD, OTHER])
+    rec = Recorder(NamespaceTerminating("default"))
+    r, _, _ = reconciler(rec, body(), [POD, OTHER])
     asyncio.run(r.kick(KEY))
-    assert rec.released == ["p-0"]
+    assert rec.plans == [NOTHING, Plan(release=("p-0",))]
 
 
 @pytest.mark.parametrize(
@@ -139,8 +198,8 @@ def test_a_terminating_namespace_releases_every_tracked_pod() -> None:
     ],
 )
 def test_a_pass_that_fails_is_requeued(error: Exception, delay: float) -> None:
-    rec = Recorder(fail=error)
-    r, planned = reconciler(rec, body())
+    rec = Recorder(error)
+    r, planner, _ = reconciler(rec, body())
 
     async def run() -> float:
         await r.kick(KEY)
@@ -152,16 +211,20 @@ def test_a_pass_that_fails_is_requeued(error: Exception, delay: float) -> None:
 
     due = asyncio.run(run())
     assert delay - 0.1 < due <= delay
-    assert len(planned) == 1
+    assert len(planner.calls) == 1
 
 
 def test_the_plan_s_requeue_after_schedules_the_next_pass() -> None:
     rec = Recorder()
-    r, planned = reconciler(rec, body(), plan=Plan(requeue_after=0.05))
+    r, planner, _ = reconciler(rec, body(), plan=Plan(requeue_after=0.05))
 
     async def run() -> None:
         await r.kick(KEY)
         await asyncio.sleep(0.2)
 
     asyncio.run(run())
-    assert len(planned) >= 2
+    assert len(planner.calls) >= 2
+
+
+def test_the_error_stage_metric_labels_keep_their_values() -> None:
+    assert [s.value for s in ErrorStage] == ["stale", "execute"]

@@ -103,6 +103,7 @@ def pod(
         index,
         generation,
         restart_counts or {},
+        name=naming.pod_name(job.name, job.uid, replica, index, generation),
         priority_class=priority_class,
         finalizer=FINALIZER,
         extra_annotations=extra_annotations or {},

@@ -14,7 +14,7 @@ from aitj.core.api import Job
 from aitj.core.explain.model import ConditionView, Explanation, UnknownPod
 from aitj.core.explain.verdicts import Judge, cleanup, ignored
 from aitj.core.observed import NodeView, PodView
-from aitj.core.planner import Plan, ResourceAction
+from aitj.core.planner import Plan
 from aitj.core.planner.core import plan_and_assessment
 
 
@@ -99,7 +99,7 @@ def _next_pass(job: Job, result: Plan) -> tuple[str, ...]:
         lines.append(f"create pod {c.name} ({c.replica} {c.index}, generation {c.generation})")
     for d in result.deletes:
         grace = " with grace period 0" if d.grace_period_seconds == 0 else ""
-        lines.append(f"delete pod {d.name}{grace}: {d.reason}")
+        lines.append(f"delete pod {d.name}{grace}: {d.message}")
     if result.release:
         lines.append(f"release the finalizer of {', '.join(result.release)}")
     for r in result.restarts:
@@ -109,7 +109,7 @@ def _next_pass(job: Job, result: Plan) -> tuple[str, ...]:
     lines.extend(_status_change(job.status or {}, result.status))
     if result.hosts is not None:
         lines.append(f"rewrite the discovery host list: [{' '.join(h.pod for h in result.hosts)}]")
-    if result.resources is ResourceAction.DELETE:
+    if result.removes:
         lines.append("delete the job's Service (cleanPodPolicy All)")
     for e in result.events:
         lines.append(f"event {e.type} {e.reason}: {e.message}")

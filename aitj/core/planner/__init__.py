@@ -1,9 +1,12 @@
 """The planner: ``plan(job, pods, nodes, now) -> Plan``, the decision core of the operator.
 
 Pure (no kopf, kubernetes or prometheus_client; import-linter enforces it) and clock-free.
-It decides; the executor (aitj/controller/executor.py) only carries the Plan out (see ``types``).
+It decides and renders; the executor (aitj/controller/executor.py) only sends the Plan.
 
-- ``types``: the Plan and its parts, and the order the executor follows.
+- ``types``: the Plan and its parts, and the planner's input data (Settings, Owned, SshKeys).
+- ``lifecycle``: the Plans that are not ``plan``'s: a job being deleted, an invalid spec, a
+  terminating namespace, the pods of a job that is gone; ``triage`` picks.
+- ``resources``: the job's Service, ssh Secret and discovery ConfigMap.
 - ``survey``: slots per replica index, failures, restart decisions, launcher gating (issue 5).
 - ``ledger``: the restart ledger, which keeps restart counts exact across operator crashes.
 - ``outcome``: completePolicy / failPolicy / timeLimit (issue 4).
@@ -16,26 +19,38 @@ What each decision means for users: docs/semantics.md.
 
 from aitj.core.planner.core import plan
 from aitj.core.planner.types import (
+    DeleteReason,
     Event,
     HostEntry,
+    Manifest,
+    ObjectKind,
+    ObjectRef,
     Outcome,
+    Owned,
     Plan,
     PodCreate,
     PodDelete,
     ReplicasPatch,
-    ResourceAction,
     RestartRecord,
+    Settings,
+    SshKeys,
 )
 
 __all__ = [
+    "DeleteReason",
     "Event",
     "HostEntry",
+    "Manifest",
+    "ObjectKind",
+    "ObjectRef",
     "Outcome",
+    "Owned",
     "Plan",
     "PodCreate",
     "PodDelete",
     "ReplicasPatch",
-    "ResourceAction",
     "RestartRecord",
+    "Settings",
+    "SshKeys",
     "plan",
 ]

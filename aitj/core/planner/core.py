@@ -2,8 +2,9 @@
 
 Pure and clock-free. The steps: merge the restart ledger (status + pod stamps + observed
 generations), survey the slots (aitj.core.planner.survey: failures, restarts, gating), judge the
-outcome (aitj.core.planner.outcome), then turn it all into creates, deletes, finalizer releases,
-one status, events, the discovery host list and the next time-based wake-up.
+outcome (aitj.core.planner.outcome), then turn it all into rendered pods to create, deletes,
+finalizer releases, one status, events, the rendered discovery ConfigMap, the job's missing
+objects (aitj.core.planner.resources) and the next time-based wake-up.
 A finished job (Succeeded, Failed, Timeout) only gets its cleanup.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from aitj.core import render
 from aitj.core.api import (
     DEFAULT_RESTART_TIME_LIMIT,
     FINISHED_PHASES,
@@ -23,9 +25,10 @@ from aitj.core.api import (
     Phase,
     ReplicaType,
 )
-from aitj.core.observed import ANNOTATION_LEDGER, NodeView, PodView
-from aitj.core.planner import scaling
+from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
+from aitj.core.planner import resources, scaling
 from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.lifecycle import phase_of
 from aitj.core.planner.outcome import judge, timeout_at
 from aitj.core.planner.status import (
     Condition,
@@ -34,16 +37,19 @@ from aitj.core.planner.status import (
     replica_statuses,
     scale_fields,
 )
-from aitj.core.planner.survey import NewRestart, Retiree, State, Survey, observe, survey
+from aitj.core.planner.survey import NewRestart, Retiree, Slot, State, Survey, observe, survey
 from aitj.core.planner.types import (
+    DeleteReason,
     Event,
     HostEntry,
     Outcome,
+    Owned,
     Plan,
     PodCreate,
     PodDelete,
-    ResourceAction,
     RestartRecord,
+    Settings,
+    SshKeys,
 )
 from aitj.core.wire import format_time, parse_time
 
@@ -51,26 +57,58 @@ EVENT_RESTARTING = "TrainingJobRestarting"
 EVENT_FORCE_DELETING = "ForceDeletingPod"
 
 
-def plan(job: Job, pods: Sequence[PodView], nodes: Mapping[str, NodeView], now: datetime) -> Plan:
+DEFAULT_SETTINGS = Settings()
+
+
+def plan(
+    job: Job,
+    pods: Sequence[PodView],
+    nodes: Mapping[str, NodeView],
+    now: datetime,
+    *,
+    owned: Owned | None = None,
+    keys: SshKeys | None = None,
+    settings: Settings = DEFAULT_SETTINGS,
+) -> Plan:
     """plan: what to do for ``job`` given its observed ``pods``, the cluster's ``nodes`` (by
-    name; a missing node is gone) and the time ``now``. The same inputs give the same Plan."""
-    return plan_and_assessment(job, pods, nodes, now)[0]
+    name; a missing node is gone) and the time ``now``. The same inputs give the same Plan.
+
+    ``owned``: the job's Service, ssh Secret and discovery ConfigMap the cache holds (None: not
+    observed, see ``resources``); ``keys``: a key pair for the ssh Secret when
+    ``resources.needs_ssh_keys`` says one is wanted; ``settings``: the operator's own."""
+    return plan_and_assessment(job, pods, nodes, now, owned=owned, keys=keys, settings=settings)[0]
 
 
 def plan_and_assessment(
-    job: Job, pods: Sequence[PodView], nodes: Mapping[str, NodeView], now: datetime
+    job: Job,
+    pods: Sequence[PodView],
+    nodes: Mapping[str, NodeView],
+    now: datetime,
+    *,
+    owned: Owned | None = None,
+    keys: SshKeys | None = None,
+    settings: Settings = DEFAULT_SETTINGS,
 ) -> tuple[Plan, Assessment | None]:
     """plan_and_assessment: ``plan``, and the Assessment it was made from (None for a job that
     has finished: its cleanup assesses nothing). ``aitj explain`` reads both."""
     prev: dict[str, Any] = dict(job.status or {})
     mine = [p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)]
-    if _phase(prev.get("phase")) in FINISHED_PHASES:
-        return _cleanup(job, mine, _phase(prev.get("phase"))), None
+    if (phase := phase_of(prev)) in FINISHED_PHASES:
+        return _cleanup(job, mine, phase, owned), None
     a = assess(job, mine, nodes, now)
     outcome = judge(job.spec, a.found, a.started, now)
     if outcome is not None:
-        return _finish(job, mine, prev, a.found, a.ledger, outcome, now), a
-    return _live(job, prev, a.found, a.scale, a.started, now), a
+        return _finish(job, mine, prev, a.found, a.ledger, outcome, now, owned), a
+    return _live(job, prev, a.found, a.scale, a.started, now, _Given(owned, keys, settings)), a
+
+
+@dataclass(frozen=True)
+class _Given:
+    """_Given: plan's inputs about the world beyond the job's pods, for a live job."""
+
+    owned: Owned | None
+    keys: SshKeys | None
+    settings: Settings
 
 
 @dataclass(frozen=True)
@@ -98,13 +136,6 @@ def assess(job: Job, mine: Sequence[PodView], nodes: Mapping[str, NodeView], now
     return Assessment(ledger, scale, found, started)
 
 
-def _phase(value: object) -> Phase | None:
-    try:
-        return Phase(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
-
-
 # ---------------------------------------------------------------------------------------------
 # A job that goes on
 
@@ -116,9 +147,10 @@ def _live(
     scale: scaling.Scaling,
     started: datetime | None,
     now: datetime,
+    given: _Given,
 ) -> Plan:
     stamp = format_time(now)
-    previous = _phase(prev.get("phase"))
+    previous = phase_of(prev)
     shape = scale.shape
     began, busy = scaling.conditions(job, scale)
     condition = live_condition(job, found, previous, started is not None, began, busy, shape.joining)
@@ -127,7 +159,7 @@ def _live(
     counts = {r.name: found.ledger.replica(r.name).restart_count for r in job.spec.replicas}
     annotations = {ANNOTATION_LEDGER: found.ledger.annotation()}
     creates = tuple(
-        PodCreate(s.name, s.replica.name, s.index, s.generation, counts, annotations)
+        _create(job, s, counts, annotations, given.settings)
         for s in found.slots
         if s.state in (State.CREATE, State.REPLACE)
     )
@@ -154,8 +186,11 @@ def _live(
         ]
         status["restarts"] = history[-MAX_RESTART_RECORDS:]
     wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
+    changed = hosts is not None and prev.get("discoveryHosts") != [h.pod for h in hosts]
     return Plan(
+        ensure=resources.ensure(job, given.owned, given.keys, hosts or ()),
         creates=creates,
+        discovery=resources.discovery(job, hosts) if hosts is not None and changed else None,
         deletes=deletes,
         release=release,
         status=None if status == prev else status,
@@ -163,11 +198,29 @@ def _live(
             tuple(_restart_event(new) for new in found.restarts) + force_events + scaling.events(job, scale)
         ),
         requeue_after=min(wake) if wake else None,
-        hosts=hosts if hosts is not None and prev.get("discoveryHosts") != [h.pod for h in hosts] else None,
-        resources=ResourceAction.ENSURE,
+        hosts=hosts if changed else None,
         restarts=records,
         spec_replicas=scale.patches,
     )
+
+
+def _create(
+    job: Job, slot: Slot, counts: Mapping[str, int], annotations: Mapping[str, str], settings: Settings
+) -> PodCreate:
+    """_create: the pod of ``slot`` (its successor's, for a replacement), rendered under the
+    name the survey gave it."""
+    body = render.render_pod(
+        job,
+        slot.replica,
+        slot.index,
+        slot.generation,
+        counts,
+        name=slot.name,
+        priority_class=settings.priority_classes.get(job.spec.priority or ""),
+        finalizer=TRACKING_FINALIZER,
+        extra_annotations=annotations,
+    )
+    return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, body)
 
 
 def _status(
@@ -218,7 +271,8 @@ def _retire(
         p = t.pod
         limit = limits.get(p.replica or "", DEFAULT_RESTART_TIME_LIMIT)
         if not p.deleting:
-            deletes.append(PodDelete(p.name, p.uid, None, t.text, "restart" if t.restart else "unwanted"))
+            why = DeleteReason.RESTART if t.restart else DeleteReason.UNWANTED
+            deletes.append(PodDelete(p.name, p.uid, None, why, t.text))
             if t.restart:
                 wake.append(float(limit))
             continue
@@ -229,10 +283,12 @@ def _retire(
         if now < due:
             wake.append((due - now).total_seconds())
             continue
-        why = f"still terminating {limit}s after its deletion started (restartTimeLimit)"
-        deletes.append(PodDelete(p.name, p.uid, 0, why, "stuck"))
+        stuck = f"still terminating {limit}s after its deletion started (restartTimeLimit)"
+        deletes.append(PodDelete(p.name, p.uid, 0, DeleteReason.STUCK, stuck))
         events.append(
-            Event("Warning", EVENT_FORCE_DELETING, f"pod {p.name} is {why}: deleting it with grace period 0")
+            Event(
+                "Warning", EVENT_FORCE_DELETING, f"pod {p.name} is {stuck}: deleting it with grace period 0"
+            )
         )
     release = tuple(t.pod.name for t in retirees if t.pod.tracked)
     return tuple(deletes), tuple(dict.fromkeys(release)), tuple(events), wake
@@ -297,6 +353,7 @@ def _finish(
     ledger: Ledger,
     outcome: Outcome,
     now: datetime,
+    owned: Owned | None,
 ) -> Plan:
     """_finish: the pass in which the job ends. Restarts decided in the same pass are dropped
     (nothing is created once the job has ended), so the ledger is the one before them."""
@@ -304,19 +361,19 @@ def _finish(
     condition = Condition(outcome.phase, outcome.reason, outcome.message)
     status = _status(job, prev, ledger, found, condition, stamp)
     status["completionTime"] = stamp
-    cleanup = _cleanup(job, pods, outcome.phase)
+    cleanup = _cleanup(job, pods, outcome.phase, owned)
     kind = "Normal" if outcome.phase is Phase.SUCCEEDED else "Warning"
     return Plan(
+        removes=cleanup.removes,
         deletes=cleanup.deletes,
         release=cleanup.release,
         status=status,
         events=(Event(kind, outcome.reason, outcome.message),),
-        resources=cleanup.resources,
         outcome=outcome,
     )
 
 
-def _cleanup(job: Job, pods: Sequence[PodView], phase: Phase | None) -> Plan:
+def _cleanup(job: Job, pods: Sequence[PodView], phase: Phase | None, owned: Owned | None) -> Plan:
     """_cleanup: cleanPodPolicy on a finished job. All: delete every pod (and the Service);
     Running: delete the pods not finished; None: keep them. Every finalizer is released: a
     finished job tracks nothing. The status is left alone."""
@@ -329,7 +386,7 @@ def _cleanup(job: Job, pods: Sequence[PodView], phase: Phase | None) -> Plan:
         and (policy is CleanPodPolicy.ALL or (policy is CleanPodPolicy.RUNNING and not p.terminal))
     ]
     return Plan(
-        deletes=tuple(PodDelete(p.name, p.uid, None, reason, "cleanup") for p in doomed),
+        removes=resources.removes(job, owned),
+        deletes=tuple(PodDelete(p.name, p.uid, None, DeleteReason.CLEANUP, reason) for p in doomed),
         release=tuple(p.name for p in pods if p.tracked),
-        resources=ResourceAction.DELETE if policy is CleanPodPolicy.ALL else ResourceAction.KEEP,
     )

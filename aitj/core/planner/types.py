@@ -1,28 +1,12 @@
 """The Plan: everything one reconcile pass should do, as plain frozen data.
 
-Pure. ``aitj.core.planner.plan`` returns a Plan; the executor (aitj/controller/executor.py)
-carries it out in this
-order, and the planner is written so that a crash or a failed call anywhere in between is
-repaired by the next pass:
+Pure. The planner's functions return Plans (``plan`` for a job that parses,
+``aitj.core.planner.lifecycle`` for the rest); every manifest in a Plan is already rendered,
+so carrying one out is sending it. How, in what order and with what error handling the
+executor sends it: ``aitj.controller.executor`` (its module docstring and ``STEPS``).
 
-1. ``resources``: ENSURE the headless Service (and the ssh Secret / discovery ConfigMap when
-   the plugins are on) exists; DELETE the Service (cleanPodPolicy All after the job finished).
-2. ``creates``: render each pod with ``aitj.core.render.render_pod(job, job.spec.replica(c.replica),
-   c.index, c.generation, c.restart_counts, finalizer=observed.TRACKING_FINALIZER,
-   extra_annotations=c.annotations, ...)`` and create it; AlreadyExists counts as success.
-   If any other create fails, stop here and requeue: the rest of the plan assumes the pods
-   exist.
-3. ``hosts``: when not None, rewrite the discovery ConfigMap with exactly these hosts.
-4. ``status``: when not None, write it (the whole status; one write per pass).
-   Then ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in
-   one JSON patch of the job that first tests the value it replaces, so that a newer edit
-   wins; a failed test (or the job gone) is not an error: the next pass sees the new spec.
-5. ``deletes``: delete each pod with the uid precondition and the grace period given;
-   NotFound and a uid Conflict count as success.
-6. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
-7. ``events``: emit them on the job (one with a ``name`` only once). Then count ``restarts`` /
-   ``outcome`` in metrics.
-8. ``requeue_after``: plan the job again after that many seconds even if nothing changes.
+Also here: what the planner is told about the objects the job owns (``ObjectRef``, ``Owned``)
+besides its pods, and the operator's own settings (``Settings``), both plain input data.
 """
 
 from __future__ import annotations
@@ -35,45 +19,90 @@ from typing import Any
 from aitj.core.api import Phase, RestartScope
 
 
-class ResourceAction(enum.StrEnum):
-    """What to do with the job's Service, ssh Secret and discovery ConfigMap."""
+class ObjectKind(enum.StrEnum):
+    """ObjectKind: the kinds of object, other than pods, the operator makes for a job."""
 
-    ENSURE = "Ensure"  # create whichever is missing (the job is live)
-    DELETE = "Delete"  # delete the Service (finished, cleanPodPolicy All); the rest go with the job
-    KEEP = "Keep"  # leave everything as it is (finished, cleanPodPolicy Running or None)
+    SERVICE = "Service"  # the headless Service behind the pods' DNS names
+    SECRET = "Secret"  # plugin.ssh: the job's key pair
+    CONFIGMAP = "ConfigMap"  # plugin.discovery: the host list
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """ObjectRef: one object of the job's namespace, by kind and name."""
+
+    kind: ObjectKind
+    name: str
+
+
+# The job's objects (other than pods) the controller's cache holds, found by the job label.
+Owned = frozenset[ObjectRef]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Manifest: an object to send, rendered. ``body`` is left out of repr: it can hold key
+    material (the ssh Secret), and a Plan must be safe to print."""
+
+    kind: ObjectKind
+    name: str
+    body: Mapping[str, Any] = field(repr=False, hash=False)
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(self.kind, self.name)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings: what the operator was started with that shapes what it renders.
+    ``priority_classes``: job priority -> PriorityClass name (``aitj run --priority-class``)."""
+
+    priority_classes: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class SshKeys:
+    """SshKeys: a fresh key pair for a job's ssh Secret, made outside the pure core (it is
+    randomness) and passed in like ``now``. Not in repr: keys must never reach a log."""
+
+    private_pem: str = field(repr=False)
+    public_openssh: str = field(repr=False)
 
 
 @dataclass(frozen=True)
 class PodCreate:
     """PodCreate: a pod to create. ``name`` is naming.pod_name(job, uid, replica, index,
-    generation); ``restart_counts`` is the job's RestartCount as planned in this pass;
-    ``annotations`` must be put on the pod (the restart ledger)."""
+    generation); ``body`` the pod rendered by ``aitj.core.render.render_pod`` under that name,
+    with the restart counts and the restart-ledger stamp of this pass."""
 
     name: str
     replica: str
     index: int
     generation: int
-    restart_counts: Mapping[str, int] = field(hash=False)
-    annotations: Mapping[str, str] = field(hash=False)
+    body: Mapping[str, Any] = field(repr=False, hash=False)
+
+
+class DeleteReason(enum.StrEnum):
+    """DeleteReason: why a pod is deleted. The values are the ``kind`` label of
+    aitj_pods_deleted_total: do not change them."""
+
+    RESTART = "restart"  # the old pod of a restart
+    STUCK = "stuck"  # still terminating restartTimeLimit after its deletion: force-deleted
+    UNWANTED = "unwanted"  # no index wants it (scaled away, replica gone)
+    CLEANUP = "cleanup"  # a finished job's cleanPodPolicy removes it
 
 
 @dataclass(frozen=True)
 class PodDelete:
     """PodDelete: a pod to delete. ``grace_period_seconds`` None: the pod's own grace period.
-
-    ``reason`` is for people (logs); ``kind`` is for metrics, one of DELETE_KINDS."""
+    ``reason`` says why (metrics); ``message`` says it for people (logs, ``aitj explain``)."""
 
     name: str
     uid: str
     grace_period_seconds: int | None
-    reason: str
-    kind: str = "unwanted"
-
-
-# PodDelete.kind values: the old pod of a restart; a pod still terminating restartTimeLimit after
-# its deletion (force-deleted); a pod no index wants (scaled away, replica gone); the pods a
-# finished job's cleanPodPolicy removes.
-DELETE_KINDS = ("restart", "stuck", "unwanted", "cleanup")
+    reason: DeleteReason
+    message: str
 
 
 @dataclass(frozen=True)
@@ -90,8 +119,8 @@ class Event:
 
 @dataclass(frozen=True)
 class HostEntry:
-    """HostEntry: one Running worker for the discovery host list. The executor turns it into
-    ``(naming.pod_host(job.name, pod), render.slots_for(job.spec.replica(replica).template))``."""
+    """HostEntry: one Running worker in the discovery host list, for people (``aitj explain``,
+    tests); what is sent is ``Plan.discovery``, the rendered ConfigMap."""
 
     pod: str
     replica: str
@@ -135,16 +164,19 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Plan:
-    """Plan: what one pass should do; see the module docstring for how to carry it out."""
+    """Plan: what one pass should do. Each field but ``hosts`` and ``requeue_after`` is a step
+    of ``aitj.controller.executor.STEPS``; empty (or None) means nothing to do."""
 
+    ensure: tuple[Manifest, ...] = ()  # the job's objects the cache does not hold: create them
+    removes: tuple[ObjectRef, ...] = ()  # delete (the Service, cleanPodPolicy All)
     creates: tuple[PodCreate, ...] = ()
+    discovery: Manifest | None = None  # the discovery ConfigMap to rewrite; None: unchanged
+    status: dict[str, Any] | None = field(default=None, hash=False)  # the new status; None: unchanged
+    spec_replicas: tuple[ReplicasPatch, ...] = ()  # set replicas back (after the status write)
     deletes: tuple[PodDelete, ...] = ()
     release: tuple[str, ...] = ()  # pod names whose TRACKING_FINALIZER to remove
-    status: dict[str, Any] | None = field(default=None, hash=False)  # the new status; None: unchanged
     events: tuple[Event, ...] = ()
-    requeue_after: float | None = None  # seconds
-    hosts: tuple[HostEntry, ...] | None = None  # None: the discovery host list is unchanged
-    resources: ResourceAction = ResourceAction.ENSURE
     restarts: tuple[RestartRecord, ...] = ()
     outcome: Outcome | None = None
-    spec_replicas: tuple[ReplicasPatch, ...] = ()  # set replicas back (after the status write)
+    hosts: tuple[HostEntry, ...] | None = None  # what ``discovery`` lists, for people
+    requeue_after: float | None = None  # seconds: plan the job again then even if nothing changes

@@ -54,18 +54,21 @@ def render_pod(
     generation: int,
     restart_counts: Mapping[str, int],
     *,
+    name: str,
     priority_class: str | None,
     finalizer: str,
     extra_annotations: Mapping[str, str] = _NO_ANNOTATIONS,
 ) -> dict[str, Any]:
-    """render_pod returns the pod for ``index`` of ``replica`` at restart ``generation``.
+    """render_pod returns the pod ``name`` for ``index`` of ``replica`` at restart ``generation``.
 
-    ``restart_counts`` is ``status.RestartCount`` (replica name → restarts); this replica's
-    entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. The replica's template is not modified.
+    ``name`` is ``naming.pod_name(job.name, job.uid, replica.name, index, generation)``, which
+    the planner has already computed for the slot: it is taken, not computed again, so a pod's
+    name has one source. ``restart_counts`` is ``status.RestartCount`` (replica name →
+    restarts); this replica's entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. The replica's
+    template is not modified.
     Raises ValueError if the pod name cannot be a hostname (longer than 63 characters):
     admission is expected to keep job and replica names short enough.
     """
-    name = naming.pod_name(job.name, job.uid, replica.name, index, generation)
     service = naming.service_name(job.name)
     require_dns1123_label(name, "pod name (used as the pod's hostname)")
     require_dns1035_label(service, "Service name (the job name, used as the pod's subdomain)")

@@ -1,0 +1,87 @@
+"""The job's objects other than pods: which it needs, rendered, given which the cache holds.
+
+Pure. The controller's cache observes the Service, ssh Secret and discovery ConfigMap of each
+job by the job label (``aitj.controller.cache``) and the snapshot hands them to ``plan`` as
+``owned``; whatever a live job needs and ``owned`` lacks is planned as a create (``ensure``),
+so an object deleted by hand comes back on the next pass. A finished job gets nothing new;
+with cleanPodPolicy All its Service is removed (the rest goes with the job).
+
+``owned`` None means "not observed" (``aitj explain``, tests of other parts of the planner):
+nothing is planned about these objects then, as if all were in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aitj.core import naming, render
+from aitj.core.api import CleanPodPolicy, Job
+from aitj.core.planner.lifecycle import finished
+from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, SshKeys
+
+
+def service_ref(job: Job) -> ObjectRef:
+    """service_ref: the job's headless Service."""
+    return ObjectRef(ObjectKind.SERVICE, naming.service_name(job.name))
+
+
+def secret_ref(job: Job) -> ObjectRef:
+    """secret_ref: the job's ssh Secret (plugin.ssh)."""
+    return ObjectRef(ObjectKind.SECRET, naming.ssh_secret_name(job.name))
+
+
+def configmap_ref(job: Job) -> ObjectRef:
+    """configmap_ref: the job's discovery ConfigMap (plugin.discovery)."""
+    return ObjectRef(ObjectKind.CONFIGMAP, naming.discovery_configmap_name(job.name))
+
+
+def needs_ssh_keys(job: Job, owned: Owned | None) -> bool:
+    """needs_ssh_keys: the job is live, has plugin.ssh, and its Secret is not in ``owned``: the
+    controller must make a key pair and pass it to ``plan``. Asked before planning so keys are
+    made only then (RSA generation costs tens of milliseconds)."""
+    return owned is not None and job.spec.ssh and not finished(job) and secret_ref(job) not in owned
+
+
+def ensure(
+    job: Job, owned: Owned | None, keys: SshKeys | None, hosts: Sequence[HostEntry]
+) -> tuple[Manifest, ...]:
+    """ensure: the objects a live job needs that ``owned`` lacks, rendered, in the order they
+    are created (Service, Secret, ConfigMap). A missing ConfigMap is made with the current
+    ``hosts``, so one deleted by hand comes back complete. Raises ValueError when the Secret
+    is missing and ``keys`` is None (the caller skipped ``needs_ssh_keys``)."""
+    if owned is None:
+        return ()
+    out: list[Manifest] = []
+    if service_ref(job) not in owned:
+        out.append(Manifest(ObjectKind.SERVICE, service_ref(job).name, render.render_service(job)))
+    if job.spec.ssh and secret_ref(job) not in owned:
+        if keys is None:
+            raise ValueError(
+                f"job {job.namespace}/{job.name}: the ssh Secret is missing and no key pair was given"
+            )
+        body = render.render_ssh_secret(job, keys.private_pem, keys.public_openssh)
+        out.append(Manifest(ObjectKind.SECRET, secret_ref(job).name, body))
+    if job.spec.discovery and configmap_ref(job) not in owned:
+        out.append(discovery(job, hosts))
+    return tuple(out)
+
+
+def discovery(job: Job, hosts: Sequence[HostEntry]) -> Manifest:
+    """discovery: the discovery ConfigMap listing ``hosts`` in order, each by its stable DNS
+    name with its slots (the GPUs of its replica's template)."""
+    lines = [
+        (naming.pod_host(job.name, h.pod), render.slots_for(job.spec.replica(h.replica).template))
+        for h in hosts
+    ]
+    return Manifest(
+        ObjectKind.CONFIGMAP, configmap_ref(job).name, render.render_discovery_configmap(job, lines)
+    )
+
+
+def removes(job: Job, owned: Owned | None) -> tuple[ObjectRef, ...]:
+    """removes: for a finished job, its Service under cleanPodPolicy All, unless ``owned``
+    shows it gone already (not observed: planned every pass, NotFound being success)."""
+    ref = service_ref(job)
+    if job.spec.clean_pod_policy is not CleanPodPolicy.ALL or (owned is not None and ref not in owned):
+        return ()
+    return (ref,)

@@ -1,0 +1,115 @@
+"""The job's objects other than pods (aitj.core.planner.resources): the planner sees, through
+``owned``, which of the Service, ssh Secret and discovery ConfigMap exist, and plans the
+missing ones, rendered; the Service goes with cleanPodPolicy All."""
+
+from __future__ import annotations
+
+import pytest
+
+from aitj.core import naming
+from aitj.core.api import CleanPodPolicy
+from aitj.core.planner import ObjectKind, ObjectRef, Settings, plan
+from aitj.core.planner.resources import configmap_ref, needs_ssh_keys, secret_ref, service_ref
+from tests.unit.builders import JOB, KEYS, Cluster, at, nodes, running_seed, seed_job, views, with_status
+
+SERVICE = ObjectRef(ObjectKind.SERVICE, JOB)
+SECRET = ObjectRef(ObjectKind.SECRET, f"{JOB}-ssh")
+CONFIGMAP = ObjectRef(ObjectKind.CONFIGMAP, f"{JOB}-discovery")
+ALL = frozenset({SERVICE, SECRET, CONFIGMAP})
+
+
+def running() -> Cluster:
+    cluster = Cluster(seed_job(), running_seed())
+    cluster.step(10)
+    assert cluster.status["phase"] == "Running"
+    return cluster
+
+
+def test_a_new_job_gets_its_service_secret_and_configmap_before_its_pods() -> None:
+    result = plan(seed_job(), [], nodes(), at(0), owned=frozenset(), keys=KEYS)
+    assert [m.ref for m in result.ensure] == [SERVICE, SECRET, CONFIGMAP]
+    secret = result.ensure[1].body
+    assert secret["metadata"]["name"] == naming.ssh_secret_name(JOB) and "private" not in repr(result)
+    assert result.creates  # and the pods, in the same pass
+
+
+def test_a_service_deleted_by_hand_is_planned_again() -> None:
+    cluster = running()
+    assert set(cluster.objects) == ALL
+    del cluster.objects[SERVICE]
+    result = cluster.step(20)
+    assert [m.ref for m in result.ensure] == [SERVICE]
+    assert SERVICE in cluster.objects and cluster.step(30).ensure == ()
+
+
+def test_a_configmap_deleted_by_hand_comes_back_with_the_current_hosts() -> None:
+    cluster = running()
+    del cluster.objects[CONFIGMAP]
+    [configmap] = cluster.step(20).ensure
+    assert configmap.body["data"]["hosts"] == "".join(
+        f"{naming.pod_host(JOB, name)}:1\n" for name in cluster.status["discoveryHosts"]
+    )
+
+
+def test_objects_in_place_are_not_planned() -> None:
+    cluster = running()
+    assert cluster.step(20).ensure == ()
+
+
+def test_a_missing_secret_without_a_key_pair_is_a_caller_error() -> None:
+    with pytest.raises(ValueError, match="no key pair"):
+        plan(seed_job(), [], nodes(), at(0), owned=frozenset({SERVICE, CONFIGMAP}))
+
+
+@pytest.mark.parametrize(
+    ("ssh", "owned", "finished", "wanted"),
+    [
+        pytest.param(True, frozenset(), False, True, id="a live ssh job without its Secret needs keys"),
+        pytest.param(True, ALL, False, False, id="one with its Secret does not"),
+        pytest.param(False, frozenset(), False, False, id="a job without plugin.ssh does not"),
+        pytest.param(True, frozenset(), True, False, id="a finished job does not"),
+        pytest.param(True, None, False, False, id="nor one whose objects are not observed"),
+    ],
+)
+def test_needs_ssh_keys(ssh: bool, owned: frozenset[ObjectRef] | None, finished: bool, wanted: bool) -> None:
+    job = seed_job(ssh=ssh, status={"phase": "Succeeded"} if finished else None)
+    assert needs_ssh_keys(job, owned) is wanted
+
+
+def test_without_plugins_only_the_service_is_planned() -> None:
+    result = plan(seed_job(ssh=False, discovery=False), [], nodes(), at(0), owned=frozenset())
+    assert [m.ref for m in result.ensure] == [SERVICE]
+
+
+def test_not_observed_plans_no_objects() -> None:
+    assert plan(seed_job(), [], nodes(), at(0)).ensure == ()
+
+
+@pytest.mark.parametrize(
+    ("policy", "owned", "removes"),
+    [
+        pytest.param(CleanPodPolicy.ALL, ALL, (SERVICE,), id="cleanPodPolicy All removes the Service"),
+        pytest.param(CleanPodPolicy.ALL, frozenset(), (), id="not again once it is gone"),
+        pytest.param(CleanPodPolicy.RUNNING, ALL, (), id="cleanPodPolicy Running keeps it"),
+    ],
+)
+def test_a_finished_job_gets_nothing_new_and_its_cleanup(
+    policy: CleanPodPolicy, owned: frozenset[ObjectRef], removes: tuple[ObjectRef, ...]
+) -> None:
+    job = with_status(seed_job(clean_pod_policy=policy), {"phase": "Succeeded"})
+    result = plan(job, views(running_seed()), nodes(), at(0), owned=owned)
+    assert result.ensure == () and result.removes == removes
+
+
+def test_the_refs_are_named_as_naming_says() -> None:
+    job = seed_job()
+    assert (service_ref(job), secret_ref(job), configmap_ref(job)) == (SERVICE, SECRET, CONFIGMAP)
+
+
+def test_the_operator_s_priority_class_reaches_the_rendered_pod() -> None:
+    settings = Settings({"normal": "batch-normal"})
+    result = plan(seed_job(), [], nodes(), at(0), settings=settings)
+    assert {c.body["spec"].get("priorityClassName") for c in result.creates} == {"batch-normal"}
+    assert all(
+        "priorityClassName" not in c.body["spec"] for c in plan(seed_job(), [], nodes(), at(0)).creates
+    )
