@@ -9,6 +9,10 @@ options and calls into the module that does the work.
 - ``scale``: ``aitj scaleout`` / ``aitj scalein``.
 - ``explain``: ``aitj explain JOB [POD]``.
 - ``tools``: ``aitj demo`` / ``aitj bench``.
+
+Helpers of the commands, not commands: ``options`` (options several commands take),
+``output`` (stderr lines), ``explain_text`` (an Explanation as text), ``scale_progress`` (how a
+scale goes, read from the job alone). The command modules do not import each other.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from aitj.cli.options import cluster_name_option
 from aitj.cli.output import say as _say
 from aitj.devcluster import nodes as nodes_mod
 from aitj.devcluster.build import BuildError, ensure_built
@@ -24,10 +25,6 @@ def cluster() -> None:
 
 _DEFAULTS = ClusterConfig()
 
-name_option = click.option(
-    "--name", default="default", show_default=True, help="Cluster name (state folder)."
-)
-
 
 @cluster.command("build")
 def cluster_build() -> None:
@@ -41,7 +38,7 @@ def cluster_build() -> None:
 
 
 @cluster.command("up")
-@name_option
+@cluster_name_option
 @click.option(
     "--nodes", default=_DEFAULTS.nodes, show_default=True, type=click.IntRange(min=0), help="Simulated nodes."
 )
@@ -84,7 +81,7 @@ def cluster_up(name: str, nodes: int, node_profile: str, base_port: int, node_gr
 
 
 @cluster.command("down")
-@name_option
+@cluster_name_option
 def cluster_down(name: str) -> None:
     """Stop every component of the local cluster."""
     was = LocalCluster(name).down()
@@ -92,7 +89,7 @@ def cluster_down(name: str) -> None:
 
 
 @cluster.command("status")
-@name_option
+@cluster_name_option
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def cluster_status(name: str, as_json: bool) -> None:
     """Show whether each component runs and the cluster is healthy (exit 1 if not)."""
@@ -113,7 +110,7 @@ def cluster_status(name: str, as_json: bool) -> None:
 
 
 @cluster.command("kubeconfig")
-@name_option
+@cluster_name_option
 def cluster_kubeconfig(name: str) -> None:
     """Print the path of the cluster's admin kubeconfig."""
     c = LocalCluster(name)

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from aitj.cli import explain_text
+from aitj.cli.options import job_namespace_option, kubeconfig_option
 from aitj.controller.kubeclient import api_client, context_namespace
 from aitj.core import api
 from aitj.core import explain as why
@@ -45,14 +46,8 @@ _STYLE = {
 @click.command("explain")
 @click.argument("job")
 @click.argument("pod", required=False)
-@click.option(
-    "-n", "--namespace", help="The job's namespace (default: the kubeconfig context's, else default)."
-)
-@click.option(
-    "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
-)
+@job_namespace_option
+@kubeconfig_option
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 def explain(job: str, pod: str | None, namespace: str | None, kubeconfig: Path | None, as_json: bool) -> None:
     """Explain what the operator sees of JOB (or of its pod POD) and what its next pass would do.

@@ -9,13 +9,11 @@ from pathlib import Path
 
 import click
 
+from aitj.cli.options import kubeconfig_option
+
 
 @click.command("run")
-@click.option(
-    "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
-)
+@kubeconfig_option
 @click.option(
     "--namespace",
     "-n",

@@ -26,6 +26,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from aitj.cli.options import job_namespace_option, kubeconfig_option
 from aitj.cli.scale_progress import (
     EXIT_DONE,
     EXIT_NO_ANSWER,
@@ -71,16 +72,8 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
                 show_default=True,
                 help="The replica spec to scale (the workers).",
             ),
-            click.option(
-                "-n",
-                "--namespace",
-                help="The job's namespace (default: the kubeconfig context's, else default).",
-            ),
-            click.option(
-                "--kubeconfig",
-                type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
-            ),
+            job_namespace_option,
+            kubeconfig_option,
             click.option(
                 "--wait/--no-wait",
                 default=True,

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import click
 
-from aitj.cli.cluster import name_option
+from aitj.cli.options import cluster_name_option
 from aitj.devcluster.build import BuildError
 from aitj.devcluster.cluster import ClusterError
 
 
 @click.command("demo")
-@name_option
+@cluster_name_option
 def demo(name: str) -> None:
     """Run the CCE seed training job on the local cluster and show what happens."""
     from aitj.tools.demo import DemoError, run_demo

@@ -11,4 +11,6 @@ runs one pass per job at a time, and carries each Plan out.
 - ``runner``: ``aitj run``: the API client and kopf's operator loop.
 - ``metrics``, ``logs``: Prometheus metrics and structlog.
 - ``sshkeys``: fresh key pairs for the ssh plugin (randomness stays out of the core).
+- ``kubeclient``: the API client, the apiserver's error text, the context namespace (the CLI
+  uses them too).
 """

@@ -11,5 +11,6 @@ Inside, from the top (a module may import those below it, never above):
 - ``policy`` (failure classification, rule matching) and ``render`` (manifests).
 - ``observed``: slim views of pods and nodes, built from watch bodies.
 - ``api``: the AITrainingJob model, its names, and validation with field paths.
-- ``exitcodes`` (the exitCodes grammar) and ``naming`` (deterministic names).
+- ``exitcodes`` (the exitCodes grammar), ``naming`` (deterministic names) and ``wire`` (JSON
+  field access and timestamps as the API writes them).
 """
