@@ -11,7 +11,6 @@ Chosen by environment, in this order:
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from kubernetes import client
 
 from aitj.controller.kubeclient import api_client
 from aitj.devcluster.cluster import ClusterConfig, LocalCluster, Ports, port_free
-from aitj.devcluster.versions import kubectl_binary
+from aitj.devcluster.versions import run_kubectl
 
 TEST_NODES = 4
 TEST_PROFILE = "cce"
@@ -39,14 +38,7 @@ class KubeCluster:
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
-        exe = str(kubectl_binary()) if kubectl_binary().exists() else (shutil.which("kubectl") or "kubectl")
-        proc = subprocess.run(
-            [exe, f"--kubeconfig={self.kubeconfig}", *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        proc = run_kubectl(self.kubeconfig, *args, input=input)
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
         return proc

@@ -34,7 +34,7 @@ from aitj.devcluster.config import (
     Ports,
     write_files,
 )
-from aitj.devcluster.versions import kubectl_binary, state_dir
+from aitj.devcluster.versions import run_kubectl, state_dir
 
 # The names importers know this module by; they are defined in ``config``.
 __all__ = [
@@ -255,13 +255,7 @@ class LocalCluster:
         self, *args: str, input: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         """kubectl runs the cluster's own kubectl against it."""
-        proc = subprocess.run(
-            [str(kubectl_binary()), f"--kubeconfig={self.kubeconfig}", *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        proc = run_kubectl(self.kubeconfig, *args, input=input)
         if check and proc.returncode != 0:
             raise ClusterError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
         return proc

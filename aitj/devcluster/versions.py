@@ -9,6 +9,8 @@ their state (certificates, etcd data, logs, pids) under ``$AITJ_STATE`` (default
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,4 +101,14 @@ def etcd_binary() -> Path:
 
 
 def kubectl_binary() -> Path:
+    """kubectl_binary: where the built kubectl is (it may not be built yet)."""
     return KUBERNETES_COMPONENT.binary("kubectl")
+
+
+def run_kubectl(kubeconfig: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """run_kubectl runs kubectl against ``kubeconfig``: the built one, else the one on PATH (a
+    cluster that is not the local control plane may come without our build)."""
+    exe = str(kubectl_binary()) if kubectl_binary().exists() else (shutil.which("kubectl") or "kubectl")
+    return subprocess.run(
+        [exe, f"--kubeconfig={kubeconfig}", *args], input=input, capture_output=True, text=True, check=False
+    )
