@@ -723,6 +723,18 @@ def status_schema() -> Schema:
                             "type": "object",
                             "additionalProperties": {"type": "integer", "format": "int64"},
                         },
+                        "succeeded": {
+                            "description": "Per index, the newest generation that succeeded and was let go.",
+                            "type": "object",
+                            "additionalProperties": {"type": "integer", "format": "int64"},
+                        },
+                        "stood": {
+                            "description": (
+                                "Per index, the newest generation whose failure stands and was let go."
+                            ),
+                            "type": "object",
+                            "additionalProperties": {"type": "integer", "format": "int64"},
+                        },
                         "restarts": {
                             "description": "Per index, [the generation that failed, restarts so far].",
                             "type": "object",

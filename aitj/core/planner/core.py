@@ -192,7 +192,7 @@ def _live(
         creates=creates,
         discovery=resources.discovery(job, hosts) if hosts is not None and changed else None,
         deletes=deletes,
-        release=release,
+        release=tuple(dict.fromkeys(release + found.released)),
         status=None if status == prev else status,
         events=(
             tuple(_restart_event(new) for new in found.restarts) + force_events + scaling.events(job, scale)
