@@ -288,7 +288,9 @@ def node(name: str = "node-a", ready: str = "True", since: float = 0, *, cordone
     """node: a node view; ``cordoned``: spec.unschedulable, as ``kubectl cordon`` / ``drain`` set it."""
     conditions = [{"type": "Ready", "status": ready, "lastTransitionTime": format_time(at(since))}]
     spec = {"unschedulable": True} if cordoned else {}
-    return NodeView.from_dict({"metadata": {"name": name}, "spec": spec, "status": {"conditions": conditions}})
+    return NodeView.from_dict(
+        {"metadata": {"name": name}, "spec": spec, "status": {"conditions": conditions}}
+    )
 
 
 def nodes(*views: NodeView) -> dict[str, NodeView]:
