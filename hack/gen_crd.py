@@ -747,6 +747,14 @@ def status_schema() -> Schema:
                     },
                 },
             },
+            "disruptionBudgets": {
+                "description": (
+                    "Per replica type, the minAvailable of the PodDisruptionBudget the operator keeps "
+                    "for it (docs/semantics.md, node maintenance). Absent: no budgets."
+                ),
+                "type": "object",
+                "additionalProperties": {"type": "integer", "format": "int32", "minimum": 0},
+            },
             "observedGeneration": {
                 "description": "The metadata.generation this status describes.",
                 "type": "integer",

@@ -403,6 +403,10 @@ class Cluster:
             if name in self.pods:
                 self.pods[name].untracked()
 
+    def apply_budgets(self, manifests: Sequence[Manifest]) -> None:
+        for m in manifests:
+            self.objects[m.ref] = m.body
+
     # Events, metrics and logs leave nothing in the cluster the planner reads.
     def apply_events(self, events: Sequence[Event]) -> None:
         """apply_events: nothing the planner reads."""
