@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kubernetes.client import V1Pod
 
 from aitj.core import api
 from aitj.core.observed import TRACKING_FINALIZER
@@ -45,7 +44,7 @@ def trainers(cluster: KubeCluster, namespace: str) -> list[Any]:
     return job_pods(cluster, namespace, NAME, "trainer")
 
 
-def pod(cluster: KubeCluster, namespace: str, name: str) -> V1Pod | None:
+def pod(cluster: KubeCluster, namespace: str, name: str) -> Any:
     found = [p for p in job_pods(cluster, namespace, NAME) if p.metadata.name == name]
     return found[0] if found else None
 
