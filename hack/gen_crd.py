@@ -723,6 +723,18 @@ def status_schema() -> Schema:
                             "type": "object",
                             "additionalProperties": {"type": "integer", "format": "int64"},
                         },
+                        "succeeded": {
+                            "description": "Per index, the newest generation that succeeded and was let go.",
+                            "type": "object",
+                            "additionalProperties": {"type": "integer", "format": "int64"},
+                        },
+                        "stood": {
+                            "description": (
+                                "Per index, the newest generation whose failure stands and was let go."
+                            ),
+                            "type": "object",
+                            "additionalProperties": {"type": "integer", "format": "int64"},
+                        },
                         "restarts": {
                             "description": "Per index, [the generation that failed, restarts so far].",
                             "type": "object",
@@ -734,6 +746,14 @@ def status_schema() -> Schema:
                         },
                     },
                 },
+            },
+            "disruptionBudgets": {
+                "description": (
+                    "Per replica type, the minAvailable of the PodDisruptionBudget the operator keeps "
+                    "for it (docs/semantics.md, node maintenance). Absent: no budgets."
+                ),
+                "type": "object",
+                "additionalProperties": {"type": "integer", "format": "int32", "minimum": 0},
             },
             "observedGeneration": {
                 "description": "The metadata.generation this status describes.",

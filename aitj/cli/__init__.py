@@ -8,6 +8,7 @@ options and calls into the module that does the work.
 - ``cluster``: the local control plane (``aitj cluster build|up|down|status|kubeconfig``).
 - ``scale``: ``aitj scaleout`` / ``aitj scalein``.
 - ``explain``: ``aitj explain JOB [POD]``.
+- ``release``: ``aitj release --all`` (an operator removed for good lets go of its pods).
 - ``tools``: ``aitj demo`` / ``aitj bench``.
 
 Helpers of the commands, not commands: ``options`` (options several commands take),
@@ -21,6 +22,7 @@ import click
 
 from aitj.cli.cluster import cluster
 from aitj.cli.explain import explain
+from aitj.cli.release import release
 from aitj.cli.run import run_operator
 from aitj.cli.scale import scalein, scaleout
 from aitj.cli.tools import bench, demo
@@ -32,5 +34,5 @@ def main() -> None:
     """aitj: keeps distributed training jobs (AITrainingJob) alive on Kubernetes."""
 
 
-for command in (run_operator, cluster, scaleout, scalein, explain, demo, bench):
+for command in (run_operator, cluster, scaleout, scalein, explain, release, demo, bench):
     main.add_command(command)

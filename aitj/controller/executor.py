@@ -21,8 +21,10 @@ step is idempotent:
 7. ``deletes``: delete each pod with the uid precondition and the grace period given;
    NotFound and a uid Conflict count as success.
 8. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
-9. ``events``: post them on the job (best effort; one with a ``name`` only once).
-10. ``restarts``, ``outcome``: count them in metrics and log them.
+9. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
+   NotFound. After the pods' steps: a budget never delays a replacement.
+10. ``events``: post them on the job (best effort; one with a ``name`` only once).
+11. ``restarts``, ``outcome``: count them in metrics and log them.
 
 ``Plan.requeue_after`` is the reconciler's, ``Plan.hosts`` is for people: neither is sent.
 
@@ -83,6 +85,7 @@ STEPS = (
     Step("spec_replicas"),
     Step("deletes"),
     Step("release"),
+    Step("budgets"),
     Step("events"),
     Step("restarts"),
     Step("outcome"),
@@ -134,15 +137,18 @@ class StepFailed(RuntimeError):
     """A step of the plan failed; the rest of the pass was skipped and the job is requeued."""
 
 
+# Per kind: the client (``core`` or ``policy``) and its method.
 _CREATE = {
-    ObjectKind.SERVICE: "create_namespaced_service",
-    ObjectKind.SECRET: "create_namespaced_secret",
-    ObjectKind.CONFIGMAP: "create_namespaced_config_map",
+    ObjectKind.SERVICE: ("core", "create_namespaced_service"),
+    ObjectKind.SECRET: ("core", "create_namespaced_secret"),
+    ObjectKind.CONFIGMAP: ("core", "create_namespaced_config_map"),
+    ObjectKind.PDB: ("policy", "create_namespaced_pod_disruption_budget"),
 }
 _DELETE = {
-    ObjectKind.SERVICE: "delete_namespaced_service",
-    ObjectKind.SECRET: "delete_namespaced_secret",
-    ObjectKind.CONFIGMAP: "delete_namespaced_config_map",
+    ObjectKind.SERVICE: ("core", "delete_namespaced_service"),
+    ObjectKind.SECRET: ("core", "delete_namespaced_secret"),
+    ObjectKind.CONFIGMAP: ("core", "delete_namespaced_config_map"),
+    ObjectKind.PDB: ("policy", "delete_namespaced_pod_disruption_budget"),
 }
 
 
@@ -156,6 +162,7 @@ class KubeExecutor:
         # Typed as Any: the generated client wants model objects, we send plain dicts.
         self.core: Any = client.CoreV1Api(api_client)
         self.custom: Any = client.CustomObjectsApi(api_client)
+        self.policy: Any = client.PolicyV1Api(api_client)
         self.clock = clock  # Event timestamps only
 
     def execute(self, target: Target, plan: Plan) -> None:
@@ -173,12 +180,12 @@ class _Pass:
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
         """send_ensure creates each object; AlreadyExists is success."""
         for m in manifests:
-            self._create(f"{m.kind} {m.name}", getattr(self.core, _CREATE[m.kind]), m.body)
+            self._create(f"{m.kind} {m.name}", self._call(_CREATE[m.kind]), m.body)
 
     def send_removes(self, refs: Sequence[ObjectRef]) -> None:
         """send_removes deletes each object; NotFound is success."""
         for ref in refs:
-            self._delete(f"{ref.kind} {ref.name}", getattr(self.core, _DELETE[ref.kind]), ref.name)
+            self._delete(f"{ref.kind} {ref.name}", self._call(_DELETE[ref.kind]), ref.name)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
         """send_creates creates each pod, counting and logging those it made."""
@@ -264,6 +271,18 @@ class _Pass:
                 if e.status != 404:
                     raise StepFailed(f"releasing pod {pod}: {error_text(e)}") from e
 
+    def send_budgets(self, manifests: Sequence[Manifest]) -> None:
+        """send_budgets writes each PodDisruptionBudget: patches its spec, creates it when NotFound."""
+        for m in manifests:
+            try:
+                self.ex.policy.patch_namespaced_pod_disruption_budget(
+                    m.name, self.job.namespace, {"spec": m.body["spec"]}, _preload_content=False
+                )
+            except ApiException as e:
+                if e.status != 404:
+                    raise StepFailed(f"writing {m.kind} {m.name}: {error_text(e)}") from e
+                self.send_ensure((m,))
+
     def send_events(self, events: Sequence[Event]) -> None:
         """send_events posts each Event (best effort)."""
         for event in events:
@@ -298,6 +317,11 @@ class _Pass:
     def _job_path(self) -> tuple[str, str, str, str, str]:
         """_job_path: the custom-object arguments that name the job."""
         return api.GROUP, api.VERSION, self.job.namespace, api.PLURAL, self.job.name
+
+    def _call(self, where: tuple[str, str]) -> Callable[..., Any]:
+        """_call: the client method ``where`` names (``_CREATE``, ``_DELETE``)."""
+        api_name, method = where
+        return getattr(getattr(self.ex, api_name), method)  # type: ignore[no-any-return]
 
     def _create(self, what: str, create: Callable[..., Any], body: Mapping[str, Any]) -> bool:
         """_create: True when created, False when it already existed."""

@@ -194,7 +194,9 @@ def _disruption(status: Mapping[str, Any]) -> tuple[str | None, datetime | None]
 
 @dataclass(frozen=True)
 class NodeView:
-    """NodeView: a node's name and its Ready condition ("True", "False" or "Unknown").
+    """NodeView: a node's name, its Ready condition ("True", "False" or "Unknown") and whether
+    it is cordoned (``unschedulable``: spec.unschedulable, what ``kubectl cordon`` and ``kubectl
+    drain`` set).
 
     A node without a Ready condition is "Unknown". A node missing from the planner's nodes
     mapping is gone (deleted), which counts as not ready.
@@ -203,6 +205,7 @@ class NodeView:
     name: str
     ready: str = "Unknown"
     ready_since: datetime | None = None  # lastTransitionTime of the Ready condition
+    unschedulable: bool = False
 
     @property
     def is_ready(self) -> bool:
@@ -211,13 +214,16 @@ class NodeView:
     @classmethod
     def from_dict(cls, node: Mapping[str, Any]) -> NodeView:
         meta = mapping(node.get("metadata"))
+        name = str(meta.get("name", ""))
+        cordoned = mapping(node.get("spec")).get("unschedulable") is True
         for c in as_list(mapping(node.get("status")).get("conditions")):
             cond = mapping(c)
             if cond.get("type") == "Ready":
                 ready = cond.get("status")
                 return cls(
-                    name=str(meta.get("name", "")),
+                    name=name,
                     ready=ready if ready in ("True", "False") else "Unknown",
                     ready_since=parse_time(cond.get("lastTransitionTime")),
+                    unschedulable=cordoned,
                 )
-        return cls(name=str(meta.get("name", "")))
+        return cls(name=name, unschedulable=cordoned)

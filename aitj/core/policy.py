@@ -86,6 +86,24 @@ def node_failure(pod: PodView, node: NodeView | None) -> Failure | None:
     return None
 
 
+def drain(pod: PodView, node: NodeView | None) -> Failure | None:
+    """drain: an eviction (a DisruptionTarget that is not a preemption) of a pod whose node is
+    cordoned is node maintenance, what ``kubectl drain`` does: a node failure (nodeNotReady), so
+    the rules that move a worker off a bad node move it off a drained one. A node that is gone
+    by now counts the same. Other evictions (node pressure, the descheduler, a manual eviction
+    on a schedulable node) are not this: they stay PodEvicted."""
+    if pod.disruption is None or pod.disruption in PREEMPTION_REASONS or pod.node_name is None:
+        return None
+    if node is not None and not node.unschedulable:
+        return None
+    where = f"node {pod.node_name} is gone" if node is None else f"node {pod.node_name} is cordoned"
+    return Failure(
+        FailureKind.NODE_NOT_READY,
+        f"pod was evicted ({pod.disruption}) and {where}: a drain (node maintenance)",
+        at=pod.disruption_at,
+    )
+
+
 def classify(pod: PodView, node: NodeView | None) -> Failure | None:
     """classify says what went wrong with a pod the operator still wants, or None if nothing.
 
@@ -94,7 +112,8 @@ def classify(pod: PodView, node: NodeView | None) -> Failure | None:
 
     1. Succeeded: success, never a failure (exit code 0 is success).
     2. A True DisruptionTarget condition: PreemptionByScheduler is PodPreempted; a taint-manager
-       or pod-GC deletion on a node that is not Ready is nodeNotReady; anything else PodEvicted.
+       or pod-GC deletion on a node that is not Ready is nodeNotReady; an eviction from a
+       cordoned node (``drain``) is nodeNotReady; anything else PodEvicted.
        ``status.reason: Evicted`` (kubelet node-pressure eviction) is PodEvicted.
     3. Failed with a non-zero exit code that came before any deletion: that exit code.
     4. Not finished, on a node that is gone or not Ready: nodeNotReady.
@@ -110,6 +129,8 @@ def classify(pod: PodView, node: NodeView | None) -> Failure | None:
             )
         if pod.disruption in NODE_DISRUPTION_REASONS and (bad := node_failure(pod, node)) is not None:
             return bad
+        if (drained := drain(pod, node)) is not None:
+            return drained
         return Failure(FailureKind.POD_EVICTED, f"pod was evicted ({pod.disruption})", at=pod.disruption_at)
     if pod.reason == KUBELET_EVICTED:
         detail = f": {pod.message}" if pod.message else ""
@@ -183,6 +204,7 @@ class FailReason(enum.StrEnum):
     NO_MATCHING_RULE = "NoMatchingRule"  # faultTolerant: no active rule matches
     RESTART_LIMIT_EXCEEDED = "RestartLimitExceeded"  # set by the planner
     RESTART_TIMEOUT = "RestartTimeout"
+    STOOD = "FailureStood"  # a failure that stood in an earlier pass; its pod has gone since
 
 
 class RuleWhy(enum.StrEnum):

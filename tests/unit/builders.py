@@ -284,9 +284,13 @@ class Pod:
         return self
 
 
-def node(name: str = "node-a", ready: str = "True", since: float = 0) -> NodeView:
+def node(name: str = "node-a", ready: str = "True", since: float = 0, *, cordoned: bool = False) -> NodeView:
+    """node: a node view; ``cordoned``: spec.unschedulable, as ``kubectl cordon`` / ``drain`` set it."""
     conditions = [{"type": "Ready", "status": ready, "lastTransitionTime": format_time(at(since))}]
-    return NodeView.from_dict({"metadata": {"name": name}, "status": {"conditions": conditions}})
+    spec = {"unschedulable": True} if cordoned else {}
+    return NodeView.from_dict(
+        {"metadata": {"name": name}, "spec": spec, "status": {"conditions": conditions}}
+    )
 
 
 def nodes(*views: NodeView) -> dict[str, NodeView]:
@@ -398,6 +402,10 @@ class Cluster:
         for name in names:
             if name in self.pods:
                 self.pods[name].untracked()
+
+    def apply_budgets(self, manifests: Sequence[Manifest]) -> None:
+        for m in manifests:
+            self.objects[m.ref] = m.body
 
     # Events, metrics and logs leave nothing in the cluster the planner reads.
     def apply_events(self, events: Sequence[Event]) -> None:

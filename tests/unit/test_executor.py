@@ -54,6 +54,7 @@ EVERYTHING = Plan(
     spec_replicas=(ReplicasPatch("trainer", 5, 3),),
     deletes=(PodDelete("p-1", "u-1", None, DeleteReason.UNWANTED, "scaled away"),),
     release=("p-2",),
+    budgets=(Manifest(ObjectKind.PDB, "job-trainer", {"spec": {"minAvailable": 2}}),),
     events=(Event("Normal", "Why", "because"),),
     restarts=(RestartRecord("trainer", 0, "p-0", "PodFailed", "exitCodes 1", RestartScope.POD, 1.0),),
     outcome=Outcome(Phase.SUCCEEDED, "Done", "done"),
@@ -67,6 +68,7 @@ CALLS = [
     "patch_namespaced_custom_object",
     "delete_namespaced_pod",
     "patch_namespaced_pod",
+    "patch_namespaced_pod_disruption_budget",
     "create_namespaced_event",
 ]
 
@@ -91,7 +93,7 @@ class FakeApi:
 def executor(**answers: ApiException) -> tuple[KubeExecutor, list[tuple[str, tuple[Any, ...]]]]:
     ex = KubeExecutor(client.ApiClient())
     log: list[tuple[str, tuple[Any, ...]]] = []
-    ex.core = ex.custom = FakeApi(log, dict(answers))
+    ex.core = ex.custom = ex.policy = FakeApi(log, dict(answers))
     return ex, log
 
 
@@ -193,3 +195,12 @@ def test_gone_pods_and_a_replaced_pod_are_not_errors() -> None:
 
 def test_the_deleted_pods_metric_labels_keep_their_values() -> None:
     assert [r.value for r in DeleteReason] == ["restart", "stuck", "unwanted", "cleanup"]
+
+
+def test_a_disruption_budget_that_is_not_there_is_created() -> None:
+    ex, log = executor(patch_namespaced_pod_disruption_budget=refused(404))
+    ex.execute(JOB, Plan(budgets=EVERYTHING.budgets))
+    assert [method for method, _ in log] == [
+        "patch_namespaced_pod_disruption_budget",
+        "create_namespaced_pod_disruption_budget",
+    ]

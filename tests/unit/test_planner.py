@@ -399,7 +399,7 @@ def test_clean_pod_policy_on_finish(
     assert result.outcome is not None
     assert [d.name for d in result.deletes] == deleted
     assert all(d.grace_period_seconds is None for d in result.deletes)
-    assert result.removes == resources
+    assert tuple(r for r in result.removes if r.kind is not ObjectKind.PDB) == resources
 
 
 def test_a_finished_job_releases_every_finalizer() -> None:
@@ -575,3 +575,26 @@ def test_an_index_scaled_in_and_out_again_gets_a_new_name() -> None:
     result = cluster.step(100)
     assert [(c.index, c.generation) for c in result.creates] == [(2, 1)]
     assert result.restarts == ()
+
+
+@pytest.mark.parametrize(
+    ("job", "pods", "text"),
+    [
+        pytest.param(
+            seed_job(),
+            finished_pods(),
+            "replicas [launcher] succeeded (job completePolicy Any)",
+            id="the seed succeeding names the launcher",
+        ),
+        pytest.param(
+            seed_job(complete_policy=Policy.ALL, replicas=(trainer(complete_policy=Policy.ANY), launcher())),
+            finished_pods(),
+            "replicas [trainer, launcher] succeeded (job completePolicy All)",
+            id="completePolicy All names every replica that succeeded",
+        ),
+    ],
+)
+def test_the_outcome_message_names_the_replicas_it_talks_about(job: Any, pods: list[Pod], text: str) -> None:
+    result = finish(job, pods)
+    assert result.outcome is not None and result.outcome.message == text
+    assert result.status is not None and result.status["conditions"][-1]["message"] == text

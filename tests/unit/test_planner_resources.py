@@ -1,21 +1,40 @@
 """The job's objects other than pods (aitj.core.planner.resources): the planner sees, through
 ``owned``, which of the Service, ssh Secret and discovery ConfigMap exist, and plans the
-missing ones, rendered; the Service goes with cleanPodPolicy All."""
+missing ones, rendered; the Service goes with cleanPodPolicy All. And the PodDisruptionBudgets,
+one per replica type, kept in step with the pods they protect."""
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Any
 
 import pytest
 
 from aitj.core import naming
-from aitj.core.api import CleanPodPolicy
+from aitj.core.api import LABEL_JOB, LABEL_REPLICA, CleanPodPolicy
 from aitj.core.planner import ObjectKind, ObjectRef, Settings, plan
 from aitj.core.planner.resources import configmap_ref, needs_ssh_keys, secret_ref, service_ref
-from tests.unit.builders import JOB, KEYS, Cluster, at, nodes, running_seed, seed_job, views, with_status
+from aitj.core.render import ANNOTATION_MAX_UNAVAILABLE
+from tests.unit.builders import (
+    JOB,
+    KEYS,
+    Cluster,
+    at,
+    name_of,
+    nodes,
+    running_seed,
+    seed_job,
+    views,
+    with_status,
+)
 
 SERVICE = ObjectRef(ObjectKind.SERVICE, JOB)
 SECRET = ObjectRef(ObjectKind.SECRET, f"{JOB}-ssh")
 CONFIGMAP = ObjectRef(ObjectKind.CONFIGMAP, f"{JOB}-discovery")
-ALL = frozenset({SERVICE, SECRET, CONFIGMAP})
+BUDGETS = frozenset(
+    {ObjectRef(ObjectKind.PDB, f"{JOB}-trainer"), ObjectRef(ObjectKind.PDB, f"{JOB}-launcher")}
+)
+ALL = frozenset({SERVICE, SECRET, CONFIGMAP}) | BUDGETS
 
 
 def running() -> Cluster:
@@ -88,17 +107,19 @@ def test_not_observed_plans_no_objects() -> None:
 @pytest.mark.parametrize(
     ("policy", "owned", "removes"),
     [
-        pytest.param(CleanPodPolicy.ALL, ALL, (SERVICE,), id="cleanPodPolicy All removes the Service"),
-        pytest.param(CleanPodPolicy.ALL, frozenset(), (), id="not again once it is gone"),
-        pytest.param(CleanPodPolicy.RUNNING, ALL, (), id="cleanPodPolicy Running keeps it"),
+        pytest.param(
+            CleanPodPolicy.ALL, ALL, {SERVICE} | BUDGETS, id="cleanPodPolicy All removes the Service"
+        ),
+        pytest.param(CleanPodPolicy.ALL, frozenset(), set(), id="not again once it is gone"),
+        pytest.param(CleanPodPolicy.RUNNING, ALL, BUDGETS, id="cleanPodPolicy Running keeps it"),
     ],
 )
 def test_a_finished_job_gets_nothing_new_and_its_cleanup(
-    policy: CleanPodPolicy, owned: frozenset[ObjectRef], removes: tuple[ObjectRef, ...]
+    policy: CleanPodPolicy, owned: frozenset[ObjectRef], removes: set[ObjectRef]
 ) -> None:
     job = with_status(seed_job(clean_pod_policy=policy), {"phase": "Succeeded"})
     result = plan(job, views(running_seed()), nodes(), at(0), owned=owned)
-    assert result.ensure == () and result.removes == removes
+    assert result.ensure == () and set(result.removes) == removes
 
 
 def test_the_refs_are_named_as_naming_says() -> None:
@@ -113,3 +134,58 @@ def test_the_operator_s_priority_class_reaches_the_rendered_pod() -> None:
     assert all(
         "priorityClassName" not in c.body["spec"] for c in plan(seed_job(), [], nodes(), at(0)).creates
     )
+
+
+def budget(cluster: Cluster, replica: str) -> dict[str, Any]:
+    body: dict[str, Any] = dict(cluster.objects[ObjectRef(ObjectKind.PDB, f"{JOB}-{replica}")])
+    return body
+
+
+def test_each_replica_type_gets_a_budget_that_lets_one_pod_at_a_time_go() -> None:
+    cluster = running()
+    trainer = budget(cluster, "trainer")
+    assert trainer["spec"] == {
+        "minAvailable": 2,
+        "selector": {"matchLabels": {LABEL_JOB: JOB, LABEL_REPLICA: "trainer"}},
+        "unhealthyPodEvictionPolicy": "AlwaysAllow",
+    }
+    assert trainer["metadata"]["ownerReferences"][0]["kind"] == "AITrainingJob"
+    assert budget(cluster, "launcher")["spec"]["minAvailable"] == 0
+    assert cluster.status["disruptionBudgets"] == {"trainer": 2, "launcher": 0}
+    assert cluster.step(20).budgets == ()  # written once, not every pass
+
+
+def test_a_budget_follows_the_pods_it_protects_when_an_index_fails_for_good() -> None:
+    cluster = running()
+    cluster.pods[name_of("trainer", 0)].exited(1)  # no trainer rule names exit code 1: it stands
+    result = cluster.step(101)
+    assert [(m.name, m.body["spec"]["minAvailable"]) for m in result.budgets] == [(f"{JOB}-trainer", 1)]
+
+
+@pytest.mark.parametrize(
+    ("value", "trainer"),
+    [
+        pytest.param("2", 1, id="an integer changes how many pods may go at once"),
+        pytest.param("0", 3, id="0 lets no voluntary eviction take a pod"),
+        pytest.param("two", 2, id="anything else is the default 1"),
+    ],
+)
+def test_the_max_unavailable_annotation_changes_the_budgets(value: str, trainer: int) -> None:
+    job = dataclasses.replace(seed_job(), annotations={ANNOTATION_MAX_UNAVAILABLE: value})
+    result = plan(job, views(running_seed()), nodes(), at(10), owned=frozenset(), keys=KEYS)
+    assert {m.name: m.body["spec"]["minAvailable"] for m in result.budgets}[f"{JOB}-trainer"] == trainer
+
+
+def test_a_job_that_opts_out_has_no_budgets_and_loses_those_it_had() -> None:
+    cluster = running()
+    cluster.job = dataclasses.replace(cluster.job, annotations={ANNOTATION_MAX_UNAVAILABLE: "none"})
+    result = cluster.step(20)
+    assert set(result.removes) == BUDGETS and result.budgets == ()
+    assert "disruptionBudgets" not in cluster.status
+
+
+def test_a_finished_job_removes_its_budgets() -> None:
+    cluster = running()
+    cluster.pods[name_of("launcher", 0)].exited(0)
+    result = cluster.step(200)
+    assert result.outcome is not None and set(result.removes) >= BUDGETS

@@ -29,6 +29,7 @@ from tests.unit.builders import Pod, at, event_rule, exit_rule, launcher, node, 
 
 READY = node("node-a")
 NOT_READY = node("node-a", "False", since=50)
+CORDONED = node("node-a", cordoned=True)
 UNKNOWN = node("node-a", "Unknown", since=60)
 GONE = None
 
@@ -151,6 +152,27 @@ GONE = None
             FailureKind.POD_EVICTED,
             None,
             id="DisruptionTarget EvictionByEvictionAPI is PodEvicted not PodForceDeleted",
+        ),
+        pytest.param(
+            Pod("trainer", 0).running().disrupted("EvictionByEvictionAPI").deleted(100, 30),
+            CORDONED,
+            FailureKind.NODE_NOT_READY,
+            None,
+            id="an eviction from a cordoned node is a drain and so nodeNotReady",
+        ),
+        pytest.param(
+            Pod("trainer", 0).running().disrupted("PreemptionByScheduler"),
+            CORDONED,
+            FailureKind.POD_PREEMPTED,
+            None,
+            id="a preemption on a cordoned node stays PodPreempted",
+        ),
+        pytest.param(
+            Pod("trainer", 0).exited(137).evicted_by_kubelet(),
+            CORDONED,
+            FailureKind.POD_EVICTED,
+            None,
+            id="a kubelet node-pressure eviction stays PodEvicted even on a cordoned node",
         ),
         pytest.param(
             Pod("trainer", 0).running().disrupted("TerminationByKubelet"),

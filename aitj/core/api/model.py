@@ -8,6 +8,7 @@ in docs/api.md.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,6 +196,9 @@ class Job:
     # The version of the object this was parsed from: the executor writes status only onto
     # that version, so a pass planned from a stale copy cannot overwrite a newer status.
     resource_version: str = field(default="", compare=False)
+    # metadata.annotations (string values only): operator knobs that are not spec fields, such
+    # as the disruption budget (aitj.core.render.pdb), so the seed's spec stays as CCE has it.
+    annotations: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
 
 def parse_phase(value: object) -> Phase | None:

@@ -83,6 +83,7 @@ def parse_job(obj: Mapping[str, Any]) -> Job:
         spec=spec,
         status=dict(mapping(status)),
         resource_version=str(meta.get("resourceVersion") or ""),
+        annotations={str(k): v for k, v in mapping(meta.get("annotations")).items() if isinstance(v, str)},
     )
 
 

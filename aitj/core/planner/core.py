@@ -42,6 +42,8 @@ from aitj.core.planner.types import (
     DeleteReason,
     Event,
     HostEntry,
+    Manifest,
+    ObjectRef,
     Outcome,
     Owned,
     Plan,
@@ -187,12 +189,15 @@ def _live(
         status["restarts"] = history[-MAX_RESTART_RECORDS:]
     wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
     changed = hosts is not None and prev.get("discoveryHosts") != [h.pod for h in hosts]
+    budgets, unbudgets = _budgets(job, found, prev, status, given.owned)
     return Plan(
         ensure=resources.ensure(job, given.owned, given.keys, hosts or ()),
+        removes=unbudgets,
+        budgets=budgets,
         creates=creates,
         discovery=resources.discovery(job, hosts) if hosts is not None and changed else None,
         deletes=deletes,
-        release=release,
+        release=tuple(dict.fromkeys(release + found.released)),
         status=None if status == prev else status,
         events=(
             tuple(_restart_event(new) for new in found.restarts) + force_events + scaling.events(job, scale)
@@ -201,6 +206,26 @@ def _live(
         hosts=hosts if changed else None,
         restarts=records,
         spec_replicas=scale.patches,
+    )
+
+
+def _budgets(
+    job: Job, found: Survey, prev: Mapping[str, Any], status: dict[str, Any], owned: Owned | None
+) -> tuple[tuple[Manifest, ...], tuple[ObjectRef, ...]]:
+    """_budgets: the PodDisruptionBudgets to write and to remove, recording in ``status`` what
+    they are (resources, "PodDisruptionBudgets")."""
+    expected = {
+        r.name: sum(1 for s in found.of(r.name) if s.state not in (State.SUCCEEDED, State.FAILED))
+        for r in job.spec.replicas
+    }
+    wanted = resources.wanted_budgets(job, expected)
+    recorded = resources.recorded_budgets(prev)
+    status.pop(resources.STATUS_BUDGETS, None)
+    if wanted:
+        status[resources.STATUS_BUDGETS] = wanted
+    return (
+        resources.budgets(job, wanted, recorded, owned),
+        resources.budget_removes(job, wanted, recorded, owned),
     )
 
 
@@ -362,9 +387,12 @@ def _finish(
     status = _status(job, prev, ledger, found, condition, stamp)
     status["completionTime"] = stamp
     cleanup = _cleanup(job, pods, outcome.phase, owned)
+    # A finished job protects nothing: its budgets go (not only when the job is deleted).
+    unbudgets = resources.budget_removes(job, {}, resources.recorded_budgets(prev), owned)
+    status.pop(resources.STATUS_BUDGETS, None)
     kind = "Normal" if outcome.phase is Phase.SUCCEEDED else "Warning"
     return Plan(
-        removes=cleanup.removes,
+        removes=tuple(dict.fromkeys(cleanup.removes + unbudgets)),
         deletes=cleanup.deletes,
         release=cleanup.release,
         status=status,
@@ -386,7 +414,7 @@ def _cleanup(job: Job, pods: Sequence[PodView], phase: Phase | None, owned: Owne
         and (policy is CleanPodPolicy.ALL or (policy is CleanPodPolicy.RUNNING and not p.terminal))
     ]
     return Plan(
-        removes=resources.removes(job, owned),
+        removes=resources.removes(job, owned) + resources.budget_removes(job, {}, {}, owned),
         deletes=tuple(PodDelete(p.name, p.uid, None, DeleteReason.CLEANUP, reason) for p in doomed),
         release=tuple(p.name for p in pods if p.tracked),
     )

@@ -28,18 +28,34 @@ class IndexRecord:
     highest generation the operator itself decided to end (restart, scope, scale-in; -1: none).
     ``failed`` / ``restarts``: the generation whose failure was counted last, and how many
     restarts failures of this index have caused. A failure of generation g is counted only if
-    ``failed < g``: counting is idempotent.
+    ``failed < g``: counting is idempotent. ``succeeded`` / ``stood``: the highest generation
+    whose pod, on its way out (deleted or finished), had succeeded / had a failure that stands
+    (-1: none). They are what lets the operator release such a pod's finalizer: once recorded,
+    the pod is not needed as the record, and its disappearance is not a failure.
     """
 
     seen: int = -1
     ended: int = -1
     failed: int = -1
     restarts: int = 0
+    succeeded: int = -1
+    stood: int = -1
 
     def merge(self, other: IndexRecord) -> IndexRecord:
         """merge is the per-field max; (failed, restarts) move together."""
         failed, restarts = max((self.failed, self.restarts), (other.failed, other.restarts))
-        return IndexRecord(max(self.seen, other.seen), max(self.ended, other.ended), failed, restarts)
+        return IndexRecord(
+            max(self.seen, other.seen),
+            max(self.ended, other.ended),
+            failed,
+            restarts,
+            max(self.succeeded, other.succeeded),
+            max(self.stood, other.stood),
+        )
+
+    def settled(self, generation: int) -> bool:
+        """settled: the outcome of ``generation`` (success, or a failure that stands) is recorded."""
+        return max(self.succeeded, self.stood) >= generation
 
 
 @dataclass(frozen=True)
@@ -100,8 +116,9 @@ class Ledger:
         """to_json is the wire form; ``for_pod`` keeps only what a pod needs to carry.
 
         ``{"trainer": {"epoch": 1, "seen": [0, 2, 0], "ended": {"1": 1},
-        "restarts": {"1": [1, 2]}}}``: ``seen`` is dense by index (-1: never seen), ``ended``
-        and ``restarts`` ([failed generation, count]) are sparse. A pod carries only
+        "restarts": {"1": [1, 2]}, "stood": {"0": 0}}}``: ``seen`` is dense by index (-1: never
+        seen), ``ended``, ``succeeded``, ``stood`` and ``restarts`` ([failed generation, count])
+        are sparse. A pod carries only
         ``epoch`` and ``restarts``: enough to recount exactly if the status write was lost.
         """
         out: dict[str, Any] = {}
@@ -114,9 +131,10 @@ class Ledger:
                 size = max((i + 1 for i, r in record.indices if r.seen >= 0), default=0)
                 if size:
                     entry["seen"] = [record.index(i).seen for i in range(size)]
-                ended = {str(i): r.ended for i, r in record.indices if r.ended >= 0}
-                if ended:
-                    entry["ended"] = ended
+                for key in ("ended", "succeeded", "stood"):
+                    sparse = {str(i): getattr(r, key) for i, r in record.indices if getattr(r, key) >= 0}
+                    if sparse:
+                        entry[key] = sparse
             out[name] = entry
         return out
 
@@ -152,10 +170,11 @@ def _replica_record(e: Mapping[str, Any]) -> ReplicaRecord:
         gen = as_int(seen)
         if gen is not None and gen >= 0:
             put(i, seen=gen)
-    for key, ended in mapping(e.get("ended")).items():
-        gen = as_int(ended)
-        if gen is not None:
-            put(as_int(key), ended=gen)
+    for field in ("ended", "succeeded", "stood"):
+        for key, value in mapping(e.get(field)).items():
+            gen = as_int(value)
+            if gen is not None:
+                put(as_int(key), **{field: gen})
     for key, pair in mapping(e.get("restarts")).items():
         items = as_list(pair)
         if len(items) == 2:

@@ -1,5 +1,7 @@
 """The job's objects other than pods: which it needs, rendered, given which the cache holds.
 
+The PodDisruptionBudgets (one per replica type) are at the end, in functions of their own.
+
 Pure. The controller's cache observes the Service, ssh Secret and discovery ConfigMap of each
 job by the job label (``aitj.controller.cache``) and the snapshot hands them to ``plan`` as
 ``owned``; whatever a live job needs and ``owned`` lacks is planned as a create (``ensure``),
@@ -12,12 +14,14 @@ nothing is planned about these objects then, as if all were in place.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from aitj.core import naming, render
 from aitj.core.api import CleanPodPolicy, Job
 from aitj.core.planner.lifecycle import finished
 from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, SshKeys
+from aitj.core.wire import mapping
 
 
 def service_ref(job: Job) -> ObjectRef:
@@ -85,3 +89,55 @@ def removes(job: Job, owned: Owned | None) -> tuple[ObjectRef, ...]:
     if job.spec.clean_pod_policy is not CleanPodPolicy.ALL or (owned is not None and ref not in owned):
         return ()
     return (ref,)
+
+
+# ---------------------------------------------------------------------------------------------
+# PodDisruptionBudgets: one per replica type (aitj.core.render.pdb says why minAvailable).
+# What was last written is kept in ``status.disruptionBudgets`` ({replica: minAvailable}), so
+# a budget is rewritten only when the pods it should protect change (a restart that stands, a
+# scale), and, once the cache observes budgets in ``owned``, made again when deleted by hand.
+
+STATUS_BUDGETS = "disruptionBudgets"
+
+
+def budget_ref(job: Job, replica: str) -> ObjectRef:
+    """budget_ref: the PodDisruptionBudget of one replica type."""
+    return ObjectRef(ObjectKind.PDB, render.pdb_name(job.name, replica))
+
+
+def wanted_budgets(job: Job, expected: Mapping[str, int]) -> dict[str, int]:
+    """wanted_budgets: minAvailable per replica type, given how many of its pods are
+    ``expected`` to run (indices neither succeeded nor failed for good: a vacant index must
+    not keep a drain waiting). Empty when the job opts out."""
+    allowed = render.max_unavailable(job)
+    if allowed is None:
+        return {}
+    return {name: max(count - allowed, 0) for name, count in expected.items()}
+
+
+def recorded_budgets(status: Mapping[str, Any]) -> dict[str, int]:
+    """recorded_budgets: the budgets the status says were written."""
+    return {str(k): v for k, v in mapping(status.get(STATUS_BUDGETS)).items() if isinstance(v, int)}
+
+
+def budgets(
+    job: Job, wanted: Mapping[str, int], recorded: Mapping[str, int], owned: Owned | None
+) -> tuple[Manifest, ...]:
+    """budgets: the budgets to write: those whose minAvailable changed since the status
+    recorded them, and those ``owned`` lacks (None: not observed)."""
+    return tuple(
+        Manifest(ObjectKind.PDB, budget_ref(job, name).name, render.render_pdb(job, name, value))
+        for name, value in sorted(wanted.items())
+        if recorded.get(name) != value or (owned is not None and budget_ref(job, name) not in owned)
+    )
+
+
+def budget_removes(
+    job: Job, wanted: Mapping[str, int], recorded: Mapping[str, int], owned: Owned | None
+) -> tuple[ObjectRef, ...]:
+    """budget_removes: the budgets recorded or observed that are no longer wanted (the job
+    opted out, or finished: ``wanted`` empty)."""
+    have = {budget_ref(job, name) for name in recorded}
+    have |= {ref for ref in owned or () if ref.kind is ObjectKind.PDB}
+    keep = {budget_ref(job, name) for name in wanted}
+    return tuple(sorted(have - keep, key=lambda ref: ref.name))

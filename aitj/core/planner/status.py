@@ -105,12 +105,27 @@ def live_condition(
     if scaling_busy is not None:
         return scaling_busy
     if not waiting:
-        return Condition(Phase.RUNNING, REASON_RUNNING, MESSAGE_RUNNING)
+        return Condition(Phase.RUNNING, REASON_RUNNING, running_message(survey))
     if not started and not any(s.pod is not None and s.pod.node_name for s in survey.slots):
         return Condition(Phase.PENDING, REASON_PENDING, MESSAGE_PENDING)
     return Condition(
         Phase.CREATING, REASON_CREATING, f"pods {pod_list([s.name for s in waiting])} creating containers"
     )
+
+
+def running_message(survey: Survey) -> str:
+    """running_message: the seed's ``all pods are running``, unless failures that stand leave
+    indices vacant; then it names them, so a job that runs short of pods does not read as
+    whole: ``pods are running; vacant, as failures that stand are not restarted: index [0] of
+    replica trainer``."""
+    vacant: dict[str, list[str]] = {}
+    for s in survey.slots:
+        if s.state is State.FAILED:
+            vacant.setdefault(s.replica.name, []).append(str(s.index))
+    if not vacant:
+        return MESSAGE_RUNNING
+    parts = [f"index {pod_list(indices)} of replica {name}" for name, indices in vacant.items()]
+    return f"pods are running; vacant, as failures that stand are not restarted: {', '.join(parts)}"
 
 
 def restart_message(survey: Survey) -> str:

@@ -33,7 +33,17 @@ from aitj.core import naming
 from aitj.core.api import Job, ReplicaSpec, ReplicaType, RestartScope
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner.ledger import IndexRecord, Ledger, pod_epoch, pod_ledger
-from aitj.core.policy import Fail, FailReason, Failure, Restart, classify, decide, restart_timed_out, vanished
+from aitj.core.policy import (
+    Fail,
+    FailReason,
+    Failure,
+    FailureKind,
+    Restart,
+    classify,
+    decide,
+    restart_timed_out,
+    vanished,
+)
 
 
 class State(enum.Enum):
@@ -118,10 +128,16 @@ class NewRestart:
 
 @dataclass(frozen=True)
 class Survey:
+    """Survey: the slots, the pods to retire, the restarts decided, the ledger with this pass's
+    decisions, and ``released``: pods the slots keep (succeeded, or failed for good) that are on
+    their way out and whose outcome the ledger the pass started from already records, so their
+    finalizer goes (the operator never holds a pod it does not need)."""
+
     slots: tuple[Slot, ...]
     retirees: tuple[Retiree, ...]
     restarts: tuple[NewRestart, ...]
     ledger: Ledger  # with this pass's decisions
+    released: tuple[str, ...] = ()
 
     def of(self, replica: str) -> tuple[Slot, ...]:
         return tuple(s for s in self.slots if s.replica.name == replica)
@@ -172,7 +188,9 @@ def survey(
             slots.append(s.look(r, i, groups.get((r.name, i), []), nodes, now))
     slots = [s.resolve(slot) if slot.failure is not None and slot.fail is None else slot for slot in slots]
     slots = [s.sweep(slot) for slot in slots]
-    return Survey(tuple(_gate(slots, shape.joining)), tuple(s.retirees), tuple(s.restarts), s.ledger)
+    released = tuple(slot.pod.name for slot in slots if slot.pod is not None and s.settle(slot, ledger))
+    gated = tuple(_gate(slots, shape.joining))
+    return Survey(gated, tuple(s.retirees), tuple(s.restarts), s.ledger, released)
 
 
 class _Surveyor:
@@ -224,6 +242,10 @@ class _Surveyor:
             if record.ended >= top:
                 return Slot(r, i, top + 1, self.name(r.name, i, top + 1), State.CREATE)
             name = self.name(r.name, i, top)
+            if record.succeeded >= top:
+                return Slot(r, i, top, name, State.SUCCEEDED)
+            if record.stood >= top:
+                return _stood(r, i, top, name)
             return Slot(r, i, top, name, State.PENDING, failure=vanished(name))
         if pod_epoch(current) < self.ledger.replica(r.name).epoch:
             return self.renew(
@@ -272,6 +294,23 @@ class _Surveyor:
         self.restarts.append(NewRestart(new, slot.name, slot.failure, decision))
         return new
 
+    def settle(self, slot: Slot, before: Ledger) -> bool:
+        """settle: record the outcome of a slot whose pod is on its way out (being deleted, or
+        finished) and that no decision of this pass replaces: it succeeded, or its failure
+        stands. True when the pod's finalizer can go now: the ledger the pass started from (the
+        job's status) records that outcome already, so the pod is not needed as the record. The
+        pass that first records it writes the status; the status update comes back as a job
+        event, and that pass releases it (milliseconds later)."""
+        p = slot.pod
+        if p is None or slot.state not in (State.SUCCEEDED, State.FAILED) or not (p.deleting or p.terminal):
+            return False
+        r, gen = slot.replica.name, slot.generation
+        outcome = IndexRecord(succeeded=gen) if slot.state is State.SUCCEEDED else IndexRecord(stood=gen)
+        self.ledger = self.ledger.with_index(r, slot.index, outcome)
+        recorded = before.replica(r).index(slot.index)
+        done = recorded.succeeded if slot.state is State.SUCCEEDED else recorded.stood
+        return p.tracked and done >= gen
+
     def retire(self, pod: PodView, reason: RetireReason, text: str) -> None:
         """retire: the operator no longer wants ``pod``."""
         self.retirees.append(Retiree(pod, reason, text))
@@ -297,6 +336,14 @@ class _Surveyor:
             self.retire(slot.pod, reason, f"{what}: replaced by {successor}")
         state = State.REPLACE if slot.pod is not None else State.CREATE
         return replace(slot, generation=gen + 1, name=successor, state=state, pod=None, fail=None)
+
+
+def _stood(r: ReplicaSpec, i: int, generation: int, name: str) -> Slot:
+    """_stood: an index whose pod had a failure that stands and has since gone (its finalizer
+    was released once the ledger recorded it): still failed, and vacant."""
+    failure = Failure(FailureKind.POD_FAILED, f"pod {name} failed and was not restarted; it is gone")
+    fail = Fail(FailReason.STOOD, f"the failure of generation {generation} stands (recorded)")
+    return Slot(r, i, generation, name, State.FAILED, failure=failure, fail=fail)
 
 
 def gate_open(slots: Sequence[Slot], joining: frozenset[tuple[str, int]] = frozenset()) -> bool:

@@ -25,6 +25,7 @@ class ObjectKind(enum.StrEnum):
     SERVICE = "Service"  # the headless Service behind the pods' DNS names
     SECRET = "Secret"  # plugin.ssh: the job's key pair
     CONFIGMAP = "ConfigMap"  # plugin.discovery: the host list
+    PDB = "PodDisruptionBudget"  # one per replica type: a drain takes one pod of each at a time
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,7 @@ class Plan:
     spec_replicas: tuple[ReplicasPatch, ...] = ()  # set replicas back (after the status write)
     deletes: tuple[PodDelete, ...] = ()
     release: tuple[str, ...] = ()  # pod names whose TRACKING_FINALIZER to remove
+    budgets: tuple[Manifest, ...] = ()  # PodDisruptionBudgets to write (update, or create)
     events: tuple[Event, ...] = ()
     restarts: tuple[RestartRecord, ...] = ()
     outcome: Outcome | None = None

@@ -8,6 +8,7 @@ sends the result. Key material comes in as input (``aitj.controller.sshkeys`` ma
 - ``render_service`` (``service.py``): the headless Service behind the pods' DNS names.
 - ``render_ssh_secret`` (``ssh.py``): plugin.ssh, and the pod parts it needs.
 - ``render_discovery_configmap``, ``slots_for`` (``discovery.py``): plugin.discovery.
+- ``render_pdb``, ``max_unavailable`` (``pdb.py``): a PodDisruptionBudget per replica type.
 
 What a pod ends up with, for users: docs/pods.md.
 """
@@ -21,19 +22,24 @@ from aitj.core.render.discovery import (
     slots_for,
 )
 from aitj.core.render.env import job_env, replica_env_prefix
+from aitj.core.render.pdb import ANNOTATION_MAX_UNAVAILABLE, max_unavailable, pdb_name, render_pdb
 from aitj.core.render.pod import pod_labels, render_pod
 from aitj.core.render.service import render_service
 from aitj.core.render.ssh import SSH_DIR, render_ssh_secret, ssh_config_file, ssh_setup_script
 
 __all__ = [
+    "ANNOTATION_MAX_UNAVAILABLE",
     "DISCOVERY_MOUNT_PATH",
     "DISCOVER_HOSTS_SCRIPT",
     "SSH_DIR",
     "hosts_file",
     "is_gpu_resource",
     "job_env",
+    "max_unavailable",
+    "pdb_name",
     "pod_labels",
     "render_discovery_configmap",
+    "render_pdb",
     "render_pod",
     "render_service",
     "render_ssh_secret",

@@ -1,0 +1,75 @@
+"""``aitj release --all``: let go of every pod the operator holds, for an operator removed for good.
+
+The operator puts its tracking finalizer (``observed.TRACKING_FINALIZER``) on every pod it
+creates and removes it as soon as it no longer needs the pod (docs/semantics.md). While the
+operator runs, no pod is held for long; once it is uninstalled, nothing would remove the
+finalizers any more, and a deleted pod would stay Terminating. This command removes them all:
+it lists the pods that carry the job label (``api.LABEL_JOB``) and patches the finalizer off
+each one that still has it. Safe to run twice; with the operator still running it only costs
+the operator its exact view of force deletions until it creates new pods.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from kubernetes.client.exceptions import ApiException
+
+from aitj.cli.options import kubeconfig_option
+from aitj.cli.output import say
+from aitj.controller.kubeclient import api_client, error_text
+from aitj.core import api
+from aitj.core.observed import TRACKING_FINALIZER
+
+
+@click.command(
+    "release",
+    epilog="""\b
+Example:
+  aitj release --all                  # every namespace
+  aitj release --all -n team-a        # one namespace""",
+)
+@click.option(
+    "--all", "everything", is_flag=True, required=True, help="Every pod that carries the finalizer."
+)
+@click.option(
+    "-n",
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Only in this namespace (repeatable; default: all).",
+)
+@kubeconfig_option
+def release(everything: bool, namespaces: tuple[str, ...], kubeconfig: Path | None) -> None:
+    """Remove the operator's tracking finalizer from every pod of every AITrainingJob.
+
+    For an operator removed for good: without it nothing removes the finalizer, and a deleted
+    pod would stay Terminating. Prints each pod it releases; exit code 1 if one could not be.
+    """
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api_client(kubeconfig))
+    selector = api.LABEL_JOB
+    if namespaces:
+        pods = [p for ns in namespaces for p in core.list_namespaced_pod(ns, label_selector=selector).items]
+    else:
+        pods = core.list_pod_for_all_namespaces(label_selector=selector).items
+    patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
+    failed = 0
+    held = [p for p in pods if TRACKING_FINALIZER in (p.metadata.finalizers or [])]
+    for pod in held:
+        where = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        try:
+            core.patch_namespaced_pod(pod.metadata.name, pod.metadata.namespace, patch)
+        except ApiException as e:
+            if e.status == 404:
+                continue
+            failed += 1
+            say(f"could not release {where}: {error_text(e)}")
+            continue
+        click.echo(f"released {where}")
+    say(f"released {len(held) - failed} of {len(held)} pods held by {TRACKING_FINALIZER}")
+    if failed:
+        raise SystemExit(1)
