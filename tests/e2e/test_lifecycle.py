@@ -159,7 +159,15 @@ def test_the_launcher_exiting_with_a_code_no_rule_covers_fails_the_job_naming_po
     assert last["type"] == "Failed"
     assert launcher in last["message"]
     assert re.search(r"\b1\b", last["message"]), last["message"]
-    assert any(e.type == "Warning" for e in events_for(cluster, namespace, NAME))
+    # The Event is the pass's last step (after the finalizers are released): wait for it.
+    wait_for(
+        lambda: any(
+            e.type == "Warning" and e.reason == last["reason"] and launcher in (e.message or "")
+            for e in events_for(cluster, namespace, NAME)
+        ),
+        10,
+        f"a Warning Event {last['reason']} naming {launcher}",
+    )
 
 
 @pytest.mark.parametrize(
