@@ -166,10 +166,16 @@ def plot(out: Path, m: Measurements, usage: list[tuple[int, float, float]], *, t
     cpu_ax.set_xlabel("pods Running (aitj's)")
     cpu_ax.set_ylabel("operator CPU (% of a core, per 0.5 s sample)")
     rss_ax.scatter(series["pods"], series["rss_mb"], s=6, alpha=0.5, color="tab:orange")
+    # The idle windows (F6, F7): what the bars are about, drawn over the samples.
+    idle = sorted(m.idle_percent.items())
+    cpu_ax.plot([p for p, _ in idle], [c for _, c in idle], "D", color="tab:red", label="idle window (F6)")
+    held = sorted(m.rss_mb.items())
+    rss_ax.plot([p for p, _ in held], [r for _, r in held], "D", color="tab:red", label="after idle (F7)")
     rss_ax.set_xlabel("pods Running (aitj's)")
     rss_ax.set_ylabel("operator RSS (MB)")
     for a in (cpu_ax, rss_ax):
         a.grid(True, alpha=0.3)
+        a.legend(loc="upper left")
     fig.suptitle(f"Operator CPU and RSS from /proc against the pod count ({title})")
     fig.tight_layout()
     fig.savefig(out / USAGE_PNG, dpi=110)

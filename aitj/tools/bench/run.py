@@ -9,6 +9,7 @@ growth to 10,000 pods (F11), idle there (F6, F7) and the restart (F8). F9 has it
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -78,7 +79,8 @@ def run_bench(
         say(f"[{time.monotonic() - began:6.1f}s] {message}")
 
     m = Measurements(pods=shape.pods, f3_nodes=shape.f3_nodes, f4_to=shape.f4_to)
-    notes: list[str] = []
+    # Other work on the machine slows every figure: say how busy it was.
+    notes = [f"load average (1, 5, 15 min) at the start: {_load()}"]
     cluster = LocalCluster(cluster_name)
     cluster.down()
     cluster.up(ClusterConfig(nodes=shape.nodes, node_profile="cpu", base_port=_free_base()), say=stamped)
@@ -96,6 +98,7 @@ def run_bench(
         if s is not None:
             s.close()
         cluster.down()
+    notes.append(f"load average (1, 5, 15 min) at the end: {_load()}")
     rows = checks(m)
     doc = report.document(
         mode=mode,
@@ -266,6 +269,11 @@ def _namespaces(s: Session) -> None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no default service account in {ns}")
             time.sleep(0.2)
+
+
+def _load() -> str:
+    """_load: the machine's load averages, as uptime prints them."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _free_base(start: int = 38443) -> int:
