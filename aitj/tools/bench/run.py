@@ -83,7 +83,9 @@ def run_bench(
     notes = [f"load average (1, 5, 15 min) at the start: {_load()}"]
     cluster = LocalCluster(cluster_name)
     cluster.down()
+    up = time.monotonic()
     cluster.up(ClusterConfig(nodes=shape.nodes, node_profile="cpu", base_port=_free_base()), say=stamped)
+    notes.append(f"aitj cluster up ({shape.nodes} nodes) to healthy: {time.monotonic() - up:.1f}s")
     s: Session | None = None
     try:
         add_nodes(cluster, [f3_node(i) for i in range(shape.f3_nodes)], pool="f3")
