@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,bench]'
 	touch $@
 
 install: $(STAMP)
@@ -42,8 +42,10 @@ cluster-down: $(STAMP)
 demo: build-cluster
 	$(BIN)/aitj demo
 
+# Recovery, scaling, API cost, CPU and RSS against the floor and the Job controller; writes
+# bench/ (results.json, table.md, PNG plots). QUICK=1: 200 pods, about 5 minutes.
 bench: build-cluster
-	$(BIN)/aitj bench
+	$(BIN)/aitj bench $(if $(QUICK),--quick)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

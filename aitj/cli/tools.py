@@ -5,6 +5,8 @@ Sits in the command-line layer; the tools are imported when the command runs.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from aitj.cli.options import cluster_name_option
@@ -25,11 +27,25 @@ def demo(name: str) -> None:
 
 
 @click.command("bench")
-def bench() -> None:
-    """Print benchmark figures: warm cluster start, recovery latency of a force-deleted trainer."""
-    from aitj.tools.bench import run_all
+@click.option("--quick", is_flag=True, help="200 pods, no 10,000-pod figures: about 5 minutes instead of 30.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for results.json, table.md and the plots. Default: bench/ in the checkout.",
+)
+def bench(quick: bool, out: Path | None) -> None:
+    """Measure recovery, scaling, API cost, CPU and memory on a fresh local cluster named
+    "bench", against a floor client and the Job controller; print the table."""
+    from aitj.tools.bench.run import FULL, QUICK, run_bench
+    from aitj.tools.demo import REPO
 
     try:
-        run_all(say=lambda m: click.echo(m))
+        run_bench(
+            QUICK if quick else FULL,
+            mode="quick" if quick else "full",
+            out=out or REPO / "bench",
+            say=lambda m: click.echo(m),
+        )
     except (ClusterError, BuildError) as e:
         raise click.ClickException(str(e)) from e

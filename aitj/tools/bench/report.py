@@ -1,0 +1,182 @@
+"""The bench's output: the table (Markdown), ``results.json`` and the PNG plots.
+
+``table``, ``document`` and the plot series are pure; ``write`` puts them in a folder and
+``plot`` draws with matplotlib (imported there: only the bench needs it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from aitj.tools.bench.bars import Check
+from aitj.tools.bench.figures import Measurements
+from aitj.tools.bench.stats import cdf_points
+
+SCHEMA = 1
+RESULTS, TABLE, CDF_PNG, USAGE_PNG = "results.json", "table.md", "latency_cdf.png", "operator_usage.png"
+# The latency CDFs drawn: (label, the Measurements field).
+CDF_SERIES = (
+    ("F0 floor: force delete", "floor_delete"),
+    ("F1 aitj: force delete", "ours_delete"),
+    ("F2 aitj: exit code", "ours_exit"),
+    ("P1 Job controller: force delete", "peer_delete"),
+)
+
+
+def table(rows: list[Check]) -> str:
+    """table: the rows as a Markdown table: figure, what, value, bar, status."""
+    lines = ["| # | figure | measured (p50 / p90 / p99 / max) | bar | |", "|---|---|---|---|---|"]
+    for r in rows:
+        cells = [r.figure, r.what, r.value, r.bar, r.status.upper() if r.status == "miss" else str(r.status)]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def cdf_series(m: Measurements) -> dict[str, tuple[list[float], list[float]]]:
+    """cdf_series: for each latency measured, its CDF as (milliseconds, fraction)."""
+    out = {}
+    for label, name in CDF_SERIES:
+        values: list[float] = getattr(m, name)
+        if values:
+            xs, ys = cdf_points(values)
+            # From 0 at the first sample, so the step starts on the axis.
+            out[f"{label} (n={len(values)})"] = ([xs[0] * 1000] + [x * 1000 for x in xs], [0.0, *ys])
+    return out
+
+
+def usage_series(points: list[tuple[int, float, float]]) -> dict[str, list[float]]:
+    """usage_series: the sampler's (pods, % of a core, RSS MB) points as three columns."""
+    return {
+        "pods": [float(p[0]) for p in points],
+        "cpu_percent": [p[1] for p in points],
+        "rss_mb": [p[2] for p in points],
+    }
+
+
+def document(
+    *,
+    mode: str,
+    date: str,
+    shape: dict[str, Any],
+    rows: list[Check],
+    m: Measurements,
+    usage: list[tuple[int, float, float]],
+    duration_s: float,
+    notes: list[str],
+    machine: dict[str, Any],
+    commit: str,
+) -> dict[str, Any]:
+    """document: results.json: when, where and what ran; the table's rows; every sample."""
+    return {
+        "schema": SCHEMA,
+        "date": date,
+        "mode": mode,
+        "machine": machine,
+        "commit": commit,
+        "shape": shape,
+        "duration_s": round(duration_s, 1),
+        "rows": [r.as_dict() for r in rows],
+        "measurements": m.as_dict(),
+        "usage": usage_series(usage),
+        "notes": notes,
+    }
+
+
+def machine() -> dict[str, Any]:
+    """machine: the cores, CPU model, memory and system the bench ran on."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+        mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        mem_kb = 0
+    return {
+        "cores": os.cpu_count(),
+        "cpu": model,
+        "memory_gb": round(mem_kb / 1024 / 1024, 1),
+        "system": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+    }
+
+
+def commit(repo: Path) -> str:
+    """commit: the checkout's commit, "+dirty" when it has uncommitted changes ("" outside git)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head + ("+dirty" if dirty else "")
+
+
+def write(
+    out: Path, doc: dict[str, Any], rows: list[Check], m: Measurements, usage: list[tuple[int, float, float]]
+) -> list[Path]:
+    """write puts results.json, table.md and the two plots in ``out``; returns their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RESULTS).write_text(json.dumps(doc, indent=1) + "\n")
+    header = (
+        f"{doc['mode']} run, {doc['date']}, {doc['machine']['cores']} cores ({doc['machine']['cpu']})\n\n"
+    )
+    (out / TABLE).write_text(header + table(rows))
+    plot(out, m, usage, title=f"{doc['mode']} run {doc['date'][:10]}")
+    return [out / RESULTS, out / TABLE, out / CDF_PNG, out / USAGE_PNG]
+
+
+def plot(out: Path, m: Measurements, usage: list[tuple[int, float, float]], *, title: str) -> None:
+    """plot draws the latency CDFs (log time axis: the Job controller is seconds, the others
+    milliseconds) and the operator's CPU and RSS against the pod count."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for label, (xs, ys) in cdf_series(m).items():
+        ax.step(xs, ys, where="post", label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("API call -> result seen on the harness's watch (ms, log scale)")
+    ax.set_ylabel("fraction of trials")
+    ax.set_title(f"Recovery latency, {m.pods:,} pods ({title})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out / CDF_PNG, dpi=110)
+    plt.close(fig)
+
+    series = usage_series(usage)
+    fig, (cpu_ax, rss_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
+    cpu_ax.scatter(series["pods"], series["cpu_percent"], s=6, alpha=0.5)
+    cpu_ax.set_xlabel("pods Running (aitj's)")
+    cpu_ax.set_ylabel("operator CPU (% of a core, per 0.5 s sample)")
+    rss_ax.scatter(series["pods"], series["rss_mb"], s=6, alpha=0.5, color="tab:orange")
+    # The idle windows (F6, F7): what the bars are about, drawn over the samples.
+    idle = sorted(m.idle_percent.items())
+    cpu_ax.plot([p for p, _ in idle], [c for _, c in idle], "D", color="tab:red", label="idle window (F6)")
+    held = sorted(m.rss_mb.items())
+    rss_ax.plot([p for p, _ in held], [r for _, r in held], "D", color="tab:red", label="after idle (F7)")
+    rss_ax.set_xlabel("pods Running (aitj's)")
+    rss_ax.set_ylabel("operator RSS (MB)")
+    for a in (cpu_ax, rss_ax):
+        a.grid(True, alpha=0.3)
+        a.legend(loc="upper left")
+    fig.suptitle(f"Operator CPU and RSS from /proc against the pod count ({title})")
+    fig.tight_layout()
+    fig.savefig(out / USAGE_PNG, dpi=110)
+    plt.close(fig)

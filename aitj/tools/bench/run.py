@@ -1,0 +1,286 @@
+"""``aitj bench`` (``make bench``): the whole run, from a fresh cluster to the report.
+
+Order: the cluster and its node pools; the floor's pods and process; the Job controller's
+bring-up (F10, on the empty cluster, then removed); the operator and its bring-up (F10); idle
+(F6, F7); F0, F1 (F5 and F6 counted over it), F2, F3, F4; P1; then, in the full run only, the
+growth to 10,000 pods (F11), idle there (F6, F7) and the restart (F8). F9 has its hook.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from aitj.core import api
+from aitj.core.wire import format_time
+from aitj.devcluster.cluster import ClusterConfig, LocalCluster, Ports, port_free
+from aitj.tools.bench import apimetrics, peer, procstat, report
+from aitj.tools.bench import scenarios as sc
+from aitj.tools.bench.figures import NO_LEADER_ELECTION, Measurements, checks
+from aitj.tools.bench.floor import floor_pod
+from aitj.tools.bench.session import Say, Session
+from aitj.tools.bench.watcher import CountReaches
+from aitj.tools.bench.workload import (
+    NAMESPACES,
+    NS_FLOOR,
+    NS_OURS,
+    NS_PEER,
+    TRAINERS,
+    add_nodes,
+    f3_node,
+    job_names,
+    training_job,
+    wait_nodes_ready,
+)
+from aitj.tools.demo import REPO, install_crd
+
+WARMUP_NS = "bench-warmup"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Shape: how big a run is. ``pods`` on ``nodes`` general nodes (plus the F3 pool) for
+    the latency figures; ``big_pods`` on ``big_nodes`` for F8 and F11 (None: not run)."""
+
+    pods: int
+    nodes: int
+    big_pods: int | None = None
+    big_nodes: int = 0
+    f3_nodes: int = 10
+    f4_to: int = 108
+    trials: int = 200  # F0, F1, F2, P1
+    f3_rounds: int = 20  # one node at a time; all F3 nodes at once: a quarter of it
+    f4_rounds: int = 5
+    idle_seconds: float = 30  # at least one resync period (30 s)
+    timeout: float = 300  # a bring-up, a restart
+
+
+# 1,000 pods = 125 jobs on 40 nodes (30 + the 10 of F3); 10,000 = 1,250 jobs on 110 nodes (each
+# node takes 110 pods, so 100 general nodes leave room for the floor's and the peer's).
+FULL = Shape(pods=1000, nodes=30, big_pods=10000, big_nodes=100)
+QUICK = Shape(pods=200, nodes=8, f3_rounds=10, f4_rounds=3)
+SMOKE = Shape(
+    pods=32, nodes=2, f3_nodes=2, f4_to=16, trials=5, f3_rounds=1, f4_rounds=1, idle_seconds=1, timeout=60
+)
+
+
+def run_bench(
+    shape: Shape, *, mode: str, out: Path, cluster_name: str = "bench", say: Say = print
+) -> dict[str, Any]:
+    """run_bench runs every scenario of ``shape`` on a fresh local cluster ``cluster_name``,
+    writes the report into ``out`` and returns results.json's document."""
+    began, date = time.monotonic(), format_time(dt.datetime.now(dt.UTC))
+
+    def stamped(message: str) -> None:
+        say(f"[{time.monotonic() - began:6.1f}s] {message}")
+
+    m = Measurements(pods=shape.pods, f3_nodes=shape.f3_nodes, f4_to=shape.f4_to)
+    # Other work on the machine slows every figure: say how busy it was.
+    notes = [f"load average (1, 5, 15 min) at the start: {_load()}"]
+    cluster = LocalCluster(cluster_name)
+    cluster.down()
+    up = time.monotonic()
+    cluster.up(ClusterConfig(nodes=shape.nodes, node_profile="cpu", base_port=_free_base()), say=stamped)
+    notes.append(f"aitj cluster up ({shape.nodes} nodes) to healthy: {time.monotonic() - up:.1f}s")
+    s: Session | None = None
+    try:
+        add_nodes(cluster, [f3_node(i) for i in range(shape.f3_nodes)], pool="f3")
+        wait_nodes_ready(cluster, shape.nodes + shape.f3_nodes)
+        install_crd(cluster)
+        s = Session(cluster, stamped)
+        _namespaces(s)
+        s.start_watches()
+        _measure(s, shape, m, notes)
+    finally:
+        usage = procstat.usage_points(s.sampler.samples) if s is not None else []
+        if s is not None:
+            s.close()
+        cluster.down()
+    notes.append(f"load average (1, 5, 15 min) at the end: {_load()}")
+    rows = checks(m)
+    doc = report.document(
+        mode=mode,
+        date=date,
+        shape=asdict(shape),
+        rows=rows,
+        m=m,
+        usage=usage,
+        duration_s=time.monotonic() - began,
+        notes=notes,
+        machine=report.machine(),
+        commit=report.commit(REPO),
+    )
+    for path in report.write(out, doc, rows, m, usage):
+        stamped(f"wrote {path}")
+    say(report.table(rows))
+    return doc
+
+
+def _measure(s: Session, shape: Shape, m: Measurements, notes: list[str]) -> None:
+    """_measure runs the scenarios in order, filling ``m``."""
+    say = s.say
+    for i in range(TRAINERS):
+        s.core.create_namespaced_pod(NS_FLOOR, floor_pod(str(i)), _preload_content=False)
+    s.start_floor(NS_FLOOR)
+    s.settle(NS_FLOOR, TRAINERS)
+
+    say(f"F10 peer: the Job controller brings up {shape.pods} pods")
+    peer_names = [f"peer-{i:04d}" for i in range(shape.pods // TRAINERS)]
+    m.bringup_peer, _ = sc.bring_up(
+        s, NS_PEER, lambda: peer.create_jobs(s.batch, peer_names, TRAINERS), shape.pods, shape.timeout
+    )
+    sc.peer_teardown(s)
+
+    say("the operator starts")
+    s.start_operator()
+    _warm_up(s, shape.timeout)
+    names = job_names(shape.pods, shape.f3_nodes)
+    say(f"F10: the operator brings up {len(names)} jobs, {shape.pods} pods")
+    cpu = s.operator_cpu()
+    m.bringup_ours, last_pod = sc.bring_up(
+        s, NS_OURS, lambda: sc.create_jobs(s, names, shape.f4_to), shape.pods, shape.timeout
+    )
+    if m.bringup_ours is None:
+        m.why["F10"] = f"not all pods Running within {shape.timeout:.0f}s"
+    else:
+        m.cpu_per_pod = (s.operator_cpu() - cpu) / shape.pods
+    _jobs_running(s, len(names), last_pod, shape.timeout, notes)
+    say(f"F6, F7: idle for {shape.idle_seconds:.0f}s at {shape.pods} pods")
+    m.idle_percent[shape.pods], m.rss_mb[shape.pods] = sc.idle(s, shape.idle_seconds)
+
+    say(f"F0: {shape.trials} force deletes, the floor client")
+    floor_order = [(NS_FLOOR, str(i)) for i in range(TRAINERS)]
+    m.floor_delete = sc.replacement_trials(s, NS_FLOOR, list(floor_order), sc.strike_delete, shape.trials)
+    _f1(s, shape, m, names)
+    say(f"F2: {shape.trials} exits with code matched by a rule")
+    m.ours_exit = sc.replacement_trials(s, NS_OURS, sc.ours_order(names), sc.strike_exit, shape.trials)
+    s.settle(NS_OURS, shape.pods)
+
+    f3 = [f3_node(i) for i in range(shape.f3_nodes)]
+    say(f"F3: a node NotReady, {shape.f3_rounds} rounds; {len(f3)} at once, {max(1, shape.f3_rounds // 4)}")
+    m.node_one = sc.node_trials(s, f3, shape.f3_rounds, together=False)
+    m.node_ten = sc.node_trials(s, f3, max(1, shape.f3_rounds // 4), together=True)
+    s.settle(NS_OURS, shape.pods)
+
+    say(f"F4: 8 -> {shape.f4_to} trainers, {shape.f4_rounds} rounds; the floor's sequential creates")
+    m.scale_first, m.scale_all = sc.scale_trials(s, "f4", shape.f4_to, shape.f4_rounds, shape.timeout)
+    m.floor_creates = sc.floor_burst_trials(s, shape.f4_to - TRAINERS, shape.f4_rounds)
+
+    say(f"P1: {shape.trials} force deletes, the Job controller")
+    m.peer_delete = sc.peer_trials(s, shape.trials)
+
+    if shape.big_pods is None:  # P1 was the last: its Jobs go with the cluster
+        for fig in ("F8", "F11", "F6@10000", "F7@10000"):
+            m.why[fig] = "only in the full run (10,000 pods)"
+    else:
+        sc.peer_teardown(s)
+        _big(s, shape, m, names, notes)
+    m.takeover = sc.leader_takeover(s)
+    if not m.takeover:
+        m.why["F9"] = NO_LEADER_ELECTION
+
+
+def _f1(s: Session, shape: Shape, m: Measurements, names: list[str]) -> None:
+    """_f1: F1's trials, with the apiserver's request counts (F5) and the operator's CPU per
+    pod event (F6) taken over them."""
+    s.say(f"F1: {shape.trials} force deletes, the operator (F5, F6 counted over them)")
+    before = apimetrics.request_counts(str(s.cluster.apiserver.request("GET", "/metrics")))
+    cpu, events = s.operator_cpu(), s.pods.events[NS_OURS]
+    m.ours_delete = sc.replacement_trials(s, NS_OURS, sc.ours_order(names), sc.strike_delete, shape.trials)
+    s.settle(NS_OURS, shape.pods)
+    time.sleep(2)  # the last recovery's status write and Event
+    after = apimetrics.request_counts(str(s.cluster.apiserver.request("GET", "/metrics")))
+    m.api_per_recovery = apimetrics.per_recovery(apimetrics.diff(before, after), shape.trials, shape.trials)
+    seen = s.pods.events[NS_OURS] - events
+    if seen:
+        m.cpu_per_1000_events = (s.operator_cpu() - cpu) / seen * 1000
+
+
+def _big(s: Session, shape: Shape, m: Measurements, names: list[str], notes: list[str]) -> None:
+    """_big: the full run's 10,000 pods: growth (F11), idle (F6, F7), restart (F8)."""
+    assert shape.big_pods is not None
+    say = s.say
+    add_nodes(s.cluster, [f"bench-node-{i}" for i in range(shape.nodes, shape.big_nodes)])
+    wait_nodes_ready(s.cluster, shape.big_nodes + shape.f3_nodes, timeout=300)
+    every = job_names(shape.big_pods, shape.f3_nodes)
+    more = every[len(names) :]
+    say(f"F11: the operator grows to {len(every)} jobs, {shape.big_pods} pods")
+    last_pod = s.pods.expect(CountReaches(f"{NS_OURS}/Running", shape.big_pods))
+    all_jobs = s.jobs.expect(CountReaches("phase/Running", len(every)))
+    started = time.monotonic()
+    sc.create_jobs(s, more, shape.f4_to)
+    grow = 2 * shape.timeout
+    if not last_pod.wait(grow):
+        m.why["F11"] = f"not all {shape.big_pods} pods Running within {grow:.0f}s"
+        notes.append(f"growth: {s.pods.count(f'{NS_OURS}/Running')} pods Running after {grow:.0f}s")
+    else:
+        notes.append(
+            f"growth: {len(more)} jobs created and all pods Running in {last_pod.times[0] - started:.1f}s"
+        )
+        if all_jobs.wait(shape.timeout):
+            m.jobs_running_after = all_jobs.times[0] - last_pod.times[0]
+        else:
+            m.why["F11"] = f"not every job Running within {shape.timeout:.0f}s of the last pod"
+    s.pods.forget(last_pod)
+    s.jobs.forget(all_jobs)
+    if s.operator is not None and s.operator.poll() is None:
+        say(f"F6, F7: idle for {shape.idle_seconds:.0f}s at {shape.big_pods} pods")
+        m.idle_percent[shape.big_pods], m.rss_mb[shape.big_pods] = sc.idle(s, shape.idle_seconds)
+    say("F8: the operator restarts")
+    m.restart_first, m.restart_status = sc.restart(s, every, shape.timeout)
+    if m.restart_first is None or m.restart_status is None:
+        m.why["F8"] = f"not within {shape.timeout:.0f}s of the start"
+
+
+def _warm_up(s: Session, timeout: float) -> None:
+    """_warm_up waits until the operator has listed and acts: a one-trainer job of its own
+    namespace runs (the operator's start-up is F8's business, not F10's)."""
+    job = training_job("warmup")
+    job["metadata"]["namespace"] = WARMUP_NS
+    job["spec"]["replicaSpecs"]["trainer"]["replicas"] = 1
+    s.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, WARMUP_NS, api.PLURAL, job)
+    s.pods.wait_until(lambda w: w.count(f"{WARMUP_NS}/Running") >= 1, timeout, "the operator's warm-up job")
+
+
+def _jobs_running(s: Session, jobs: int, last_pod: float, timeout: float, notes: list[str]) -> None:
+    """_jobs_running waits until every job's phase is Running, and notes how long after the
+    last pod Running (at ``last_pod``) it took: F11's measure, at this scale."""
+    done = s.jobs.expect(CountReaches("phase/Running", jobs))
+    pods = jobs * TRAINERS
+    if done.wait(timeout):
+        after = max(0.0, done.times[0] - last_pod)
+        notes.append(f"{pods} pods: every job's phase Running {after:.1f}s after the last pod Running")
+    else:
+        s.jobs.forget(done)
+        notes.append(f"{pods} pods: not every job's phase Running within {timeout:.0f}s")
+
+
+def _namespaces(s: Session) -> None:
+    """_namespaces creates the bench's namespaces and waits for their default service accounts."""
+    for ns in (*NAMESPACES, WARMUP_NS):
+        s.core.create_namespace({"metadata": {"name": ns}})
+    deadline = time.monotonic() + 60
+    for ns in (*NAMESPACES, WARMUP_NS):
+        while not [
+            a for a in s.core.list_namespaced_service_account(ns).items if a.metadata.name == "default"
+        ]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no default service account in {ns}")
+            time.sleep(0.2)
+
+
+def _load() -> str:
+    """_load: the machine's load averages, as uptime prints them."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _free_base(start: int = 38443) -> int:
+    """_free_base: the first base port from ``start`` (in steps of 10) whose ports are all free."""
+    for base in range(start, 60000, 10):
+        if all(port_free(p) for p in Ports.from_base(base).by_component().values()):
+            return base
+    raise RuntimeError("no free ports for the bench cluster")

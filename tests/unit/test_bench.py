@@ -1,0 +1,312 @@
+"""The bench's pure parts (aitj/tools/bench): percentiles, the bars, /proc and /metrics
+parsing, results.json's shape and the plots' data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aitj.core import api
+from aitj.tools.bench import apimetrics, procstat, report, stats, workload
+from aitj.tools.bench.bars import Status
+from aitj.tools.bench.figures import Measurements, checks
+
+MS = 0.001
+
+
+@pytest.mark.parametrize(
+    ("values", "q", "want"),
+    [
+        ([5.0], 50, 5.0),
+        ([1.0, 2.0, 3.0, 4.0], 50, 2.0),
+        ([1.0, 2.0, 3.0, 4.0], 75, 3.0),
+        ([float(i) for i in range(1, 101)], 99, 99.0),
+        ([float(i) for i in range(1, 201)], 99, 198.0),
+        ([3.0, 1.0, 2.0], 100, 3.0),
+    ],
+)
+def test_a_percentile_is_the_nearest_rank(values: list[float], q: float, want: float) -> None:
+    assert stats.percentile(values, q) == want
+
+
+def test_a_percentile_of_nothing_or_out_of_range_is_refused() -> None:
+    with pytest.raises(ValueError):
+        stats.percentile([], 50)
+    with pytest.raises(ValueError):
+        stats.percentile([1.0], 0)
+
+
+def test_a_summary_holds_p50_p90_p99_max_and_prints_milliseconds() -> None:
+    s = stats.summarize([i * MS for i in range(1, 201)])
+    assert (s.n, s.p50, s.p90, s.p99, s.max) == (200, 100 * MS, 180 * MS, 198 * MS, 200 * MS)
+    assert s.as_ms() == {"n": 200, "p50_ms": 100.0, "p90_ms": 180.0, "p99_ms": 198.0, "max_ms": 200.0}
+    assert s.text() == "100 ms / 180 ms / 198 ms / 200 ms (n=200)"
+    assert stats.ms(0.0335) == "33.5 ms" and stats.ms(9.778) == "9,778 ms"
+
+
+def test_a_cdf_rises_to_one_over_the_sorted_samples() -> None:
+    assert stats.cdf_points([3.0, 1.0, 2.0, 4.0]) == ([1.0, 2.0, 3.0, 4.0], [0.25, 0.5, 0.75, 1.0])
+    assert stats.core_share(0.5, 10.0) == 5.0
+
+
+def test_proc_stat_gives_user_plus_system_seconds_whatever_the_command_name() -> None:
+    fields = ["S", *["0"] * 10, "250", "50", *["0"] * 30]
+    text = "4242 (python (aitj) run) " + " ".join(fields)
+    assert procstat.parse_stat(text, ticks=100) == 3.0
+
+
+def test_proc_status_gives_the_resident_set_in_bytes() -> None:
+    assert procstat.parse_rss("Name:\tpython\nVmRSS:\t  118000 kB\nThreads: 9\n") == 118000 * 1024
+    with pytest.raises(ValueError):
+        procstat.parse_rss("Name:\tzombie\n")
+
+
+def test_usage_points_are_a_core_share_per_step_and_skip_a_restart() -> None:
+    samples = [
+        procstat.Sample(1, 0.0, 10.0, 50_000_000, 0),
+        procstat.Sample(1, 0.5, 10.1, 60_000_000, 100),
+        procstat.Sample(2, 1.0, 0.2, 40_000_000, 100),  # a new process: no step across it
+        procstat.Sample(2, 1.5, 0.25, 41_000_000, 200),
+    ]
+    points = procstat.usage_points(samples)
+    assert [(p, round(c, 1), r) for p, c, r in points] == [(100, 20.0, 60.0), (200, 10.0, 41.0)]
+
+
+def counter(
+    verb: str, resource: str, value: int, *, group: str = "", sub: str = "", code: str = "200"
+) -> str:
+    """counter: one apiserver_request_total line as the apiserver prints it."""
+    labels = (
+        f'code="{code}",component="apiserver",dry_run="",group="{group}",resource="{resource}",'
+        f'scope="resource",subresource="{sub}",verb="{verb}",version="v1"'
+    )
+    return f"apiserver_request_total{{{labels}}} {value}"
+
+
+HEADER = (
+    "# HELP apiserver_request_total Counter of apiserver requests.\n# TYPE apiserver_request_total counter\n"
+)
+METRICS_BEFORE = HEADER + "\n".join(
+    [counter("POST", "pods", 10), counter("POST", "pods", 10, sub="binding"), counter("DELETE", "pods", 3)]
+)
+METRICS_AFTER = HEADER + "\n".join(
+    [
+        counter("POST", "pods", 14),
+        counter("POST", "pods", 14, sub="binding"),
+        counter("DELETE", "pods", 11),
+        counter("PATCH", "pods", 4),
+        counter("PATCH", "pods", 4, code="404"),
+        counter("PATCH", "aitrainingjobs", 6, group=api.GROUP, sub="status"),
+        counter("POST", "events", 4),
+        counter("POST", "events", 4, group="events.k8s.io"),
+        counter("PUT", "endpointslices", 8, group="discovery.k8s.io"),
+    ]
+)
+
+
+def test_requests_per_recovery_are_read_from_the_apiservers_counters() -> None:
+    delta = apimetrics.diff(
+        apimetrics.request_counts(METRICS_BEFORE), apimetrics.request_counts(METRICS_AFTER)
+    )
+    assert delta[("POST", "", "pods", "")] == 4 and ("POST", "", "pods", "binding") in delta
+    per = apimetrics.per_recovery(delta, recoveries=4, harness_deletes=4)
+    assert per == {
+        "pod creates": 1.0,  # bindings are the scheduler's
+        "pod patches": 2.0,  # every code counts: a 404 is a request sent
+        "status writes": 1.5,
+        "events": 1.0,  # the scheduler's events.k8s.io ones are not the operator's
+        "pod deletes": 1.0,  # 8 deletes, the harness's 4 taken off
+        "endpoint writes": 2.0,
+    }
+
+
+def measurements(**changes: object) -> Measurements:
+    """measurements: a 1,000-pod run where every bar holds, with ``changes`` applied."""
+    m = Measurements(
+        pods=1000,
+        floor_delete=[30 * MS] * 190 + [50 * MS] * 10,
+        ours_delete=[33 * MS] * 199 + [70 * MS],
+        ours_exit=[40 * MS] * 200,
+        node_one=[200 * MS] * 20,
+        node_ten=[800 * MS] * 5,
+        scale_first=[50 * MS] * 5,
+        scale_all=[1.2] * 5,
+        floor_creates=[1.0] * 5,
+        api_per_recovery={"pod creates": 1.0, "pod patches": 1.0, "status writes": 2.0, "events": 1.0},
+        cpu_per_1000_events=0.3,
+        idle_percent={1000: 0.5, 10000: 3.0},
+        rss_mb={1000: 100.0, 10000: 250.0},
+        restart_first=4.0,
+        restart_status=20.0,
+        bringup_ours=15.0,
+        bringup_peer=14.0,
+        cpu_per_pod=0.004,
+        jobs_running_after=3.0,
+        peer_delete=[9.8] * 200,
+    )
+    for k, v in changes.items():
+        setattr(m, k, v)
+    return m
+
+
+def statuses(m: Measurements) -> list[tuple[str, str, Status]]:
+    return [(r.figure, r.what, r.status) for r in checks(m)]
+
+
+def test_a_run_that_meets_every_bar_passes_every_row_but_the_unmeasured_ones() -> None:
+    rows = checks(measurements())
+    assert {r.figure for r in rows} == {f"F{i}" for i in range(12)} | {"P1"}
+    assert {r.figure: r.status for r in rows if r.status != Status.PASS} == {
+        "F0": Status.MEASURED,
+        "F9": Status.NOT_MEASURED,
+        "P1": Status.MEASURED,
+    }
+    f9 = next(r for r in rows if r.figure == "F9")
+    assert f9.value == "not measured: no leader election yet"
+    p1 = next(r for r in rows if r.figure == "P1")
+    assert p1.data["ours_over_theirs"]["p50"] == pytest.approx(0.033 / 9.8)
+
+
+def test_recovery_latency_is_held_to_one_and_a_half_times_the_floors_p99() -> None:
+    # The floor's p99 is 50 ms: 75 ms is on the bar, 76 ms misses it.
+    on_bar = checks(measurements(ours_delete=[75 * MS] * 200))[1]
+    assert (on_bar.figure, on_bar.status, on_bar.bar) == ("F1", Status.PASS, "p99 <= 1.5 x F0 p99 = 75.0 ms")
+    assert checks(measurements(ours_delete=[76 * MS] * 200))[1].status == Status.MISS
+    no_floor = checks(measurements(floor_delete=[]))[1]
+    assert no_floor.status == Status.MEASURED  # nothing to hold it to
+
+
+def test_the_api_budget_of_a_recovery_misses_on_too_many_and_on_too_few() -> None:
+    def f5(per: dict[str, float]) -> dict[str, Status]:
+        rows = checks(measurements(api_per_recovery=per))
+        return {r.what.split(" per ")[0]: r.status for r in rows if r.figure == "F5" and r.bar != "measured"}
+
+    assert set(
+        f5({"pod creates": 1.0, "pod patches": 1.0, "status writes": 2.0, "events": 1.0}).values()
+    ) == {Status.PASS}
+    got = f5(
+        {"pod creates": 0.5, "pod patches": 3.0, "status writes": 1.0, "events": 1.0, "pod deletes": 1.0}
+    )
+    assert got == {
+        "pod creates": Status.MISS,
+        "pod patches": Status.MISS,
+        "status writes": Status.PASS,
+        "events": Status.PASS,
+    }
+
+
+def test_a_quick_run_holds_its_200_pods_to_the_1000_pod_bars_and_says_what_it_skipped() -> None:
+    m = measurements(
+        pods=200,
+        idle_percent={200: 2.0},
+        rss_mb={200: 90.0},
+        restart_first=None,
+        restart_status=None,
+        jobs_running_after=None,
+    )
+    m.why["F8"] = m.why["F11"] = m.why["F6@10000"] = m.why["F7@10000"] = "only in the full run"
+    rows = {(r.figure, r.what): r for r in checks(m)}
+    idle = rows[("F6", "operator idle CPU at 200 pods")]
+    assert (idle.bar, idle.status) == ("<= 1 % of a core", Status.MISS)
+    assert rows[("F7", "operator RSS at 200 pods")].status == Status.PASS
+    big = rows[("F7", "operator RSS at 10,000 pods")]
+    assert (big.status, big.value) == (Status.NOT_MEASURED, "not measured: only in the full run")
+    assert "(at 200 pods; the bar is for 1,000)" in next(w for f, w in rows if f == "F1")
+
+
+def test_bring_up_is_held_to_the_job_controllers_time_in_the_same_run() -> None:
+    assert checks(measurements(bringup_ours=16.8))[-4].status == Status.PASS  # 1.2 x 14 s
+    row = checks(measurements(bringup_ours=17.0))[-4]
+    assert (row.figure, row.status, row.bar) == (
+        "F10",
+        Status.MISS,
+        "<= 1.2 x the Job controller's time = 16.8 s",
+    )
+
+
+def test_results_json_holds_the_run_the_rows_and_every_sample() -> None:
+    m = measurements()
+    rows = checks(m)
+    doc = report.document(
+        mode="quick",
+        date="2026-01-02T03:04:05Z",
+        shape={"pods": 1000},
+        rows=rows,
+        m=m,
+        usage=[(100, 5.0, 80.0)],
+        duration_s=123.45,
+        notes=["a note"],
+        machine={"cores": 2},
+        commit="abc1234",
+    )
+    assert set(doc) == {
+        "schema",
+        "date",
+        "mode",
+        "machine",
+        "commit",
+        "shape",
+        "duration_s",
+        "rows",
+        "measurements",
+        "usage",
+        "notes",
+    }
+    assert json.loads(json.dumps(doc)) == doc  # plain JSON all through
+    assert doc["rows"][1] == {**rows[1].as_dict(), "status": "pass"}
+    assert set(doc["rows"][1]) == {"figure", "what", "value", "bar", "status", "data"}
+    assert len(doc["measurements"]["ours_delete"]) == 200
+    assert doc["usage"] == {"pods": [100.0], "cpu_percent": [5.0], "rss_mb": [80.0]}
+
+
+def test_the_table_has_a_row_per_check_and_shouts_a_miss() -> None:
+    rows = checks(measurements(ours_delete=[1.0] * 200))
+    lines = report.table(rows).splitlines()
+    assert len(lines) == 2 + len(rows)
+    assert lines[3].startswith("| F1 |") and lines[3].endswith("| MISS |")
+
+
+def test_the_cdf_plot_data_starts_on_the_axis_in_milliseconds_for_each_latency_measured() -> None:
+    series = report.cdf_series(Measurements(pods=200, floor_delete=[0.02, 0.01], peer_delete=[9.5]))
+    assert series == {
+        "F0 floor: force delete (n=2)": ([10.0, 10.0, 20.0], [0.0, 0.5, 1.0]),
+        "P1 Job controller: force delete (n=1)": ([9500.0, 9500.0], [0.0, 1.0]),
+    }
+
+
+def test_a_scale_is_eight_trainer_jobs_with_the_f3_and_f4_jobs_first() -> None:
+    names = workload.job_names(200)
+    assert len(names) == 25 and names[:11] == [*(f"f3-{i}" for i in range(10)), "f4"]
+    assert names[11] == "job-0000"
+    assert workload.job_names(10000)[: len(names)] == names  # the full run grows by adding jobs
+    with pytest.raises(ValueError):
+        workload.job_names(88)
+    f3 = workload.training_job("f3-4")["spec"]["replicaSpecs"]["trainer"]
+    assert f3["template"]["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "bench-f3-4"}
+    assert workload.training_job("f4")["spec"]["replicaSpecs"]["trainer"]["maxReplicas"] == 108
+
+
+def test_a_replacement_is_found_by_its_slot_whoever_made_it() -> None:
+    ours = {
+        "metadata": {
+            "namespace": "bench",
+            "labels": {api.LABEL_JOB: "j", api.LABEL_REPLICA: "trainer", api.LABEL_INDEX: "3"},
+        }
+    }
+    theirs = {"metadata": {"namespace": "p", "labels": {workload.PEER_JOB: "p1", workload.PEER_INDEX: "0"}}}
+    floor = {"metadata": {"namespace": "f", "labels": {workload.FLOOR_SLOT: "2"}}}
+    assert workload.slot(ours) == ("bench", "j", "trainer", "3")
+    assert workload.slot(theirs) == ("p", "p1", "0")
+    assert workload.slot(floor) == ("f", "2")
+    assert workload.slot({"metadata": {"namespace": "x"}}) is None
+
+
+def test_pods_and_jobs_are_counted_by_class() -> None:
+    pod = {"metadata": {"namespace": "bench"}, "status": {"phase": "Running"}}
+    assert workload.pod_classes(pod) == ("bench/all", "bench/live", "bench/Running")
+    deleting = {"metadata": {"namespace": "bench", "deletionTimestamp": "t"}, "status": {"phase": "Running"}}
+    assert workload.pod_classes(deleting) == ("bench/all",)
+    job = {"metadata": {"generation": 2}, "status": {"phase": "Running", "observedGeneration": 2}}
+    assert workload.job_classes(job) == ("phase/Running", "current")
+    assert workload.job_classes({"metadata": {"generation": 3}, "status": {}}) == ("phase/",)
