@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check aitj tests
+	$(BIN)/ruff check aitj tests hack
+	$(BIN)/ruff format --check aitj tests hack
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
