@@ -735,6 +735,14 @@ def status_schema() -> Schema:
                             "type": "object",
                             "additionalProperties": {"type": "integer", "format": "int64"},
                         },
+                        "recorded": {
+                            "description": (
+                                "Per index, the newest failed generation whose restart status.restarts "
+                                "has recorded."
+                            ),
+                            "type": "object",
+                            "additionalProperties": {"type": "integer", "format": "int64"},
+                        },
                         "restarts": {
                             "description": "Per index, [the generation that failed, restarts so far].",
                             "type": "object",
@@ -836,11 +844,19 @@ def status_schema() -> Schema:
                 "items": {
                     "type": "object",
                     "properties": {
-                        "time": described(time, "When the restart began."),
+                        "time": described(time, "When the restart was decided."),
                         "replica": string("Replica spec of the failed pod."),
                         "index": described(count, "Index of the failed pod."),
+                        "generation": described(
+                            count, "Restart generation of the failed pod: with replica and index, the key."
+                        ),
                         "pod": string("Name of the failed pod."),
                         "cause": string("What failed, e.g. exitCode 137 or nodeNotReady."),
+                        "exitCode": described(
+                            {"type": "integer", "format": "int32"}, "The exit code, for an exitCode failure."
+                        ),
+                        "message": string("The failure, for people."),
+                        "failureTime": described(time, "When the failure happened, if the cluster says."),
                         "rule": string("The faultTolerantPolicy rule that matched, as written."),
                         "scope": string("What was recreated.", enum=enum_values(api.RestartScope)),
                     },

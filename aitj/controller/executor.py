@@ -13,18 +13,24 @@ step is idempotent:
    so a create repeated after a crash meets the pod it made). Any other failure stops the
    pass: the rest of the plan assumes the pods exist.
 4. ``discovery``: replace the discovery ConfigMap with the rendered one (NotFound: create it).
-5. ``status``: write the whole status in one JSON patch that first tests the job's
+5. ``restart_events``: post the Event of each restart this pass records (best effort). Each
+   is named after its restart, so it is posted once however many passes send it: before the
+   status, so a pass that fails after its creates has said it all the same.
+6. ``status``: write the whole status in one JSON patch that first tests the job's
    resourceVersion is the one the pass planned from; a failed test raises StaleJob.
-6. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
+7. ``restarts``: count and log the restarts this status write recorded first, right after
+   it (never fails): a pass whose status write fails counts nothing, and the pass that then
+   records them counts them (docs/semantics.md, "Each restart is recorded once").
+8. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
    JSON patch of the job that first tests the value it replaces, so that a newer edit wins;
    a failed test (or the job gone) is not an error: the next pass sees the new spec.
-7. ``deletes``: delete each pod with the uid precondition and the grace period given;
+9. ``deletes``: delete each pod with the uid precondition and the grace period given;
    NotFound and a uid Conflict count as success.
-8. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
-9. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
-   NotFound. After the pods' steps: a budget never delays a replacement.
-10. ``events``: post them on the job (best effort; one with a ``name`` only once).
-11. ``restarts``, ``outcome``: count them in metrics and log them.
+10. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
+11. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
+    NotFound. After the pods' steps: a budget never delays a replacement.
+12. ``events``: post them on the job (best effort; one with a ``name`` only once).
+13. ``outcome``: count it in metrics and log it.
 
 ``Plan.requeue_after`` is the reconciler's, ``Plan.hosts`` is for people: neither is sent.
 
@@ -81,13 +87,14 @@ STEPS = (
     Step("removes"),
     Step("creates"),
     Step("discovery"),
+    Step("restart_events"),
     Step("status"),
+    Step("restarts"),
     Step("spec_replicas"),
     Step("deletes"),
     Step("release"),
     Step("budgets"),
     Step("events"),
-    Step("restarts"),
     Step("outcome"),
 )
 # Plan fields that are not sent: the reconciler's wake-up, and the host list for people.
@@ -207,6 +214,10 @@ class _Pass:
                 raise StepFailed(f"writing the discovery host list: {error_text(e)}") from e
             self.send_ensure((m,))
 
+    def send_restart_events(self, events: Sequence[Event]) -> None:
+        """send_restart_events posts each restart's Event (best effort; named: once)."""
+        self.send_events(events)
+
     def send_status(self, status: Mapping[str, Any]) -> None:
         """send_status writes the whole status, if the job is still the version planned from."""
         # The planner returns the whole status: replace it in one write, as a JSON patch (the
@@ -289,20 +300,23 @@ class _Pass:
             self._event(event)
 
     def send_restarts(self, restarts: Sequence[RestartRecord]) -> None:
-        """send_restarts counts and logs the restarts decided in this pass."""
+        """send_restarts counts and logs the restarts the status write just recorded."""
         job = self.job
         for r in restarts:
-            metrics.RESTARTS.labels(job.namespace, job.name, r.replica, r.cause, str(r.scope)).inc()
+            cause = r.failure.kind.value
+            metrics.RESTARTS.labels(job.namespace, job.name, r.replica, cause, str(r.scope)).inc()
             if r.latency_seconds is not None:
-                metrics.RESTART_DETECTION.labels(r.cause).observe(r.latency_seconds)
+                metrics.RESTART_DETECTION.labels(cause).observe(r.latency_seconds)
             self.log.warning(
                 "restart",
                 replica=r.replica,
                 index=r.index,
+                generation=r.generation,
                 pod=r.pod,
-                cause=r.cause,
+                cause=cause,
                 rule=r.rule,
                 scope=str(r.scope),
+                decided=format_time(r.time),
                 latency_s=r.latency_seconds,
             )
 

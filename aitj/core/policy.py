@@ -8,8 +8,8 @@ the caller passes ``now``. Two steps, like the Kubernetes Job controller's
   an exit code, or an exceptional event (nodeNotReady, PodForceDeleted, PodEvicted,
   PodPreempted). ``restart_timed_out`` says a replacement took too long to reach Running.
 - ``decide(replica, fault_tolerant, failure)`` says what the replica's ``restartPolicy`` and
-  ``faultTolerantPolicy`` rules make of it: a ``Restart`` (with its scope and the rule that
-  matched) or a ``Fail`` (with a reason), which the planner hands to ``failPolicy``. Either
+  ``faultTolerantPolicy`` rules make of it: a ``RestartDecision`` (with its scope and the rule
+  that matched) or a ``Fail`` (with a reason), which the planner hands to ``failPolicy``. Either
   carries its ``trace``: every rule, whether it was active, whether it matched, and why; the
   planner and ``aitj explain`` read that one trace, so they cannot disagree about a rule.
 
@@ -244,9 +244,14 @@ class RuleCheck:
 
 
 @dataclass(frozen=True)
-class Restart:
-    """Restart: recreate ``scope`` because of ``rule`` (a rule's source text, or
-    ``restartPolicy <policy>`` when faultTolerant is off). ``trace``: every rule, as tried."""
+class RestartDecision:
+    """RestartDecision: the rule engine's verdict that a failure is restarted: recreate
+    ``scope`` because of ``rule`` (a rule's source text, or ``restartPolicy <policy>`` when
+    faultTolerant is off). ``trace``: every rule, as tried.
+
+    Why it exists: it is what ``decide`` says, before the planner checks the restart limit; a
+    restart the planner then counts becomes a ``planner.types.RestartRecord`` (what must be
+    recorded once), and the slot it restarts keeps this decision for ``aitj explain``."""
 
     scope: RestartScope
     rule: str
@@ -263,7 +268,7 @@ class Fail:
     trace: tuple[RuleCheck, ...] = ()
 
 
-Decision = Restart | Fail
+Decision = RestartDecision | Fail
 
 _EXIT_CODE_POLICIES = frozenset(
     {
@@ -301,7 +306,7 @@ def allows(policy: RestartPolicy, kind: FailureKind) -> bool:
 
 
 def decide(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> Decision:
-    """decide: Restart or Fail for a failure of one of ``replica``'s pods, with the trace of
+    """decide: RestartDecision or Fail for a failure of one of ``replica``'s pods, with the trace of
     every rule (``trace``).
 
     The replica ``restartPolicy`` gates first (``allows``). With ``fault_tolerant`` the
@@ -321,10 +326,10 @@ def decide(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> Deci
             trace,
         )
     if not fault_tolerant:
-        return Restart(replica.restart_scope, f"restartPolicy {policy}", trace)
+        return RestartDecision(replica.restart_scope, f"restartPolicy {policy}", trace)
     fired = next((check for check in trace if check.fired), None)
     if fired is not None:
-        return Restart(fired.scope, fired.rule, trace)
+        return RestartDecision(fired.scope, fired.rule, trace)
     return Fail(
         FailReason.NO_MATCHING_RULE,
         f"{failure.cause} matches no faultTolerantPolicy rule of replica {replica.name}",

@@ -338,6 +338,8 @@ class Cluster:
         self.nodes = {n.name: n for n in node_views} or nodes()
         self.objects: dict[ObjectRef, Mapping[str, Any]] = {}
         self.history: list[Plan] = []
+        self.events: dict[str, Event] = {}  # the named Events posted (the API server keeps one per name)
+        self.counted: list[RestartRecord] = []  # what the executor counted in metrics and logged
         self._now = 0.0
 
     def plan(self, now: float) -> Plan:
@@ -355,10 +357,21 @@ class Cluster:
         return result
 
     def apply(
-        self, result: Plan, now: float, *, creates: bool = True, status: bool = True, rest: bool = True
+        self,
+        result: Plan,
+        now: float,
+        *,
+        creates: bool = True,
+        status: bool = True,
+        rest: bool = True,
+        stop_after: str | None = None,
     ) -> None:
-        """apply: carry ``result`` out as the executor would, minus the parts the flags drop."""
+        """apply: carry ``result`` out as the executor would, minus the parts the flags drop;
+        ``stop_after``: the operator dies once that step (a ``STEPS`` field) is done."""
         skip = ("creates",) * (not creates) + ("status",) * (not status) + AFTER_STATUS * (not rest)
+        if stop_after is not None:
+            fields = [s.field for s in STEPS]
+            skip += tuple(fields[fields.index(stop_after) + 1 :])
         self._now = now
         walk(result, self, "apply_", skip)
         self.collect()
@@ -408,11 +421,19 @@ class Cluster:
             self.objects[m.ref] = m.body
 
     # Events, metrics and logs leave nothing in the cluster the planner reads.
+    def apply_restart_events(self, events: Sequence[Event]) -> None:
+        """apply_restart_events: kept by name, as the API server keeps named Events."""
+        self.apply_events(events)
+
     def apply_events(self, events: Sequence[Event]) -> None:
-        """apply_events: nothing the planner reads."""
+        """apply_events: named Events kept by name (a second post with the name is refused)."""
+        for e in events:
+            if e.name is not None:
+                self.events.setdefault(e.name, e)
 
     def apply_restarts(self, restarts: Sequence[RestartRecord]) -> None:
-        """apply_restarts: metrics and logs only."""
+        """apply_restarts: what the executor counts in metrics and logs."""
+        self.counted.extend(restarts)
 
     def apply_outcome(self, outcome: Outcome) -> None:
         """apply_outcome: metrics and logs only."""

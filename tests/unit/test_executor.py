@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from prometheus_client import REGISTRY
 
 from aitj.controller.executor import (
     NOT_SENT,
@@ -37,12 +39,24 @@ from aitj.core.planner.types import (
     ReplicasPatch,
     RestartRecord,
 )
+from aitj.core.policy import Failure, FailureKind
 from tests.unit.builders import Cluster
 
 JOB = JobRef("default", "job", "uid-1", "7")
 SERVICE = Manifest(ObjectKind.SERVICE, "job", {"kind": "Service"})
 CONFIGMAP = Manifest(ObjectKind.CONFIGMAP, "job-discovery", {"kind": "ConfigMap"})
 POD = PodCreate("job-trainer-abcde-0", "trainer", 0, 0, {"kind": "Pod"})
+FAILURE = Failure(FailureKind.POD_FAILED, "it failed", at=datetime(2022, 1, 14, 9, 0, 0, tzinfo=UTC))
+RESTART = RestartRecord(
+    "trainer",
+    0,
+    0,
+    "p-0",
+    FAILURE,
+    "exitCodes 1",
+    RestartScope.POD,
+    datetime(2022, 1, 14, 9, 0, 1, tzinfo=UTC),
+)
 
 # One of everything, and the client call each step makes for it.
 EVERYTHING = Plan(
@@ -56,7 +70,10 @@ EVERYTHING = Plan(
     release=("p-2",),
     budgets=(Manifest(ObjectKind.PDB, "job-trainer", {"spec": {"minAvailable": 2}}),),
     events=(Event("Normal", "Why", "because"),),
-    restarts=(RestartRecord("trainer", 0, "p-0", "PodFailed", "exitCodes 1", RestartScope.POD, 1.0),),
+    restart_events=(
+        Event("Warning", "TrainingJobRestarting", "p-0 failed", "job.uid-1.restart-trainer-0-0"),
+    ),
+    restarts=(RESTART,),
     outcome=Outcome(Phase.SUCCEEDED, "Done", "done"),
 )
 CALLS = [
@@ -64,6 +81,7 @@ CALLS = [
     "delete_namespaced_service",
     "create_namespaced_pod",
     "replace_namespaced_config_map",
+    "create_namespaced_event",
     "patch_namespaced_custom_object_status",
     "patch_namespaced_custom_object",
     "delete_namespaced_pod",
@@ -204,3 +222,44 @@ def test_a_disruption_budget_that_is_not_there_is_created() -> None:
         "patch_namespaced_pod_disruption_budget",
         "create_namespaced_pod_disruption_budget",
     ]
+
+
+def restarts_counted() -> float:
+    """restarts_counted: aitj_restarts_total for RESTART's labels."""
+    labels = {
+        "namespace": "default",
+        "job": "job",
+        "replica": "trainer",
+        "cause": "PodFailed",
+        "scope": "Pod",
+    }
+    return REGISTRY.get_sample_value("aitj_restarts_total", labels) or 0.0
+
+
+RESTARTING = Plan(
+    creates=(POD,),
+    restart_events=EVERYTHING.restart_events,
+    status={"phase": "Restarting"},
+    restarts=(RESTART,),
+)
+
+
+def test_a_stale_status_write_has_posted_the_restart_event_and_counts_nothing() -> None:
+    before = restarts_counted()
+    ex, log = executor(patch_namespaced_custom_object_status=refused(422))
+    with pytest.raises(StaleJob):
+        ex.execute(JOB, RESTARTING)
+    assert [m for m, _ in log] == [
+        "create_namespaced_pod",
+        "create_namespaced_event",
+        "patch_namespaced_custom_object_status",
+    ]
+    assert log[1][1][1]["metadata"]["name"] == "job.uid-1.restart-trainer-0-0"
+    assert restarts_counted() == before
+
+
+def test_the_pass_that_records_a_restart_counts_it_once_and_its_event_already_posted_is_fine() -> None:
+    before = restarts_counted()
+    ex, _ = executor(create_namespaced_pod=refused(409), create_namespaced_event=refused(409))
+    ex.execute(JOB, RESTARTING)
+    assert restarts_counted() == before + 1

@@ -511,7 +511,7 @@ def test_the_next_pass_lists_creates_status_and_restarts() -> None:
     assert "status: RestartCount trainer 1, launcher 0" in lines
     assert f"release the finalizer of {TRAINERS[0]}" in lines
     assert any(
-        line.startswith(f"count a restart of replica trainer: PodForceDeleted on pod {TRAINERS[0]}")
+        line.startswith(f"record a restart of replica trainer: PodForceDeleted on pod {TRAINERS[0]}")
         for line in lines
     )
 

@@ -110,7 +110,7 @@ def test_an_eviction_from_a_cordoned_node_is_a_drain_that_the_seed_restarts_on_a
     assert [c.name for c in result.creates] == [name_of("trainer", 0, 1)]
     assert result.release == (TRAINER0,)
     assert cluster.status["RestartCount"]["trainer"] == 1
-    (event,) = [e for e in result.events if e.reason == "TrainingJobRestarting"]
+    (event,) = [e for e in result.restart_events if e.reason == "TrainingJobRestarting"]
     assert event.message.startswith(f"nodeNotReady on pod {TRAINER0}")
     assert "node node-a is cordoned: a drain (node maintenance)" in event.message
 

@@ -70,7 +70,7 @@ def test_a_force_deleted_trainer_is_replaced_at_the_same_index_with_a_new_name()
 def test_a_restart_event_names_the_cause_and_the_rule() -> None:
     cluster = running()
     cluster.pods[TRAINERS[0]].deleted(100, grace=0)
-    (event,) = cluster.step(101).events
+    (event,) = cluster.step(101).restart_events
     assert (event.type, event.reason) == ("Warning", "TrainingJobRestarting")
     assert event.message == (
         f"PodForceDeleted on pod {TRAINERS[0]} (pod was deleted with grace period 0 by someone other than "
@@ -84,7 +84,7 @@ def test_a_restart_is_recorded_in_status_and_for_metrics() -> None:
     cluster.pods[TRAINERS[0]].deleted(100, grace=0)
     result = cluster.step(103)
     (record,) = result.restarts
-    assert (record.replica, record.index, record.pod, record.cause, record.scope) == (
+    assert (record.replica, record.index, record.pod, record.failure.kind, record.scope) == (
         "trainer",
         0,
         TRAINERS[0],
@@ -97,12 +97,16 @@ def test_a_restart_is_recorded_in_status_and_for_metrics() -> None:
             "time": "2022-01-14T09:03:35Z",
             "replica": "trainer",
             "index": 0,
+            "generation": 0,
             "pod": TRAINERS[0],
             "cause": "PodForceDeleted",
+            "message": "pod was deleted with grace period 0 by someone other than the operator",
+            "failureTime": "2022-01-14T09:03:32Z",
             "rule": "exceptionalEvent nodeNotReady,PodForceDeleted",
             "scope": "Pod",
         }
     ]
+    assert cluster.status["restartLedger"]["trainer"]["recorded"] == {"0": 0}
 
 
 def test_after_a_restart_the_job_runs_again_and_the_old_name_never_returns() -> None:
@@ -149,7 +153,7 @@ def test_other_ways_of_losing_a_node_replace_its_trainer(node_views: tuple[NodeV
     cluster.nodes = {n.name: n for n in node_views}
     result = cluster.step(100)
     assert [c.name for c in result.creates] == [name_of("trainer", 2, 1)]
-    assert result.restarts[0].cause == "nodeNotReady"
+    assert result.restarts[0].failure.kind == "nodeNotReady"
 
 
 def test_the_launcher_exiting_129_is_restarted_by_the_first_launcher_rule() -> None:
@@ -427,7 +431,7 @@ def test_a_crash_after_some_creates_of_a_replica_restart_recreates_the_rest_with
     cluster.apply(partial, 100)
     again = cluster.step(101)
     assert sorted(c.name for c in again.creates) == sorted(name_of("trainer", i, 1) for i in range(2))
-    assert again.restarts == ()
+    assert again.restarts == result.restarts  # recorded by this pass, as the one that decided it
     assert cluster.status["RestartCount"]["trainer"] == 1
 
 
@@ -435,9 +439,10 @@ def test_a_crash_after_the_worker_creates_of_a_scope_all_restart_still_replaces_
     job = with_replica(seed_job(), "trainer", rules=(event_rule("nodeNotReady", RestartScope.ALL),))
     cluster = running(job)
     cluster.nodes = nodes(*DEAD_B)
-    cluster.step(100, status=False, rest=False)  # trainers created; status and deletes lost
+    first = cluster.step(100, status=False, rest=False)  # trainers created; status and deletes lost
     again = cluster.step(101)
-    assert again.restarts == () and sorted(d.name for d in again.deletes) == sorted([*TRAINERS, LAUNCHER])
+    assert again.restarts == first.restarts and len(cluster.status["restarts"]) == 1
+    assert sorted(d.name for d in again.deletes) == sorted([*TRAINERS, LAUNCHER])
     cluster.terminate_deleted()
     cluster.run_all(102)
     last = cluster.step(103)
@@ -461,9 +466,9 @@ def test_the_ledger_on_the_new_pods_recounts_a_lost_status_exactly() -> None:
     cluster = running()
     cluster.pods[TRAINERS[0]].deleted(100, 0)
     cluster.pods[TRAINERS[1]].deleted(100, 0)
-    cluster.step(100, status=False, rest=False)
+    first = cluster.step(100, status=False, rest=False)
     result = cluster.step(101)
-    assert result.restarts == () and cluster.status["RestartCount"]["trainer"] == 2
+    assert result.restarts == first.restarts and cluster.status["RestartCount"]["trainer"] == 2
 
 
 def test_a_pod_that_vanished_without_the_finalizer_is_pod_force_deleted() -> None:
@@ -471,7 +476,7 @@ def test_a_pod_that_vanished_without_the_finalizer_is_pod_force_deleted() -> Non
     del cluster.pods[TRAINERS[1]]
     result = cluster.step(100)
     assert [c.name for c in result.creates] == [name_of("trainer", 1, 1)]
-    assert result.restarts[0].cause == "PodForceDeleted" and result.restarts[0].latency_seconds is None
+    assert result.restarts[0].failure.kind == "PodForceDeleted" and result.restarts[0].latency_seconds is None
 
 
 def test_a_replacement_not_yet_seen_is_created_again_not_counted_again() -> None:
@@ -499,7 +504,7 @@ def test_a_preempted_trainer_is_restarted_when_a_rule_names_pod_preempted() -> N
     job = with_replica(seed_job(), "trainer", rules=(event_rule("PodPreempted,PodEvicted"),))
     cluster = running(job)
     cluster.pods[TRAINERS[0]].exited(137).disrupted("PreemptionByScheduler")
-    assert [r.cause for r in cluster.step(101).restarts] == ["PodPreempted"]
+    assert [r.failure.kind for r in cluster.step(101).restarts] == ["PodPreempted"]
 
 
 def test_without_fault_tolerance_restart_policy_on_failure_restarts_with_the_replica_scope() -> None:

@@ -16,7 +16,7 @@ from aitj.core.policy import (
     FailReason,
     Failure,
     FailureKind,
-    Restart,
+    RestartDecision,
     RuleWhy,
     allows,
     classify,
@@ -317,7 +317,7 @@ def bare(decision: Decision) -> Decision:
 
 def outcome_of(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> str:
     decision = decide(replica, fault_tolerant, failure)
-    return decision.scope.value if isinstance(decision, Restart) else decision.reason.value
+    return decision.scope.value if isinstance(decision, RestartDecision) else decision.reason.value
 
 
 def matrix(table: Mapping[RestartPolicy, tuple[str, ...]]) -> list[object]:
@@ -344,7 +344,7 @@ def test_without_fault_tolerance_the_restart_policy_alone_decides(
 
 def test_without_fault_tolerance_the_replica_restart_scope_is_used() -> None:
     replica = trainer(restart_policy=RestartPolicy.ALWAYS, restart_scope=RestartScope.ALL)
-    assert bare(decide(replica, False, FAILURES["exitCode"])) == Restart(
+    assert bare(decide(replica, False, FAILURES["exitCode"])) == RestartDecision(
         RestartScope.ALL, "restartPolicy Always"
     )
 
@@ -370,10 +370,10 @@ def code(n: int) -> Failure:
     ("failure", "want"),
     [
         pytest.param(
-            code(129), Restart(RestartScope.POD, "exitCodes 129,101"), id="129 matches the first rule"
+            code(129), RestartDecision(RestartScope.POD, "exitCodes 129,101"), id="129 matches the first rule"
         ),
         pytest.param(
-            code(101), Restart(RestartScope.POD, "exitCodes 129,101"), id="101 matches the first rule"
+            code(101), RestartDecision(RestartScope.POD, "exitCodes 129,101"), id="101 matches the first rule"
         ),
         pytest.param(code(1), "NoMatchingRule", id="exit code 1 matches no launcher rule"),
         pytest.param(code(128), "NoMatchingRule", id="edge code 128 matches no launcher rule"),
@@ -381,7 +381,7 @@ def code(n: int) -> Failure:
         pytest.param(code(255), "NoMatchingRule", id="edge code 255 matches no launcher rule"),
         pytest.param(
             FAILURES["nodeNotReady"],
-            Restart(RestartScope.POD, "exceptionalEvent nodeNotReady"),
+            RestartDecision(RestartScope.POD, "exceptionalEvent nodeNotReady"),
             id="nodeNotReady matches the second rule",
         ),
         pytest.param(
@@ -392,7 +392,7 @@ def code(n: int) -> Failure:
 )
 def test_the_seeds_launcher_rules(failure: Failure, want: object) -> None:
     decision = decide(launcher(), True, failure)
-    assert (bare(decision) if isinstance(decision, Restart) else decision.reason.value) == want
+    assert (bare(decision) if isinstance(decision, RestartDecision) else decision.reason.value) == want
 
 
 @pytest.mark.parametrize(
@@ -405,16 +405,18 @@ def test_the_seeds_launcher_rules(failure: Failure, want: object) -> None:
     ],
 )
 def test_the_seeds_trainer_rule(failure: Failure, restarted: bool) -> None:
-    assert isinstance(decide(trainer(), True, failure), Restart) is restarted
+    assert isinstance(decide(trainer(), True, failure), RestartDecision) is restarted
 
 
 def test_rules_are_tried_in_order_and_the_first_match_wins() -> None:
     first = exit_rule("130-140", RestartScope.REPLICA)
     second = exit_rule("137", RestartScope.ALL)
     replica = trainer(restart_policy=RestartPolicy.EXIT_CODE, rules=(first, second))
-    assert bare(decide(replica, True, code(137))) == Restart(RestartScope.REPLICA, "exitCodes 130-140")
+    assert bare(decide(replica, True, code(137))) == RestartDecision(
+        RestartScope.REPLICA, "exitCodes 130-140"
+    )
     reordered = dataclasses.replace(replica, rules=(second, first))
-    assert bare(decide(reordered, True, code(137))) == Restart(RestartScope.ALL, "exitCodes 137")
+    assert bare(decide(reordered, True, code(137))) == RestartDecision(RestartScope.ALL, "exitCodes 137")
 
 
 def test_a_rule_the_restart_policy_does_not_allow_is_skipped_for_a_later_one() -> None:
@@ -443,7 +445,7 @@ def test_exit_code_lists_and_ranges(text: str, exit_code: int, matches: bool) ->
     # The rule's codes come from the parser itself, not from the builders' shorthand.
     rule = FaultTolerantRule(RestartPolicy.EXIT_CODE, RestartScope.POD, exit_codes=parse_exit_codes(text))
     replica = trainer(restart_policy=RestartPolicy.EXIT_CODE, rules=(rule,))
-    assert isinstance(decide(replica, True, code(exit_code)), Restart) is matches
+    assert isinstance(decide(replica, True, code(exit_code)), RestartDecision) is matches
 
 
 def test_no_matching_rule_says_which_cause_and_replica() -> None:
@@ -456,7 +458,7 @@ def test_no_matching_rule_says_which_cause_and_replica() -> None:
 def test_a_vanished_pod_is_pod_force_deleted() -> None:
     failure = vanished("p-0")
     assert failure.kind is FailureKind.POD_FORCE_DELETED and "p-0" in failure.description
-    assert isinstance(decide(trainer(), True, failure), Restart)
+    assert isinstance(decide(trainer(), True, failure), RestartDecision)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -571,7 +573,7 @@ def test_the_trace_says_what_each_rule_made_of_the_failure(
 def test_a_restart_is_the_rule_its_trace_fired(policy: RestartPolicy, kind: str, want: str) -> None:
     decision = decide(trainer(restart_policy=policy, rules=RULES), True, FAILURES[kind])
     fired = [(c.rule, c.scope) for c in decision.trace if c.fired]
-    assert fired == ([(decision.rule, decision.scope)] if isinstance(decision, Restart) else [])
+    assert fired == ([(decision.rule, decision.scope)] if isinstance(decision, RestartDecision) else [])
 
 
 @pytest.mark.parametrize(

@@ -104,14 +104,15 @@ def _next_pass(job: Job, result: Plan) -> tuple[str, ...]:
         lines.append(f"release the finalizer of {', '.join(result.release)}")
     for r in result.restarts:
         lines.append(
-            f"count a restart of replica {r.replica}: {r.cause} on pod {r.pod}, {r.rule}, scope {r.scope}"
+            f"record a restart of replica {r.replica}: {r.failure.cause} on pod {r.pod}, {r.rule}, "
+            f"scope {r.scope}"
         )
     lines.extend(_status_change(job.status or {}, result.status))
     if result.hosts is not None:
         lines.append(f"rewrite the discovery host list: [{' '.join(h.pod for h in result.hosts)}]")
     if result.removes:
         lines.append("delete the job's Service (cleanPodPolicy All)")
-    for e in result.events:
+    for e in result.restart_events + result.events:
         lines.append(f"event {e.type} {e.reason}: {e.message}")
     if not lines:
         lines.append("nothing: the job is as it should be")

@@ -2,7 +2,7 @@
 
 Pure. Everything here is read back from the planner's own Assessment and Plan, not decided
 again: the survey gives each index's verdict (restart, failure that stands, replaced, gated),
-``policy.decide``'s trace (carried by the Restart or Fail it returned) gives the rule-by-rule
+``policy.decide``'s trace (carried by the RestartDecision or Fail it returned) gives the rule-by-rule
 reasons, and the survey's RetireReason says why a pod is replaced.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 from aitj.core.api import Job, Phase, Policy, ReplicaSpec, ReplicaType
 from aitj.core.explain.model import PodExplanation, RuleEntry, RuleOutcome, Verdict
 from aitj.core.observed import KUBELET_EVICTED, NodeView, PodView
-from aitj.core.planner import Plan
-from aitj.core.planner.survey import NewRestart, Retiree, RetireReason, Slot, State, Survey
+from aitj.core.planner import Plan, RestartRecord
+from aitj.core.planner.survey import Retiree, RetireReason, Slot, State, Survey
 from aitj.core.policy import Decision, Fail, FailReason, Failure, FailureKind, RuleCheck, RuleWhy
 from aitj.core.wire import format_time
 
@@ -124,7 +124,7 @@ class Judge:
         self.nodes = nodes
         self.found = found
         self.result = result
-        self.restarts: dict[str, NewRestart] = {r.old_pod: r for r in found.restarts}
+        self.restarts: dict[str, RestartRecord] = {r.pod: r for r in found.restarts}
         self.retirees: dict[str, Retiree] = {}
         for t in found.retirees:
             self.retirees.setdefault(t.pod.name, t)
@@ -152,11 +152,9 @@ class Judge:
             r, i = s.replica.name, s.index
             if s.pod is not None or (r, i, s.generation - 1) in observed or (r, i, s.generation) in observed:
                 continue
-            vanished = next(
-                (n for n in self.found.restarts if (n.slot.replica.name, n.slot.index) == (r, i)), None
-            )
+            vanished = next((n for n in self.found.restarts if (n.replica, n.index) == (r, i)), None)
             if vanished is not None:
-                out.append(self._restart(_absent(vanished.old_pod, r, i, s.generation - 1), vanished))
+                out.append(self._restart(_absent(vanished.pod, r, i, s.generation - 1), vanished))
             elif s.state is State.FAILED:
                 out.append(self._fails(_absent(s.name, r, i, s.generation), s))
             elif s.state is State.WAITING:
@@ -173,16 +171,17 @@ class Judge:
 
     # ---- verdicts --------------------------------------------------------------------------
 
-    def _restart(self, seen: dict[str, Any], new: NewRestart) -> PodExplanation:
-        r, failure, decision = new.slot.replica, new.failure, new.decision
+    def _restart(self, seen: dict[str, Any], new: RestartRecord) -> PodExplanation:
+        final = self.slots[(new.replica, new.index)]  # the restarted slot keeps the decision
+        r, failure, decision = final.replica, new.failure, final.restart
+        assert decision is not None
         if self.job.spec.fault_tolerant:
             summary = f"restart: rule {decision.rule} restarts scope {decision.scope}"
         else:
             summary = f"restart: {decision.rule} restarts scope {decision.scope} (faultTolerant is false)"
         notes = [self._count_note(r)]
-        final = self.slots.get((r.name, new.slot.index))
-        successor = new.slot.name
-        if final is not None and final.state is State.WAITING:
+        successor = final.name
+        if final.state is State.WAITING:
             notes.append(f"replaced by {successor} once every worker index runs (launcher gating)")
         else:
             notes.append(f"replaced by {successor}, created in the next pass")
@@ -232,9 +231,9 @@ class Judge:
             failure = slot.failure
         if t.reason is RetireReason.RESTART_SCOPE:
             for new in self.found.restarts:
-                scope = new.decision.scope.value
-                if scope == "All" or (scope == "Replica" and new.slot.replica.name == p.replica):
-                    notes.append(f"recreated by the scope {scope} restart for pod {new.old_pod}")
+                scope = new.scope.value
+                if scope == "All" or (scope == "Replica" and new.replica == p.replica):
+                    notes.append(f"recreated by the scope {scope} restart for pod {new.pod}")
                     break
             else:
                 notes.append("an earlier Replica- or All-scope restart covered it (restart epoch)")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from aitj.core import render
+from aitj.core import naming, render
 from aitj.core.api import (
     DEFAULT_RESTART_TIME_LIMIT,
     FINISHED_PHASES,
@@ -24,10 +24,11 @@ from aitj.core.api import (
     Job,
     Phase,
     ReplicaType,
+    RestartScope,
 )
 from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
 from aitj.core.planner import resources, scaling
-from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.ledger import Ledger, record_to_json
 from aitj.core.planner.lifecycle import phase_of
 from aitj.core.planner.outcome import judge, timeout_at
 from aitj.core.planner.status import (
@@ -37,7 +38,7 @@ from aitj.core.planner.status import (
     replica_statuses,
     scale_fields,
 )
-from aitj.core.planner.survey import NewRestart, Retiree, Slot, State, Survey, observe, survey
+from aitj.core.planner.survey import Retiree, Slot, State, Survey, observe, survey
 from aitj.core.planner.types import (
     DeleteReason,
     Event,
@@ -159,7 +160,12 @@ def _live(
     if condition.type is Phase.RUNNING and started is None:
         started = now
     counts = {r.name: found.ledger.replica(r.name).restart_count for r in job.spec.replicas}
-    annotations = {ANNOTATION_LEDGER: found.ledger.annotation()}
+    # What this pass records: restarts earlier passes decided and did not get to record, and its own.
+    records = found.ledger.unrecorded() + found.restarts
+    ledger = found.ledger.recording(records)
+    # Every pod created carries them, so a pass that fails after any create is recorded by the
+    # next one; bounded like status.restarts, which keeps no more.
+    annotations = {ANNOTATION_LEDGER: ledger.annotation(records[-MAX_RESTART_RECORDS:])}
     creates = tuple(
         _create(job, s, counts, annotations, given.settings)
         for s in found.slots
@@ -167,26 +173,12 @@ def _live(
     )
     deletes, release, force_events, wake = _retire(job, found.retirees, now)
     hosts = _hosts(job, found, shape.joining)
-    status = scaling.write_status(_status(job, prev, found.ledger, found, condition, stamp), scale, now)
+    status = scaling.write_status(_status(job, prev, ledger, found, condition, stamp), scale, now)
     if started is not None:
         status["startRunningTime"] = format_time(started)
     if hosts is not None:
         status["discoveryHosts"] = [h.pod for h in hosts]
-    records = tuple(_record(new, now) for new in found.restarts)
-    if records:
-        history = list(prev.get("restarts") or []) + [
-            {
-                "time": stamp,
-                "replica": r.replica,
-                "index": r.index,
-                "pod": r.pod,
-                "cause": new.failure.cause,
-                "rule": r.rule,
-                "scope": r.scope.value,
-            }
-            for r, new in zip(records, found.restarts, strict=True)
-        ]
-        status["restarts"] = history[-MAX_RESTART_RECORDS:]
+    _record(status, prev, records)
     wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
     changed = hosts is not None and prev.get("discoveryHosts") != [h.pod for h in hosts]
     budgets, unbudgets = _budgets(job, found, prev, status, given.owned)
@@ -199,9 +191,8 @@ def _live(
         deletes=deletes,
         release=tuple(dict.fromkeys(release + found.released)),
         status=None if status == prev else status,
-        events=(
-            tuple(_restart_event(new) for new in found.restarts) + force_events + scaling.events(job, scale)
-        ),
+        events=force_events + scaling.events(job, scale),
+        restart_events=tuple(_restart_event(job, r) for r in records),
         requeue_after=min(wake) if wake else None,
         hosts=hosts if changed else None,
         restarts=records,
@@ -338,31 +329,30 @@ def _timeouts(job: Job, found: Survey, started: datetime | None, now: datetime) 
     return [max(w, 0.0) for w in wake]
 
 
-def _record(new: NewRestart, now: datetime) -> RestartRecord:
-    at = new.failure.at
-    return RestartRecord(
-        replica=new.slot.replica.name,
-        index=new.slot.index,
-        pod=new.old_pod,
-        cause=new.failure.kind.value,
-        rule=new.decision.rule,
-        scope=new.decision.scope,
-        latency_seconds=max((now - at).total_seconds(), 0.0) if at is not None else None,
-    )
+def _record(status: dict[str, Any], prev: Mapping[str, Any], records: Sequence[RestartRecord]) -> None:
+    """_record: append ``records`` to ``status.restarts`` (the last MAX_RESTART_RECORDS kept).
+    Each is recorded once: the ledger's ``recorded`` marks, written in the same status, keep
+    a later pass from recording it again (aitj.core.planner.ledger)."""
+    if records:
+        history = list(prev.get("restarts") or []) + [record_to_json(r) for r in records]
+        status["restarts"] = history[-MAX_RESTART_RECORDS:]
 
 
-def _restart_event(new: NewRestart) -> Event:
-    scope = new.decision.scope.value
+def _restart_event(job: Job, r: RestartRecord) -> Event:
+    """_restart_event: the Event of a restart, named after it (job uid, replica, index, failed
+    generation): the pass that decides it and any pass that records it late send the same
+    Event, which the API server keeps once."""
     what = {
-        "Pod": f"pod {new.slot.name}",
-        "Replica": f"every pod of replica {new.slot.replica.name}",
-        "All": "every pod of the job",
-    }[scope]
+        RestartScope.POD: f"pod {naming.pod_name(job.name, job.uid, r.replica, r.index, r.generation + 1)}",
+        RestartScope.REPLICA: f"every pod of replica {r.replica}",
+        RestartScope.ALL: "every pod of the job",
+    }[r.scope]
     return Event(
         "Warning",
         EVENT_RESTARTING,
-        f"{new.failure.cause} on pod {new.old_pod} ({new.failure.description}): rule {new.decision.rule} "
-        f"restarts scope {scope}: recreating {what}",
+        f"{r.failure.cause} on pod {r.pod} ({r.failure.description}): rule {r.rule} "
+        f"restarts scope {r.scope.value}: recreating {what}",
+        f"{job.name}.{job.uid[:8] or 'job'}.restart-{r.replica}-{r.index}-{r.generation}",
     )
 
 
@@ -381,10 +371,13 @@ def _finish(
     owned: Owned | None,
 ) -> Plan:
     """_finish: the pass in which the job ends. Restarts decided in the same pass are dropped
-    (nothing is created once the job has ended), so the ledger is the one before them."""
+    (nothing is created once the job has ended), so the ledger is the one before them; those
+    earlier passes decided and did not get to record are recorded."""
     stamp = format_time(now)
     condition = Condition(outcome.phase, outcome.reason, outcome.message)
-    status = _status(job, prev, ledger, found, condition, stamp)
+    records = ledger.unrecorded()
+    status = _status(job, prev, ledger.recording(records), found, condition, stamp)
+    _record(status, prev, records)
     status["completionTime"] = stamp
     cleanup = _cleanup(job, pods, outcome.phase, owned)
     # A finished job protects nothing: its budgets go (not only when the job is deleted).
@@ -397,6 +390,8 @@ def _finish(
         release=cleanup.release,
         status=status,
         events=(Event(kind, outcome.reason, outcome.message),),
+        restart_events=tuple(_restart_event(job, r) for r in records),
+        restarts=records,
         outcome=outcome,
     )
 

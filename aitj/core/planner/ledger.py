@@ -6,23 +6,33 @@ the operator creates carries the ledger as it stood when the pod was planned (an
 parsed here by ``pod_ledger``); the job status carries the full one (``status.restartLedger``).
 The planner merges them all (``aitj.core.planner.survey.observe``), and merging is idempotent
 and order-free (per-field max), so a pass replayed after a crash counts nothing twice.
+
+The same goes for recording restarts (docs/semantics.md, "Each restart is recorded once"): a
+pod's stamp also carries the ``RestartRecord`` s of the pass that created it, and the status
+ledger says, per index, the newest failed generation whose restart ``status.restarts`` holds
+(``recorded``). A record a pod carries above that mark is one a pass decided and did not get
+to record (its status write failed, or the operator died): the next pass records it.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from aitj.core.api import RestartScope
 from aitj.core.observed import PodView
-from aitj.core.wire import as_int, as_list, mapping
+from aitj.core.planner.types import RestartRecord
+from aitj.core.policy import Failure, FailureKind
+from aitj.core.wire import as_int, as_list, format_time, mapping, parse_time
 
 
 @dataclass(frozen=True)
-class IndexRecord:
-    """IndexRecord is what the ledger knows about one index of one replica.
+class IndexHistory:
+    """IndexHistory is what the ledger knows about the generations of one index of one replica
+    (not a restart: the restarts themselves are ``RestartRecord`` s).
 
     ``seen``: the highest restart generation observed for the index (-1: none). ``ended``: the
     highest generation the operator itself decided to end (restart, scope, scale-in; -1: none).
@@ -31,7 +41,8 @@ class IndexRecord:
     ``failed < g``: counting is idempotent. ``succeeded`` / ``stood``: the highest generation
     whose pod, on its way out (deleted or finished), had succeeded / had a failure that stands
     (-1: none). They are what lets the operator release such a pod's finalizer: once recorded,
-    the pod is not needed as the record, and its disappearance is not a failure.
+    the pod is not needed as the record, and its disappearance is not a failure. ``recorded``:
+    the highest failed generation whose restart ``status.restarts`` holds (-1: none).
     """
 
     seen: int = -1
@@ -40,17 +51,19 @@ class IndexRecord:
     restarts: int = 0
     succeeded: int = -1
     stood: int = -1
+    recorded: int = -1
 
-    def merge(self, other: IndexRecord) -> IndexRecord:
+    def merge(self, other: IndexHistory) -> IndexHistory:
         """merge is the per-field max; (failed, restarts) move together."""
         failed, restarts = max((self.failed, self.restarts), (other.failed, other.restarts))
-        return IndexRecord(
+        return IndexHistory(
             max(self.seen, other.seen),
             max(self.ended, other.ended),
             failed,
             restarts,
             max(self.succeeded, other.succeeded),
             max(self.stood, other.stood),
+            max(self.recorded, other.recorded),
         )
 
     def settled(self, generation: int) -> bool:
@@ -59,27 +72,36 @@ class IndexRecord:
 
 
 @dataclass(frozen=True)
-class ReplicaRecord:
-    """ReplicaRecord: a replica's restart epoch and its index records (sorted by index).
+class ReplicaHistory:
+    """ReplicaHistory: a replica's restart epoch, its index histories (sorted by index) and the
+    restart records of its indices that pods carry (sorted by key; never in the status form).
 
     The epoch counts Replica- and All-scope restarts that covered the replica: a pod stamped
     with an older epoch than the ledger's is superseded and gets replaced.
     """
 
     epoch: int = 0
-    indices: tuple[tuple[int, IndexRecord], ...] = ()
+    indices: tuple[tuple[int, IndexHistory], ...] = ()
+    records: tuple[RestartRecord, ...] = ()
 
-    def index(self, i: int) -> IndexRecord:
+    def index(self, i: int) -> IndexHistory:
         for j, record in self.indices:
             if j == i:
                 return record
-        return IndexRecord()
+        return IndexHistory()
 
-    def merge(self, other: ReplicaRecord) -> ReplicaRecord:
+    def merge(self, other: ReplicaHistory) -> ReplicaHistory:
         merged = dict(self.indices)
         for i, record in other.indices:
             merged[i] = merged[i].merge(record) if i in merged else record
-        return ReplicaRecord(max(self.epoch, other.epoch), tuple(sorted(merged.items())))
+        records: dict[tuple[str, int, int], RestartRecord] = {}
+        for r in sorted(self.records + other.records, key=lambda r: format_time(r.time), reverse=True):
+            records[r.key] = r  # one pass decides a restart; the earliest copy wins all the same
+        return ReplicaHistory(
+            max(self.epoch, other.epoch),
+            tuple(sorted(merged.items())),
+            tuple(records[k] for k in sorted(records)),
+        )
 
     @property
     def restart_count(self) -> int:
@@ -88,15 +110,15 @@ class ReplicaRecord:
 
 @dataclass(frozen=True)
 class Ledger:
-    """Ledger: per replica name, a ReplicaRecord (sorted by name). Immutable; merge is a max."""
+    """Ledger: per replica name, a ReplicaHistory (sorted by name). Immutable; merge is a max."""
 
-    replicas: tuple[tuple[str, ReplicaRecord], ...] = ()
+    replicas: tuple[tuple[str, ReplicaHistory], ...] = ()
 
-    def replica(self, name: str) -> ReplicaRecord:
+    def replica(self, name: str) -> ReplicaHistory:
         for n, record in self.replicas:
             if n == name:
                 return record
-        return ReplicaRecord()
+        return ReplicaHistory()
 
     def merge(self, *others: Ledger) -> Ledger:
         merged = dict(self.replicas)
@@ -105,21 +127,40 @@ class Ledger:
                 merged[name] = merged[name].merge(record) if name in merged else record
         return Ledger(tuple(sorted(merged.items())))
 
-    def with_index(self, replica: str, index: int, record: IndexRecord) -> Ledger:
+    def with_index(self, replica: str, index: int, record: IndexHistory) -> Ledger:
         """with_index merges ``record`` into the replica's index record."""
-        return self.merge(Ledger(((replica, ReplicaRecord(0, ((index, record),))),)))
+        return self.merge(Ledger(((replica, ReplicaHistory(0, ((index, record),))),)))
 
     def with_epoch(self, replica: str, epoch: int) -> Ledger:
-        return self.merge(Ledger(((replica, ReplicaRecord(epoch)),)))
+        return self.merge(Ledger(((replica, ReplicaHistory(epoch)),)))
+
+    def unrecorded(self) -> tuple[RestartRecord, ...]:
+        """unrecorded: the restart records pods carry that the status does not hold yet (above
+        their index's ``recorded``), oldest first."""
+        found = [
+            r
+            for _, replica in self.replicas
+            for r in replica.records
+            if r.generation > replica.index(r.index).recorded
+        ]
+        return tuple(sorted(found, key=lambda r: (r.time, r.key)))
+
+    def recording(self, records: Sequence[RestartRecord]) -> Ledger:
+        """recording: the ledger of a status that holds ``records``: their marks raised."""
+        ledger = self
+        for r in records:
+            ledger = ledger.with_index(r.replica, r.index, IndexHistory(recorded=r.generation))
+        return ledger
 
     def to_json(self, *, for_pod: bool = False) -> dict[str, Any]:
         """to_json is the wire form; ``for_pod`` keeps only what a pod needs to carry.
 
         ``{"trainer": {"epoch": 1, "seen": [0, 2, 0], "ended": {"1": 1},
-        "restarts": {"1": [1, 2]}, "stood": {"0": 0}}}``: ``seen`` is dense by index (-1: never
-        seen), ``ended``, ``succeeded``, ``stood`` and ``restarts`` ([failed generation, count])
-        are sparse. A pod carries only
-        ``epoch`` and ``restarts``: enough to recount exactly if the status write was lost.
+        "restarts": {"1": [1, 2]}, "stood": {"0": 0}, "recorded": {"1": 1}}}``: ``seen`` is
+        dense by index (-1: never seen), ``ended``, ``succeeded``, ``stood``, ``recorded`` and
+        ``restarts`` ([failed generation, count]) are sparse. A pod carries only ``epoch`` and
+        ``restarts``, enough to recount exactly if the status write was lost, and (``stamp``)
+        the records of its pass. Records are never part of this form.
         """
         out: dict[str, Any] = {}
         for name, record in self.replicas:
@@ -131,7 +172,7 @@ class Ledger:
                 size = max((i + 1 for i, r in record.indices if r.seen >= 0), default=0)
                 if size:
                     entry["seen"] = [record.index(i).seen for i in range(size)]
-                for key in ("ended", "succeeded", "stood"):
+                for key in ("ended", "succeeded", "stood", "recorded"):
                     sparse = {str(i): getattr(r, key) for i, r in record.indices if getattr(r, key) >= 0}
                     if sparse:
                         entry[key] = sparse
@@ -142,7 +183,7 @@ class Ledger:
     def from_json(cls, value: object) -> Ledger:
         """from_json reads the wire form; anything unreadable is skipped (an empty ledger)."""
         return cls(
-            tuple(sorted((str(name), _replica_record(mapping(e))) for name, e in mapping(value).items()))
+            tuple(sorted((str(n), _replica_history(str(n), mapping(e))) for n, e in mapping(value).items()))
         )
 
     @classmethod
@@ -154,23 +195,75 @@ class Ledger:
         except ValueError:
             return cls()
 
-    def annotation(self) -> str:
-        """annotation is the compact JSON a new pod carries in ANNOTATION_LEDGER."""
-        return json.dumps(self.to_json(for_pod=True), sort_keys=True, separators=(",", ":"))
+    def annotation(self, records: Sequence[RestartRecord] = ()) -> str:
+        """annotation is the compact JSON a new pod carries in ANNOTATION_LEDGER: the pod form,
+        and ``records`` (the restarts its pass records) under their replicas' ``records``."""
+        out = self.to_json(for_pod=True)
+        for r in records:
+            entry = out.setdefault(r.replica, {"epoch": self.replica(r.replica).epoch})
+            entry.setdefault("records", []).append(record_to_json(r))
+        return json.dumps(out, sort_keys=True, separators=(",", ":"))
 
 
-def _replica_record(e: Mapping[str, Any]) -> ReplicaRecord:
-    indices: dict[int, IndexRecord] = {}
+def record_to_json(r: RestartRecord) -> dict[str, Any]:
+    """record_to_json: a restart record's wire form, which is also its ``status.restarts`` entry.
+    ``cause`` is the failure's wording (``exitCode 137``, ``nodeNotReady``); ``exitCode`` is set
+    for exit-code failures only, ``failureTime`` when the failure time is known."""
+    out: dict[str, Any] = {
+        "time": format_time(r.time),
+        "replica": r.replica,
+        "index": r.index,
+        "generation": r.generation,
+        "pod": r.pod,
+        "cause": r.failure.cause,
+        "message": r.failure.description,
+        "rule": r.rule,
+        "scope": r.scope.value,
+    }
+    if r.failure.exit_code is not None:
+        out["exitCode"] = r.failure.exit_code
+    if r.failure.at is not None:
+        out["failureTime"] = format_time(r.failure.at)
+    return out
+
+
+def record_from_json(value: object) -> RestartRecord | None:
+    """record_from_json reads ``record_to_json``'s form; None when it is unreadable."""
+    e = mapping(value)
+    index, generation, code = as_int(e.get("index")), as_int(e.get("generation")), as_int(e.get("exitCode"))
+    time = parse_time(e.get("time"))
+    try:
+        kind = FailureKind.EXIT_CODE if code is not None else FailureKind(str(e.get("cause")))
+        scope = RestartScope(str(e.get("scope")))
+    except ValueError:
+        return None
+    if index is None or generation is None or time is None:
+        return None
+    failure = Failure(kind, str(e.get("message", "")), code, parse_time(e.get("failureTime")))
+    return RestartRecord(
+        str(e.get("replica", "")),
+        index,
+        generation,
+        str(e.get("pod", "")),
+        failure,
+        str(e.get("rule", "")),
+        scope,
+        time,
+    )
+
+
+def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
+    indices: dict[int, IndexHistory] = {}
 
     def put(i: int | None, **fields: int) -> None:
         if i is not None and i >= 0:
-            indices[i] = replace(indices.get(i, IndexRecord()), **fields)
+            indices[i] = replace(indices.get(i, IndexHistory()), **fields)
 
     for i, seen in enumerate(as_list(e.get("seen"))):
         gen = as_int(seen)
         if gen is not None and gen >= 0:
             put(i, seen=gen)
-    for field in ("ended", "succeeded", "stood"):
+    for field in ("ended", "succeeded", "stood", "recorded"):
         for key, value in mapping(e.get(field)).items():
             gen = as_int(value)
             if gen is not None:
@@ -182,7 +275,11 @@ def _replica_record(e: Mapping[str, Any]) -> ReplicaRecord:
             if failed is not None and count is not None and count >= 0:
                 put(as_int(key), failed=failed, restarts=count)
     epoch = as_int(e.get("epoch"), 0) or 0
-    return ReplicaRecord(max(epoch, 0), tuple(sorted(indices.items())))
+    found = (record_from_json(r) for r in as_list(e.get("records")))
+    records = {r.key: r for r in found if r is not None and r.replica == name}
+    return ReplicaHistory(
+        max(epoch, 0), tuple(sorted(indices.items())), tuple(records[k] for k in sorted(records))
+    )
 
 
 def pod_ledger(pod: PodView) -> Ledger:

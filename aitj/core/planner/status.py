@@ -129,13 +129,11 @@ def running_message(survey: Survey) -> str:
 
 
 def restart_message(survey: Survey) -> str:
-    parts = []
-    for new in survey.restarts:
-        parts.append(
-            f"pod {new.old_pod}: {new.failure.description}; rule {new.decision.rule} "
-            f"restarts scope {new.decision.scope}"
-        )
-    return "; ".join(parts)
+    """restart_message: the Restarting condition's message, one part per restart decided."""
+    return "; ".join(
+        f"pod {r.pod}: {r.failure.description}; rule {r.rule} restarts scope {r.scope}"
+        for r in survey.restarts
+    )
 
 
 def replica_statuses(survey: Survey, names: Sequence[str]) -> dict[str, dict[str, int]]:

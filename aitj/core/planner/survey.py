@@ -32,13 +32,14 @@ from datetime import datetime
 from aitj.core import naming
 from aitj.core.api import Job, ReplicaSpec, ReplicaType, RestartScope
 from aitj.core.observed import NodeView, PodView
-from aitj.core.planner.ledger import IndexRecord, Ledger, pod_epoch, pod_ledger
+from aitj.core.planner.ledger import IndexHistory, Ledger, pod_epoch, pod_ledger
+from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
     Fail,
     FailReason,
     Failure,
     FailureKind,
-    Restart,
+    RestartDecision,
     classify,
     decide,
     restart_timed_out,
@@ -72,7 +73,8 @@ class Slot:
     """Slot: one index of one replica. ``generation`` and ``name`` are those of the pod the
     index has after this pass (the successor's, when one is to be created). ``pod`` is the
     observed current pod, if any. ``failure``/``fail``: the failure found and, when it stands,
-    why it is not restarted."""
+    why it is not restarted; ``restart``: when this pass restarts it, the rule engine's verdict
+    (its trace is what ``aitj explain`` shows)."""
 
     replica: ReplicaSpec
     index: int
@@ -82,6 +84,7 @@ class Slot:
     pod: PodView | None = None
     failure: Failure | None = None
     fail: Fail | None = None
+    restart: RestartDecision | None = None
 
 
 class RetireReason(enum.StrEnum):
@@ -117,25 +120,16 @@ class Retiree:
 
 
 @dataclass(frozen=True)
-class NewRestart:
-    """NewRestart: a restart counted in this pass."""
-
-    slot: Slot  # the slot after the decision (its successor's generation and name)
-    old_pod: str
-    failure: Failure
-    decision: Restart
-
-
-@dataclass(frozen=True)
 class Survey:
-    """Survey: the slots, the pods to retire, the restarts decided, the ledger with this pass's
+    """Survey: the slots, the pods to retire, the restarts this pass decided (each restarted
+    slot keeps its ``RestartDecision``), the ledger with this pass's
     decisions, and ``released``: pods the slots keep (succeeded, or failed for good) that are on
     their way out and whose outcome the ledger the pass started from already records, so their
     finalizer goes (the operator never holds a pod it does not need)."""
 
     slots: tuple[Slot, ...]
     retirees: tuple[Retiree, ...]
-    restarts: tuple[NewRestart, ...]
+    restarts: tuple[RestartRecord, ...]
     ledger: Ledger  # with this pass's decisions
     released: tuple[str, ...] = ()
 
@@ -149,7 +143,7 @@ def observe(ledger: Ledger, job: Job, pods: Sequence[PodView]) -> Ledger:
     seen = Ledger()
     for p in pods:
         if p.replica in names and p.index is not None and p.index >= 0:
-            seen = seen.with_index(p.replica, p.index, IndexRecord(seen=p.generation))
+            seen = seen.with_index(p.replica, p.index, IndexHistory(seen=p.generation))
     return ledger.merge(*(pod_ledger(p) for p in pods), seen)
 
 
@@ -180,12 +174,12 @@ def survey(
 ) -> Survey:
     """survey: slots, retirees and restarts for one pass (see the module docstring)."""
     shape = shape or Shape()
-    s = _Surveyor(job, ledger, shape)
+    s = _Surveyor(job, ledger, shape, now)
     groups = s.group(pods)
     slots: list[Slot] = []
     for r in job.spec.replicas:
         for i in shape.of(r):
-            slots.append(s.look(r, i, groups.get((r.name, i), []), nodes, now))
+            slots.append(s.look(r, i, groups.get((r.name, i), []), nodes))
     slots = [s.resolve(slot) if slot.failure is not None and slot.fail is None else slot for slot in slots]
     slots = [s.sweep(slot) for slot in slots]
     released = tuple(slot.pod.name for slot in slots if slot.pod is not None and s.settle(slot, ledger))
@@ -196,13 +190,14 @@ def survey(
 class _Surveyor:
     """The survey's working state: the ledger as decisions accumulate, and what they retire."""
 
-    def __init__(self, job: Job, ledger: Ledger, shape: Shape) -> None:
+    def __init__(self, job: Job, ledger: Ledger, shape: Shape, now: datetime) -> None:
         self.job = job
+        self.now = now
         self.ledger = ledger
         self.keep = shape.keep
         self.wanted = {r.name: frozenset(shape.of(r)) for r in job.spec.replicas}
         self.retirees: list[Retiree] = []
-        self.restarts: list[NewRestart] = []
+        self.restarts: list[RestartRecord] = []
         self.covered: set[str] = set()  # replicas a Replica/All-scope restart recreates this pass
 
     def name(self, replica: str, index: int, generation: int) -> str:
@@ -219,16 +214,14 @@ class _Surveyor:
             if r is None or p.index is None or p.index < 0:
                 self.retire(p, RetireReason.NOT_IN_SPEC, f"replica {p.replica} is not in the job's spec")
             elif p.index not in self.wanted[r.name]:
-                self.ledger = self.ledger.with_index(r.name, p.index, IndexRecord(ended=p.generation))
+                self.ledger = self.ledger.with_index(r.name, p.index, IndexHistory(ended=p.generation))
                 why = f"index {p.index} is not one of the {r.replicas} wanted (scaled away)"
                 self.retire(p, RetireReason.SCALED_AWAY, why)
             else:
                 groups.setdefault((r.name, p.index), []).append(p)
         return groups
 
-    def look(
-        self, r: ReplicaSpec, i: int, group: list[PodView], nodes: Mapping[str, NodeView], now: datetime
-    ) -> Slot:
+    def look(self, r: ReplicaSpec, i: int, group: list[PodView], nodes: Mapping[str, NodeView]) -> Slot:
         """look: the slot as observed, with the failure of its current pod, if any."""
         record = self.ledger.replica(r.name).index(i)
         group = sorted(group, key=lambda p: (p.generation, p.name), reverse=True)
@@ -253,7 +246,7 @@ class _Surveyor:
             )
         failure = classify(current, nodes.get(current.node_name) if current.node_name else None)
         if failure is None:
-            failure = restart_timed_out(current, r, now)
+            failure = restart_timed_out(current, r, self.now)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:
             state = State.PENDING
@@ -270,7 +263,7 @@ class _Surveyor:
         if r.name in self.covered:
             return slot  # a Replica/All-scope restart decided earlier in this pass recreates it
         decision = decide(r, self.job.spec.fault_tolerant, slot.failure)
-        if isinstance(decision, Restart):
+        if isinstance(decision, RestartDecision):
             count = self.ledger.replica(r.name).restart_count
             if r.restart_limit is not None and count >= r.restart_limit:
                 decision = Fail(
@@ -282,7 +275,7 @@ class _Surveyor:
         if isinstance(decision, Fail):
             return replace(slot, state=State.FAILED, fail=decision)
         self.ledger = self.ledger.with_index(
-            r.name, i, IndexRecord(failed=slot.generation, restarts=record.restarts + 1)
+            r.name, i, IndexHistory(failed=slot.generation, restarts=record.restarts + 1)
         )
         bumped = [r] if decision.scope is RestartScope.REPLICA else []
         if decision.scope is RestartScope.ALL:
@@ -290,9 +283,12 @@ class _Surveyor:
         for b in bumped:
             self.ledger = self.ledger.with_epoch(b.name, self.ledger.replica(b.name).epoch + 1)
             self.covered.add(b.name)
-        new = self.renew(slot, RetireReason.RESTART)
-        self.restarts.append(NewRestart(new, slot.name, slot.failure, decision))
-        return new
+        self.restarts.append(
+            RestartRecord(
+                r.name, i, slot.generation, slot.name, slot.failure, decision.rule, decision.scope, self.now
+            )
+        )
+        return replace(self.renew(slot, RetireReason.RESTART), restart=decision)
 
     def settle(self, slot: Slot, before: Ledger) -> bool:
         """settle: record the outcome of a slot whose pod is on its way out (being deleted, or
@@ -305,7 +301,7 @@ class _Surveyor:
         if p is None or slot.state not in (State.SUCCEEDED, State.FAILED) or not (p.deleting or p.terminal):
             return False
         r, gen = slot.replica.name, slot.generation
-        outcome = IndexRecord(succeeded=gen) if slot.state is State.SUCCEEDED else IndexRecord(stood=gen)
+        outcome = IndexHistory(succeeded=gen) if slot.state is State.SUCCEEDED else IndexHistory(stood=gen)
         self.ledger = self.ledger.with_index(r, slot.index, outcome)
         recorded = before.replica(r).index(slot.index)
         done = recorded.succeeded if slot.state is State.SUCCEEDED else recorded.stood
@@ -327,7 +323,7 @@ class _Surveyor:
     def renew(self, slot: Slot, reason: RetireReason) -> Slot:
         """renew: end the slot's generation (retiring its pod) and plan the next one."""
         r, i, gen = slot.replica, slot.index, slot.generation
-        self.ledger = self.ledger.with_index(r.name, i, IndexRecord(ended=gen))
+        self.ledger = self.ledger.with_index(r.name, i, IndexHistory(ended=gen))
         successor = self.name(r.name, i, gen + 1)
         if slot.pod is not None:
             what = "restart scope" if reason is RetireReason.RESTART_SCOPE else "restart"

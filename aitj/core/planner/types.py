@@ -14,9 +14,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from aitj.core.api import Phase, RestartScope
+from aitj.core.policy import Failure
 
 
 class ObjectKind(enum.StrEnum):
@@ -130,18 +132,40 @@ class HostEntry:
 
 @dataclass(frozen=True)
 class RestartRecord:
-    """RestartRecord: a restart decided in this pass, for metrics and logs.
+    """RestartRecord: one restart the planner counted, as it must be recorded: one entry in
+    ``status.restarts``, one Event, one count in the metrics and one log line, each exactly once.
 
-    ``cause`` is a policy.FailureKind value; ``latency_seconds`` is now minus the time the
-    failure happened (None when the cluster does not say when)."""
+    Why it exists: the rule engine's verdict (``policy.RestartDecision``, which the restarted
+    slot keeps for ``aitj explain``) and the slot are gone when the pass ends; this is the plain
+    data that outlives it. The pass that decides a restart stamps it on every pod it creates
+    (the ledger annotation, ``aitj.core.planner.ledger``); the first pass whose status write
+    succeeds, this one or a later one, records it (docs/semantics.md, "Each restart is recorded
+    once").
+
+    Keyed by (replica, index, generation): ``generation`` and ``pod`` are the failed pod's.
+    ``failure``: what went wrong (``failure.at``: when, None if the cluster does not say);
+    ``rule`` and ``scope``: what restarted it; ``time``: when the restart was decided."""
 
     replica: str
     index: int
+    generation: int
     pod: str
-    cause: str
+    failure: Failure
     rule: str
     scope: RestartScope
-    latency_seconds: float | None
+    time: datetime
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """key: (replica, index, failed generation): one restart, whichever pass records it."""
+        return self.replica, self.index, self.generation
+
+    @property
+    def latency_seconds(self) -> float | None:
+        """latency_seconds: from the failure to the decision (None when the failure time is
+        unknown). The same whichever pass records the restart."""
+        at = self.failure.at
+        return max((self.time - at).total_seconds(), 0.0) if at is not None else None
 
 
 @dataclass(frozen=True)
@@ -178,7 +202,8 @@ class Plan:
     release: tuple[str, ...] = ()  # pod names whose TRACKING_FINALIZER to remove
     budgets: tuple[Manifest, ...] = ()  # PodDisruptionBudgets to write (update, or create)
     events: tuple[Event, ...] = ()
-    restarts: tuple[RestartRecord, ...] = ()
+    restart_events: tuple[Event, ...] = ()  # named, one per restart: sent before the status
+    restarts: tuple[RestartRecord, ...] = ()  # first recorded by this status: counted after it
     outcome: Outcome | None = None
     hosts: tuple[HostEntry, ...] | None = None  # what ``discovery`` lists, for people
     requeue_after: float | None = None  # seconds: plan the job again then even if nothing changes
