@@ -1,7 +1,7 @@
 """Test builders for the decision core: jobs, pods, nodes, and a tiny simulated cluster.
 
 In the spirit of JobSet's pkg/util/testing/wrappers.go: small, chainable, defaults from the
-CCE seed (../shared/seeds/001_e4b904c7b850aaa5.aitrainingjob.yaml), so a test states only
+CCE seed (manifests/examples/horovod-elastic.yaml), so a test states only
 what it is about. Jobs are built here rather than with ``api.parse_job`` so the planner's
 tests do not depend on the parser.
 """
