@@ -26,6 +26,11 @@ step is idempotent:
 
 ``Plan.requeue_after`` is the reconciler's, ``Plan.hosts`` is for people: neither is sent.
 
+What the calls return is handed back in ``Written`` (the job after its status or spec write,
+each pod created, deleted or released, each pod or object found gone): the reconciler stores
+it in the cache (write-through), so the next pass does not plan from a copy older than the
+operator's own writes. The executor reads nothing from it.
+
 Errors: a refused call raises StepFailed (the reconciler retries the job); a create refused
 because the namespace is being deleted raises NamespaceTerminating (the reconciler then asks
 the planner for the release plan); a stale status write raises StaleJob. Metrics are counted
@@ -38,9 +43,10 @@ The test double (tests/unit/builders.py ``Cluster``) walks the same ``STEPS`` wi
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kubernetes import client
@@ -116,10 +122,24 @@ class Target(Protocol):
     def resource_version(self) -> str: ...
 
 
-class Executor(Protocol):
-    """Executor: what the reconciler hands Plans to (KubeExecutor; a recorder in tests)."""
+@dataclass
+class Written:
+    """Written: what one pass's calls returned, for the cache: ``jobs`` (after a status or spec
+    write) and ``pods`` (created, deleted, released) as the server answered, the names of pods
+    and objects found gone (404), and the owned objects created."""
 
-    def execute(self, target: Target, plan: Plan) -> None: ...
+    jobs: list[Mapping[str, Any]] = field(default_factory=list)
+    pods: list[Mapping[str, Any]] = field(default_factory=list)
+    gone_pods: list[str] = field(default_factory=list)
+    owned: list[tuple[ObjectKind, Mapping[str, Any]]] = field(default_factory=list)
+    gone_owned: list[ObjectRef] = field(default_factory=list)
+
+
+class Executor(Protocol):
+    """Executor: what the reconciler hands Plans to (KubeExecutor; a recorder in tests). What
+    the calls returned goes into ``written``, even when a step fails."""
+
+    def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None: ...
 
 
 class StaleJob(RuntimeError):
@@ -158,32 +178,50 @@ class KubeExecutor:
         self.custom: Any = client.CustomObjectsApi(api_client)
         self.clock = clock  # Event timestamps only
 
-    def execute(self, target: Target, plan: Plan) -> None:
+    def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None:
         """execute sends ``plan`` for ``target``, step by step (``STEPS``)."""
-        walk(plan, _Pass(self, target), "send_")
+        walk(plan, _Pass(self, target, written or Written()), "send_")
+
+
+def _body(response: Any) -> Mapping[str, Any] | None:
+    """_body: the JSON object a call returned (None when there is none to read)."""
+    data = getattr(response, "data", None)
+    if not isinstance(data, bytes) or not data:
+        return None
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and "metadata" in value else None
 
 
 class _Pass:
     """_Pass: one Plan being sent for one job; a method per step, named ``send_<field>``."""
 
-    def __init__(self, ex: KubeExecutor, job: Target) -> None:
-        self.ex, self.core, self.job = ex, ex.core, job
+    def __init__(self, ex: KubeExecutor, job: Target, written: Written) -> None:
+        self.ex, self.core, self.job, self.written = ex, ex.core, job, written
         self.log = log.bind(namespace=job.namespace, job=job.name)
 
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
         """send_ensure creates each object; AlreadyExists is success."""
         for m in manifests:
-            self._create(f"{m.kind} {m.name}", getattr(self.core, _CREATE[m.kind]), m.body)
+            made = self._create(f"{m.kind} {m.name}", getattr(self.core, _CREATE[m.kind]), m.body)
+            if not isinstance(made, bool):
+                self.written.owned.append((m.kind, made))
 
     def send_removes(self, refs: Sequence[ObjectRef]) -> None:
         """send_removes deletes each object; NotFound is success."""
         for ref in refs:
             self._delete(f"{ref.kind} {ref.name}", getattr(self.core, _DELETE[ref.kind]), ref.name)
+            self.written.gone_owned.append(ref)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
         """send_creates creates each pod, counting and logging those it made."""
         for c in creates:
-            if self._create(f"pod {c.name}", self.core.create_namespaced_pod, c.body):
+            made = self._create(f"pod {c.name}", self.core.create_namespaced_pod, c.body)
+            if not isinstance(made, bool):
+                self.written.pods.append(made)
+            if made is not False:
                 metrics.PODS_CREATED.labels(c.replica).inc()
                 self.log.info(
                     "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
@@ -213,7 +251,7 @@ class _Pass:
             patch.append({"op": "test", "path": "/metadata/resourceVersion", "value": version})
         patch.append({"op": "add", "path": "/status", "value": dict(status)})
         try:
-            self.ex.custom.patch_namespaced_custom_object_status(
+            response = self.ex.custom.patch_namespaced_custom_object_status(
                 *self._job_path(), patch, _content_type="application/json-patch+json", _preload_content=False
             )
         except ApiException as e:
@@ -222,6 +260,7 @@ class _Pass:
             if e.status == 422 and version:
                 raise StaleJob(f"{self.job.namespace}/{self.job.name} changed since version {version}") from e
             raise StepFailed(f"writing status: {error_text(e)}") from e
+        self._job_written(response)
 
     def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
         """send_spec_replicas: one JSON patch that tests each value before replacing it, so a
@@ -234,7 +273,7 @@ class _Pass:
                 {"op": "replace", "path": path, "value": p.value},
             ]
         try:
-            self.ex.custom.patch_namespaced_custom_object(
+            response = self.ex.custom.patch_namespaced_custom_object(
                 *self._job_path(), ops, _content_type="application/json-patch+json", _preload_content=False
             )
         except ApiException as e:
@@ -242,6 +281,7 @@ class _Pass:
                 self.log.warning("replicas not set back", error=error_text(e))
                 return
             raise StepFailed(f"setting replicas back: {error_text(e)}") from e
+        self._job_written(response)
         self.log.info("replicas set back", replicas={p.replica: p.value for p in patches})
 
     def send_deletes(self, deletes: Sequence[PodDelete]) -> None:
@@ -250,7 +290,7 @@ class _Pass:
             opts = client.V1DeleteOptions(
                 grace_period_seconds=d.grace_period_seconds, preconditions=client.V1Preconditions(uid=d.uid)
             )
-            if self._delete(f"pod {d.name}", self.core.delete_namespaced_pod, d.name, body=opts):
+            if self._delete(f"pod {d.name}", self.core.delete_namespaced_pod, d.name, body=opts, pod=True):
                 metrics.PODS_DELETED.labels(d.reason.value).inc()
                 self.log.info("pod deleted", pod=d.name, reason=d.message, grace=d.grace_period_seconds)
 
@@ -259,10 +299,15 @@ class _Pass:
         patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
         for pod in pods:
             try:
-                self.core.patch_namespaced_pod(pod, self.job.namespace, patch, _preload_content=False)
+                response = self.core.patch_namespaced_pod(
+                    pod, self.job.namespace, patch, _preload_content=False
+                )
             except ApiException as e:
                 if e.status != 404:
                     raise StepFailed(f"releasing pod {pod}: {error_text(e)}") from e
+                self.written.gone_pods.append(pod)
+                continue
+            self._pod_written(response)
 
     def send_events(self, events: Sequence[Event]) -> None:
         """send_events posts each Event (best effort)."""
@@ -299,28 +344,49 @@ class _Pass:
         """_job_path: the custom-object arguments that name the job."""
         return api.GROUP, api.VERSION, self.job.namespace, api.PLURAL, self.job.name
 
-    def _create(self, what: str, create: Callable[..., Any], body: Mapping[str, Any]) -> bool:
-        """_create: True when created, False when it already existed."""
+    def _create(
+        self, what: str, create: Callable[..., Any], body: Mapping[str, Any]
+    ) -> Mapping[str, Any] | bool:
+        """_create: the object made as the server returned it (True when it returned none to
+        read), False when it already existed."""
         try:
-            create(self.job.namespace, body, _preload_content=False)
+            response = create(self.job.namespace, body, _preload_content=False)
         except ApiException as e:
             if e.status == 409:
                 return False
             if e.status == 403 and "being terminated" in error_text(e):
                 raise NamespaceTerminating(self.job.namespace) from e
             raise StepFailed(f"creating {what}: {error_text(e)}") from e
-        return True
+        return _body(response) or True
 
-    def _delete(self, what: str, delete: Callable[..., Any], name: str, **options: Any) -> bool:
+    def _delete(
+        self, what: str, delete: Callable[..., Any], name: str, *, pod: bool = False, **options: Any
+    ) -> bool:
         """_delete: True when deleted, False when gone already (or, with a uid precondition,
-        replaced by a newer object of the same name: 409)."""
+        replaced by a newer object of the same name: 409). A pod's answer is written through."""
         try:
-            delete(name, self.job.namespace, _preload_content=False, **options)
+            response = delete(name, self.job.namespace, _preload_content=False, **options)
         except ApiException as e:
+            if e.status == 404 and pod:
+                self.written.gone_pods.append(name)
             if e.status in (404, 409):
                 return False
             raise StepFailed(f"deleting {what}: {error_text(e)}") from e
+        if pod:
+            self._pod_written(response)
         return True
+
+    def _job_written(self, response: Any) -> None:
+        """_job_written keeps the job as a write returned it."""
+        body = _body(response)
+        if body is not None:
+            self.written.jobs.append(body)
+
+    def _pod_written(self, response: Any) -> None:
+        """_pod_written keeps a pod as a call returned it."""
+        body = _body(response)
+        if body is not None and body.get("kind") == "Pod":
+            self.written.pods.append(body)
 
     def _event(self, event: Event) -> None:
         """_event posts a Kubernetes Event on the job (best effort: never fails the pass). With

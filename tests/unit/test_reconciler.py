@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from aitj.controller.cache import Snapshot
-from aitj.controller.executor import NamespaceTerminating, StaleJob, StepFailed, Target
+from aitj.controller.executor import NamespaceTerminating, StaleJob, StepFailed, Target, Written
 from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler
 from aitj.core import naming
 from aitj.core.api import Job
@@ -50,7 +50,7 @@ class Recorder:
         self.fails = list(fails)
         self.gate: threading.Event | None = None
 
-    def execute(self, target: Target, plan: Plan) -> None:
+    def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None:
         if self.gate is not None:
             self.gate.wait(5)
         self.executed.append((target, plan))
