@@ -23,6 +23,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -30,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client
+from kubernetes import client, watch
 
 from aitj.controller.kubeclient import api_client
 from aitj.core import api
@@ -113,13 +114,14 @@ def wait(what: str, probe: Callable[[], bool], timeout: float, every: float = 1.
 class Operator:
     """Operator: ``aitj run`` as a process, with its log, /metrics and /proc figures."""
 
-    def __init__(self, kubeconfig: str, log: Path, port: int = 18089) -> None:
+    def __init__(self, kubeconfig: str, log: Path, port: int = 18089, pythonpath: str = "") -> None:
         self.port, self.log = port, log
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **({"PYTHONPATH": pythonpath} if pythonpath else {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "aitj", "run", f"--kubeconfig={kubeconfig}", f"--metrics-port={port}"],
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=env,
         )
 
     def rss_mb(self) -> float:
@@ -156,6 +158,7 @@ def populate(api_c: client.ApiClient, n: int, replicas: int) -> None:
         if e.status != 409:
             raise
     started = time.monotonic()
+    have = {j["metadata"]["name"] for j in jobs(api_c)}
     with ThreadPoolExecutor(32) as pool:
         list(
             pool.map(
@@ -167,7 +170,7 @@ def populate(api_c: client.ApiClient, n: int, replicas: int) -> None:
                     job_manifest(f"job-{i:05d}", replicas),
                     _preload_content=False,
                 ),
-                range(n),
+                [i for i in range(n) if f"job-{i:05d}" not in have],
             )
         )
     print(f"{n} jobs created in {time.monotonic() - started:.1f}s")
@@ -183,7 +186,7 @@ def bringup(api_c: client.ApiClient, kubeconfig: str, log_dir: Path) -> None:
     total = sum(j["spec"]["replicaSpecs"]["trainer"]["replicas"] for j in jobs(api_c))
     op = Operator(kubeconfig, log_dir / "bringup.log")
     try:
-        t_pods = wait("pods Running", lambda: sum(map(running, pods(api_c))) >= total, 900, 2)
+        t_pods = wait("pods Running", lambda: sum(map(running, pods(api_c))) >= total, 1800, 5)
         print(f"bring-up: {total} pods Running after {t_pods:.1f}s")
         t_jobs = wait("jobs Running", lambda: all_jobs_running(api_c), 300, 1)
         print(f"bring-up: every job Running {t_jobs:.1f}s after the last pod ran")
@@ -207,10 +210,13 @@ def idle(op: Operator, seconds: float = 30.0) -> None:
     print(f"idle CPU {100 * (op.cpu_s() - before) / seconds:.2f} % of a core, RSS {op.rss_mb():.0f} MB")
 
 
-def restart(api_c: client.ApiClient, kubeconfig: str, log_dir: Path, victims: int) -> None:
-    """restart: stop the operator, delete pods while it is down, start it, time the recovery."""
+def restart(
+    api_c: client.ApiClient, kubeconfig: str, log_dir: Path, victims: int, code: str, limit: float
+) -> None:
+    """restart: stop the operator, delete pods while it is down, start it (from ``code``, a
+    source tree, when given), time the recovery (giving up after ``limit`` seconds)."""
     op = Operator(kubeconfig, log_dir / "restart-1.log")
-    wait("jobs Running", lambda: all_jobs_running(api_c), 600, 2)
+    wait("jobs Running", lambda: all_jobs_running(api_c), 900, 5)
     print(f"before the restart: RSS {op.rss_mb():.0f} MB")
     seconds, tracebacks = op.stop()
     print(f"SIGTERM at rest: exited in {seconds:.1f}s, tracebacks {tracebacks}")
@@ -225,41 +231,96 @@ def restart(api_c: client.ApiClient, kubeconfig: str, log_dir: Path, victims: in
         core.delete_namespaced_pod(
             pod["metadata"]["name"], NAMESPACE, grace_period_seconds=0, _preload_content=False
         )
-    gone = {p["metadata"]["name"] for p in chosen.values()}
-    before = {
+    before = restart_counts(api_c)
+    names = {p["metadata"]["name"] for p in everyone}
+    version = core.list_namespaced_pod(NAMESPACE, limit=1).metadata.resource_version
+    fresh: list[float] = []
+    started = time.monotonic()
+
+    def watch_new_pods() -> None:
+        w: Any = watch.Watch()  # type: ignore[no-untyped-call]
+        for event in w.stream(
+            core.list_namespaced_pod, NAMESPACE, resource_version=version, timeout_seconds=int(limit)
+        ):
+            if event["type"] == "ADDED" and event["object"].metadata.name not in names:
+                fresh.append(time.monotonic() - started)
+                if len(fresh) >= len(chosen):
+                    return
+
+    watcher = threading.Thread(target=watch_new_pods, daemon=True)
+    watcher.start()
+    op = Operator(kubeconfig, log_dir / "restart-2.log", pythonpath=code)
+    try:
+        counted = current = None
+        while time.monotonic() - started < limit and (counted is None or current is None):
+            time.sleep(1)
+            now = jobs(api_c)
+            counts = {
+                j["metadata"]["name"]: j.get("status", {}).get("RestartCount", {}).get("trainer", 0)
+                for j in now
+            }
+            if counted is None and all(counts[job] > before[job] for job in chosen):
+                counted = time.monotonic() - started
+            if counted is not None and all(j.get("status", {}).get("phase") == "Running" for j in now):
+                current = time.monotonic() - started
+        last = fresh[-1] if len(fresh) == len(chosen) else None
+        print(f"restart with {len(everyone)} pods, {len(chosen)} force-deleted while down:")
+        print(f"  first replacement {fresh[0] if fresh else None}s, all replaced {last}s ({len(fresh)} seen)")
+        print(f"  every victim's restart counted {counted}s, every job Running as well {current}s")
+        print(f"RSS {op.rss_mb():.0f} MB, CPU {op.cpu_s():.1f}s")
+        if current is not None:
+            idle(op)
+    finally:
+        seconds, tracebacks = op.stop()
+        print(f"SIGTERM: exited in {seconds:.1f}s, tracebacks {tracebacks}")
+
+
+def restart_counts(api_c: client.ApiClient) -> dict[str, int]:
+    """restart_counts: each job's RestartCount.trainer."""
+    return {
         j["metadata"]["name"]: j.get("status", {}).get("RestartCount", {}).get("trainer", 0)
         for j in jobs(api_c)
     }
-    started = time.monotonic()
-    op = Operator(kubeconfig, log_dir / "restart-2.log")
-    names = {p["metadata"]["name"] for p in everyone}
-    first = replaced = None
-    while replaced is None and time.monotonic() - started < 300:
-        now = pods(api_c)
-        fresh = [p for p in now if p["metadata"]["name"] not in names]
-        if fresh and first is None:
-            first = time.monotonic() - started
-        if len(fresh) >= len(gone):
-            replaced = time.monotonic() - started
-        time.sleep(0.2)
-    print(
-        f"restart with {len(everyone)} pods: first replacement {first}s, all {len(gone)} replaced {replaced}s"
-    )
 
-    def counted() -> bool:
-        now = {
-            j["metadata"]["name"]: j.get("status", {}).get("RestartCount", {}).get("trainer", 0)
-            for j in jobs(api_c)
-        }
-        return all(now[job] > before[job] for job in chosen)
 
-    wait("restarts counted", counted, 300, 0.5)
-    print(f"every victim job's status counts its restart {time.monotonic() - started:.1f}s after the start")
-    wait("jobs Running", lambda: all_jobs_running(api_c), 300, 1)
-    print(f"every job Running {time.monotonic() - started:.1f}s after the start; RSS {op.rss_mb():.0f} MB")
-    idle(op)
-    seconds, tracebacks = op.stop()
-    print(f"SIGTERM: exited in {seconds:.1f}s, tracebacks {tracebacks}")
+def list_both(api_c: client.ApiClient, rounds: int = 3) -> None:
+    """list_both: every pod, paginated, into PodViews: with the official client (what the
+    informers use) and with aiohttp on an event loop (what kopf uses); seconds and CPU each."""
+    import asyncio
+    import ssl
+
+    import aiohttp
+
+    from aitj.core.observed import PodView
+
+    cfg = api_c.configuration
+    path = f"{cfg.host}/api/v1/pods"
+
+    def with_client() -> int:
+        return len([PodView.from_dict(p) for p in raw(api_c, "/api/v1/pods")])
+
+    async def with_aiohttp() -> int:
+        context = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+        context.load_cert_chain(cfg.cert_file, cfg.key_file)
+        views, token = [], ""
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as session:
+            while True:
+                params = {"limit": "500", **({"continue": token} if token else {})}
+                async with session.get(path, params=params) as response:
+                    page = json.loads(await response.read())
+                views += [PodView.from_dict(p) for p in page["items"]]
+                token = page["metadata"].get("continue") or ""
+                if not token:
+                    return len(views)
+
+    for name, fn in (("client", with_client), ("aiohttp", lambda: asyncio.run(with_aiohttp()))):
+        for _ in range(rounds):
+            cpu, started = time.process_time(), time.monotonic()
+            n = fn()
+            print(
+                f"{name}: {n} pods listed into views in {time.monotonic() - started:.2f}s, "
+                f"CPU {time.process_time() - cpu:.2f}s"
+            )
 
 
 def main() -> None:
@@ -274,7 +335,10 @@ def main() -> None:
     sub.add_parser("bringup")
     r = sub.add_parser("restart")
     r.add_argument("--victims", type=int, default=50)
+    r.add_argument("--code", default="", help="run the restarted operator from this source tree")
+    r.add_argument("--limit", type=float, default=300)
     sub.add_parser("teardown")
+    sub.add_parser("list")
     args = parser.parse_args()
     api_c = api_client(Path(args.kubeconfig))
     logs = Path(args.logs)
@@ -284,7 +348,9 @@ def main() -> None:
     elif args.cmd == "bringup":
         bringup(api_c, args.kubeconfig, logs)
     elif args.cmd == "restart":
-        restart(api_c, args.kubeconfig, logs, args.victims)
+        restart(api_c, args.kubeconfig, logs, args.victims, args.code, args.limit)
+    elif args.cmd == "list":
+        list_both(api_c)
     else:
         client.CoreV1Api(api_c).delete_namespace(NAMESPACE, _preload_content=False)
 

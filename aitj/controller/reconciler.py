@@ -103,18 +103,24 @@ class Reconciler:
         self._tasks: set[asyncio.Task[None]] = set()  # kicks spawned, kept until done
 
     async def _run(self, fn: Callable[..., R], *args: Any) -> R:
-        """_run: ``fn(*args)`` on the pass pool."""
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+        """_run: ``fn(*args)`` on the pass pool (once closing: the pass ends here, cancelled)."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+        except RuntimeError:
+            if self.closing:  # the pool is shut: this pass is not started
+                raise asyncio.CancelledError() from None
+            raise
 
     async def close(self, timeout: float = 10.0) -> None:
-        """close: no new passes; the passes in flight may finish within ``timeout`` seconds (a
-        pass cut short later is completed by the next operator's first pass); the pool is shut
-        without waiting for calls still under way."""
+        """close: no new passes, and none of those waiting for a thread starts (the next
+        operator's first pass plans them); the calls already under way may finish within
+        ``timeout`` seconds; a pass cut short later is completed by the next operator too."""
         self.closing = True
         for state in self._jobs.values():
             if state.timer is not None:
                 state.timer.cancel()
                 state.timer = None
+        self.pool.shutdown(wait=False, cancel_futures=True)
         tasks = list(self._tasks)
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=timeout)
@@ -122,7 +128,6 @@ class Reconciler:
                 task.cancel()
             if late:
                 log.warning("passes abandoned at shutdown", passes=len(late))
-        self.pool.shutdown(wait=False, cancel_futures=True)
 
     async def kick(self, key: JobKey) -> None:
         """kick plans the job now, or right after the pass already running for it."""

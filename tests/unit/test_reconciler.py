@@ -54,6 +54,8 @@ class Recorder:
         if self.gate is not None:
             self.gate.wait(5)
         self.executed.append((target, plan))
+        if written is not None:
+            written.gone_pods.append(f"answer-{len(self.executed)}")
         if self.fails:
             raise self.fails.pop(0)
 
@@ -81,6 +83,7 @@ def reconciler(
     plan: Plan = NOTHING,
     owned: Owned = frozenset({SECRET}),
     exists: bool = False,
+    written: list[tuple[JobKey, Written]] | None = None,
 ) -> tuple[Reconciler, Planner, list[str]]:
     planner = Planner(plan)
     made: list[str] = []
@@ -97,6 +100,7 @@ def reconciler(
         clock=lambda: NOW,
         planner=planner,
         keygen=keygen,
+        written=lambda key, w: (written if written is not None else []).append((key, w)),
     )
     return r, planner, made
 
@@ -228,3 +232,55 @@ def test_the_plan_s_requeue_after_schedules_the_next_pass() -> None:
 
 def test_the_error_stage_metric_labels_keep_their_values() -> None:
     assert [s.value for s in ErrorStage] == ["stale", "execute"]
+
+
+@pytest.mark.parametrize(
+    "fails", [pytest.param((), id="a pass that ends well"), pytest.param((StaleJob("x"),), id="a stale one")]
+)
+def test_what_the_calls_returned_goes_to_the_cache_however_the_pass_ends(
+    fails: tuple[Exception, ...],
+) -> None:
+    seen: list[tuple[JobKey, Written]] = []
+    r, _, _ = reconciler(Recorder(*fails), body(), written=seen)
+
+    async def run() -> None:
+        await r.kick(KEY)
+        await r.close()
+
+    asyncio.run(run())
+    assert [(key, w.gone_pods) for key, w in seen] == [(KEY, ["answer-1"])]
+
+
+def test_close_lets_the_pass_in_flight_finish_and_takes_no_more_kicks() -> None:
+    rec = Recorder()
+    rec.gate = threading.Event()
+    r, planner, _ = reconciler(rec, body(), plan=Plan(requeue_after=0.01))
+
+    async def run() -> None:
+        r.spawn(KEY)
+        await asyncio.sleep(0.05)  # the pass is blocked in the executor
+        closing = asyncio.ensure_future(r.close(timeout=5))
+        await asyncio.sleep(0.01)
+        r.spawn(KEY)  # a kick while closing
+        await r.kick(("default", "other"))
+        rec.gate.set()  # type: ignore[union-attr]
+        await closing
+
+    asyncio.run(run())
+    assert len(planner.calls) == 1 and len(rec.executed) == 1
+    assert all(state.timer is None for state in r._jobs.values())  # the plan's requeue was not kept
+
+
+def test_close_abandons_a_pass_that_does_not_end_in_time() -> None:
+    rec = Recorder()
+    rec.gate = threading.Event()
+    r, _, _ = reconciler(rec, body())
+
+    async def run() -> None:
+        r.spawn(KEY)
+        await asyncio.sleep(0.05)
+        await r.close(timeout=0.05)
+
+    asyncio.run(run())
+    rec.gate.set()  # the thread finishes its call; nothing waits for it
+    assert r.closing
