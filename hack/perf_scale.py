@@ -122,6 +122,7 @@ class Operator:
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
             env=env,
+            cwd=pythonpath or None,  # python -m puts the working directory first on the path
         )
 
     def rss_mb(self) -> float:
@@ -216,6 +217,8 @@ def restart(
     """restart: stop the operator, delete pods while it is down, start it (from ``code``, a
     source tree, when given), time the recovery (giving up after ``limit`` seconds)."""
     op = Operator(kubeconfig, log_dir / "restart-1.log")
+    total = sum(j["spec"]["replicaSpecs"]["trainer"]["replicas"] for j in jobs(api_c))
+    wait("every pod Running", lambda: sum(map(running, pods(api_c))) == total, 900, 5)
     wait("jobs Running", lambda: all_jobs_running(api_c), 900, 5)
     print(f"before the restart: RSS {op.rss_mb():.0f} MB")
     seconds, tracebacks = op.stop()

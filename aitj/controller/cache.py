@@ -243,6 +243,14 @@ class InformerCache:
             if any(p.value.node_name == node for p in pods.values())
         ]
 
+    def jobs_with_pods_ending(self) -> set[JobKey]:
+        """jobs_with_pods_ending: the jobs with a pod that ended or is being deleted."""
+        return {
+            key
+            for key, pods in self.pods.by_job.items()
+            if any(p.value.deleting or p.value.terminal for p in pods.values())
+        }
+
     def every_key(self) -> set[JobKey]:
         """every_key: the jobs, and the jobs named by pods (a gone job's pods must be let go)."""
         return set(self.jobs.items) | set(self.pods.by_job)

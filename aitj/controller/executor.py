@@ -108,6 +108,11 @@ def walk(plan: Plan, sink: object, prefix: str, skip: Collection[str] = ()) -> N
         getattr(sink, prefix + step.field)(value)
 
 
+def sends(plan: Plan) -> bool:
+    """sends: some step of ``plan`` is not empty (a Plan that sends nothing needs no thread)."""
+    return any(getattr(plan, step.field) not in (None, ()) for step in STEPS)
+
+
 class Target(Protocol):
     """Target: the job a Plan is for: an ``api.Job``, or a ``lifecycle.JobRef`` when the spec
     did not parse or the job is gone. ``resource_version`` guards the status write."""

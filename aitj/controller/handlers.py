@@ -5,7 +5,7 @@ nothing: its per-object machinery (an index-readiness toggle and a worker task p
 grows with the square of the objects listed and kept a restarted operator from ever running a
 pass at 10,000 pods (docs/operator.md, "Start-up at scale"). The cache is one list+watch per
 kind instead (``aitj.controller.cache``, ``aitj.controller.informer``); a pass starts only
-once every kind is listed, then every job is planned once, and a resync task plans every job
+once every kind is listed, then every job is planned once, and a resync task plans each job
 again every ``RESYNC_SECONDS`` in case a change was missed.
 
 No kopf create/update/timer handlers either: they would put kopf's finalizer on every job (a
@@ -27,7 +27,7 @@ from aitj.controller.kubeclient import api_client as new_api_client
 from aitj.controller.logs import log
 from aitj.controller.reconciler import Reconciler
 
-RESYNC_SECONDS = 30.0
+RESYNC_SECONDS = 300.0
 STATE: dict[str, Any] = {}
 
 
@@ -38,6 +38,14 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     settings.peering.standalone = True
     client = memo.api_client
     store = cache.InformerCache()
+    # The listings first: they wait on the server while the rest is set up (building the API
+    # classes the executor uses takes seconds). The watches hold their connections for
+    # minutes: a client of their own keeps them out of the pool the passes' calls use.
+    informers = store.informers_for(new_api_client(memo.kubeconfig), memo.namespaces)
+    loop = asyncio.get_running_loop()
+    started = time.monotonic()
+    for informer in informers:
+        informer.start(loop)
     reconciler = Reconciler(
         KubeExecutor(client),
         store.snapshot,
@@ -46,13 +54,6 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
         written=store.written,
     )
     store.kick = reconciler.spawn
-    # The watches hold their connections for minutes: a client of their own keeps them out of
-    # the pool the passes' calls use.
-    informers = store.informers_for(new_api_client(memo.kubeconfig), memo.namespaces)
-    loop = asyncio.get_running_loop()
-    started = time.monotonic()
-    for informer in informers:
-        informer.start(loop)
     STATE.update(cache=store, reconciler=reconciler, informers=informers)
     STATE["resync"] = loop.create_task(_run(store, reconciler, started))
 
@@ -67,11 +68,20 @@ async def _run(store: cache.InformerCache, reconciler: Reconciler, started: floa
         pods=len(store.pods.items),
         nodes=len(store.nodes.items),
     )
-    for key in store.every_key():
+    # Jobs with a pod that ended or is being deleted first: after a restart, those are the ones
+    # waiting for a replacement; the others' passes usually send nothing.
+    urgent = store.jobs_with_pods_ending()
+    for key in [*urgent, *(store.every_key() - urgent)]:
         reconciler.spawn(key)
+    # Each job again once per RESYNC_SECONDS, spread evenly: a trickle, not a burst of every
+    # job at once (idle CPU at 10,000 pods). Time-based actions do not wait for it: the
+    # planner asks for its own wake-ups (Plan.requeue_after).
     while True:
-        await asyncio.sleep(RESYNC_SECONDS)
-        for key in store.job_keys():
+        keys = store.job_keys()
+        if not keys:
+            await asyncio.sleep(RESYNC_SECONDS)
+        for key in keys:
+            await asyncio.sleep(RESYNC_SECONDS / len(keys))
             reconciler.spawn(key)
 
 

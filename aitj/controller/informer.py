@@ -23,6 +23,8 @@ import collections
 import contextlib
 import enum
 import json
+import queue
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -191,26 +193,61 @@ class Informer(Generic[T]):
                 backoff = min(backoff * 2, 30.0)
 
     def _list(self) -> str:
-        """_list: every object, page by page; hands them over as one Sync; returns the version."""
+        """_list: every object, page by page; hands them over as one Sync; returns the version.
+        The next page is fetched (``_pages``) while this one is decoded: the server's time and
+        the decoding overlap."""
         items: list[Item[T]] = []
-        token = ""
-        while True:
-            query = [("limit", str(self.page_size)), *self._selector()]
-            if token:
-                query.append(("continue", token))
-            status, body = self._get(query, METADATA_ONLY if self.kind.metadata_only else None)
-            if status == 410:
-                raise Gone()
-            if status != 200:
-                raise RuntimeError(f"listing {self.kind.name}: HTTP {status}: {body[:300]!r}")
+        for body in self._pages():
             page = json.loads(body)
             items += [Item.of(obj, self.kind.convert(obj)) for obj in page.get("items") or ()]
             meta = mapping(page.get("metadata"))
-            token = str(meta.get("continue") or "")
-            if not token:
-                self.lists += 1
-                self._post(Sync(items, self.namespace))
-                return str(meta.get("resourceVersion") or "")
+            if str(meta.get("continue") or "") != continue_token(body):
+                raise RuntimeError(f"listing {self.kind.name}: the continue token was misread")
+        self.lists += 1
+        self._post(Sync(items, self.namespace))
+        return str(meta.get("resourceVersion") or "")
+
+    def _pages(self) -> Iterator[bytes]:
+        """_pages: the raw pages of one listing, fetched one ahead in a thread of their own."""
+        pages: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=1)
+        done = threading.Event()  # the consumer left: the fetcher stops
+
+        def put(value: bytes | BaseException | None) -> bool:
+            while not done.is_set():
+                try:
+                    pages.put(value, timeout=0.5)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def fetch() -> None:
+            token = ""
+            try:
+                while True:
+                    query = [("limit", str(self.page_size)), *self._selector()]
+                    if token:
+                        query.append(("continue", token))
+                    status, body = self._get(query, METADATA_ONLY if self.kind.metadata_only else None)
+                    if status == 410:
+                        raise Gone()
+                    if status != 200:
+                        raise RuntimeError(f"listing {self.kind.name}: HTTP {status}: {body[:300]!r}")
+                    token = continue_token(body)
+                    if not put(body) or not token:
+                        break
+                put(None)
+            except BaseException as e:  # handed to the consumer, which raises it
+                put(e)
+
+        threading.Thread(target=fetch, name=f"list-{self.kind.name}", daemon=True).start()
+        try:
+            while (value := pages.get()) is not None:
+                if isinstance(value, BaseException):
+                    raise value
+                yield value
+        finally:
+            done.set()
 
     def _watch(self, version: str) -> str:
         """_watch: one watch from ``version`` until the server ends it; returns where to resume."""
@@ -287,6 +324,21 @@ class Informer(Generic[T]):
             batch.append(self._pending.popleft())
         if batch and not self._stop.is_set():
             self.sink(self.kind, batch)
+
+
+# A list's metadata comes before its items (built-in kinds) or last (custom resources, whose keys
+# are sorted), so the continue token is read off the head or the tail of the page without
+# decoding it all; _list checks it against the decoded one.
+_CONTINUE = re.compile(rb'"metadata":\{[^{}]*?"continue":"([^"]*)"')
+
+
+def continue_token(body: bytes) -> str:
+    """continue_token: the continue token of a raw list page ("" on the last page)."""
+    items = body.find(b'"items":')
+    head = body[:items] if items >= 0 else body
+    where = head if b'"metadata":' in head else body[body.rfind(b'"metadata":') :]
+    found = _CONTINUE.search(where)
+    return found.group(1).decode() if found else ""
 
 
 def _lines(response: Any) -> Iterator[bytes]:

@@ -36,7 +36,15 @@ from kubernetes.client.exceptions import ApiException
 
 from aitj.controller import metrics, sshkeys
 from aitj.controller.cache import JobKey, Snapshot
-from aitj.controller.executor import Executor, NamespaceTerminating, StaleJob, StepFailed, Target, Written
+from aitj.controller.executor import (
+    Executor,
+    NamespaceTerminating,
+    StaleJob,
+    StepFailed,
+    Target,
+    Written,
+    sends,
+)
 from aitj.controller.logs import log
 from aitj.core.planner import lifecycle, resources
 from aitj.core.planner import plan as make_plan
@@ -48,7 +56,7 @@ STALE_RETRY_SECONDS = 0.5
 MIN_REQUEUE_SECONDS = 0.2
 # Threads that carry passes' calls out at once (docs/operator.md, "Start-up at scale", says how
 # this was measured): past it, more threads only queue on the GIL and the apiserver.
-PASS_WORKERS = 8
+PASS_WORKERS = 16
 R = TypeVar("R")
 
 
@@ -185,7 +193,8 @@ class Reconciler:
         started = time.perf_counter()
         written = Written()
         try:
-            await self._run(self.executor.execute, target, plan, written)
+            if sends(plan):  # most passes of a quiet job send nothing: no thread for those
+                await self._run(self.executor.execute, target, plan, written)
         except StaleJob:
             # The newer version's watch event is on its way (or already marked this job dirty).
             metrics.RECONCILE_ERRORS.labels(ErrorStage.STALE.value).inc()

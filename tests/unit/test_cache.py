@@ -13,7 +13,17 @@ import pytest
 
 from aitj.controller.cache import JOBS, NODES, OWNED_COLLECTIONS, PODS, InformerCache, owned_kind
 from aitj.controller.executor import Written
-from aitj.controller.informer import Action, Change, Delta, Item, Kind, Sync, _lines, watch_action
+from aitj.controller.informer import (
+    Action,
+    Change,
+    Delta,
+    Item,
+    Kind,
+    Sync,
+    _lines,
+    continue_token,
+    watch_action,
+)
 from aitj.core import api
 from aitj.core.observed import TRACKING_FINALIZER
 from aitj.core.planner.types import ObjectKind, ObjectRef
@@ -233,3 +243,31 @@ def test_the_cache_is_synced_on_an_event_loop() -> None:
         return True
 
     assert asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("body", "token"),
+    [
+        pytest.param(
+            b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"eyJ2Ijo=",'
+            b'"remainingItemCount":3},"items":[{"metadata":{"continue":"no"}}]}',
+            "eyJ2Ijo=",
+            id="the token of a page with more to come",
+        ),
+        pytest.param(
+            b'{"kind":"PodList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"continue":"no"}}]}',
+            "",
+            id="none on the last page, whatever the items hold",
+        ),
+    ],
+)
+def test_the_continue_token_is_read_off_the_head_of_a_page(body: bytes, token: str) -> None:
+    assert continue_token(body) == token
+
+
+def test_the_continue_token_of_a_custom_resource_list_is_at_its_end() -> None:
+    body = (
+        b'{"apiVersion":"v1","items":[{"metadata":{"name":"a","labels":{"x":"y"}}}],"kind":"L",'
+        b'"metadata":{"continue":"tok","remainingItemCount":1,"resourceVersion":"5"}}'
+    )
+    assert continue_token(body) == "tok"

@@ -7,6 +7,7 @@ with a fake client (test_executor.py) and against the real apiserver (tests/e2e)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import threading
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ def body(**meta: Any) -> dict[str, Any]:
 
 
 NOTHING = Plan()
+WRITE = Plan(status={"phase": "Running"})  # a Plan with something to send
 POD = PodView(name="p-0", namespace="default", job=KEY[1], finalizers=(TRACKING_FINALIZER,))
 OTHER = PodView(name="p-1", namespace="default", job=KEY[1])
 GOING = PodView(name="p-2", namespace="default", job=KEY[1], finalizers=(TRACKING_FINALIZER,), deleted_at=NOW)
@@ -67,7 +69,7 @@ class Recorder:
 class Planner:
     """Planner records the calls the reconciler makes to ``plan``."""
 
-    def __init__(self, plan: Plan = NOTHING) -> None:
+    def __init__(self, plan: Plan = WRITE) -> None:
         self.plan = plan
         self.calls: list[dict[str, Any]] = []
 
@@ -80,7 +82,7 @@ def reconciler(
     executor: Recorder,
     doc: dict[str, Any] | None,
     pods: Sequence[PodView] = (),
-    plan: Plan = NOTHING,
+    plan: Plan = WRITE,
     owned: Owned = frozenset({SECRET}),
     exists: bool = False,
     written: list[tuple[JobKey, Written]] | None = None,
@@ -191,7 +193,7 @@ def test_a_terminating_namespace_releases_every_tracked_pod() -> None:
     rec = Recorder(NamespaceTerminating("default"))
     r, _, _ = reconciler(rec, body(), [POD, OTHER])
     asyncio.run(r.kick(KEY))
-    assert rec.plans == [NOTHING, Plan(release=("p-0",))]
+    assert rec.plans == [WRITE, Plan(release=("p-0",))]
 
 
 @pytest.mark.parametrize(
@@ -254,7 +256,7 @@ def test_what_the_calls_returned_goes_to_the_cache_however_the_pass_ends(
 def test_close_lets_the_pass_in_flight_finish_and_takes_no_more_kicks() -> None:
     rec = Recorder()
     rec.gate = threading.Event()
-    r, planner, _ = reconciler(rec, body(), plan=Plan(requeue_after=0.01))
+    r, planner, _ = reconciler(rec, body(), plan=dataclasses.replace(WRITE, requeue_after=0.01))
 
     async def run() -> None:
         r.spawn(KEY)
@@ -284,3 +286,10 @@ def test_close_abandons_a_pass_that_does_not_end_in_time() -> None:
     asyncio.run(run())
     rec.gate.set()  # the thread finishes its call; nothing waits for it
     assert r.closing
+
+
+def test_a_plan_that_sends_nothing_takes_no_thread() -> None:
+    rec = Recorder()
+    r, planner, _ = reconciler(rec, body(), plan=NOTHING)
+    asyncio.run(r.kick(KEY))
+    assert len(planner.calls) == 1 and rec.executed == []
