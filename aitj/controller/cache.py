@@ -15,7 +15,7 @@ of one of its pods, the deletion of one of its owned objects, a change of a node
 Write-through (``written``): what the operator's own calls returned (the job after its status
 write, a pod it created, deleted or released) is stored at once, so the next pass plans from
 it instead of from a copy the watch has not caught up with; the watch's echo of those writes,
-no newer, is then dropped. A pod found gone (released with no finalizer left, or 404) is
+no newer, is then dropped. A pod found gone (force-deleted and released, or 404) is
 removed and its uid remembered until the watch confirms the deletion. Versions are compared as
 numbers when both are numbers (etcd revisions), which is what lets an echo be told from news.
 
@@ -309,14 +309,20 @@ class InformerCache:
     # ---- write-through ----------------------------------------------------------------------
     def written(self, key: JobKey, w: Written) -> None:
         """written stores what the operator's own calls for job ``key`` returned (``Written``): the
-        job after a status or spec write, pods created, deleted or released (one deleting with
-        no finalizer left is gone), pods and objects found gone, objects created. Kicks
+        job after a status or spec write, pods created, deleted or released (one force-deleted
+        with no finalizer left is gone), pods and objects found gone, objects created. Kicks
         nothing: the pass that wrote them planned with this in mind."""
         for body in w.jobs:
             self.jobs.put(Item.of(body, slim_job(body)))
         for body in w.pods:
             meta = mapping(body.get("metadata"))
-            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            # Gone once nothing holds it: no finalizer left and no grace period to wait out (a
+            # graceful deletion stays until the kubelet confirms it or the grace runs out).
+            if (
+                meta.get("deletionTimestamp")
+                and not meta.get("finalizers")
+                and not meta.get("deletionGracePeriodSeconds")
+            ):
                 self._pod_gone(key[0], str(meta.get("name") or ""), str(meta.get("uid") or ""))
             else:
                 self.pods.put(Item.of(body, PodView.from_dict(body)))

@@ -170,6 +170,16 @@ def test_a_status_write_is_planned_from_at_once_and_its_echo_is_dropped() -> Non
     assert kicks == [KEY]
 
 
+def test_a_pod_released_during_a_graceful_deletion_stays_visible_untracked() -> None:
+    cache, _ = synced_cache(pod("p-0", 10))
+    going = pod(
+        "p-0", 13, deletionTimestamp="2026-01-01T00:05:00Z", deletionGracePeriodSeconds=300, finalizers=[]
+    )
+    cache.written(KEY, Written(pods=[going]))
+    [view] = cache.snapshot(KEY).pods
+    assert view.deleting and not view.tracked  # the planner may still force-delete it
+
+
 def test_a_created_pod_is_in_the_next_snapshot() -> None:
     cache, _ = synced_cache()
     cache.written(KEY, Written(pods=[pod("p-1", 20)]))
