@@ -4,9 +4,12 @@ Layer: above ``aitj.core``, beside ``aitj.devcluster`` (neither imports the othe
 and ``aitj.tools`` sit above it. It decides nothing: it keeps the caches the planner reads,
 runs one pass per job at a time, and carries each Plan out.
 
-- ``handlers``: kopf wiring, a few lines per handler; fills the cache.
-- ``cache``: what a pass's snapshot is read from (one small interface over kopf's indexes).
-- ``reconciler``: one pass per job at a time; kicks coalesce; requeues.
+- ``handlers``: kopf wiring: start-up (informers, reconciler), login, clean-up on SIGTERM.
+- ``informer``: list+watch of one kind per thread (paginated LIST, WATCH with bookmarks, relist
+  on 410 Gone), slim views made in the thread.
+- ``cache``: what a pass's snapshot is read from (the Cache interface over the informers'
+  stores), write-through of the operator's own calls.
+- ``reconciler``: one pass per job at a time; kicks coalesce; requeues; a bounded pass pool.
 - ``executor``: sends what a Plan holds and handles errors; the executor contract.
 - ``runner``: ``aitj run``: the API client and kopf's operator loop.
 - ``metrics``, ``logs``: Prometheus metrics and structlog.

@@ -2,10 +2,22 @@
 
 Everything the planner is told about the world comes through ``Cache.snapshot``: the job's
 body, its pods, the nodes, and the job's objects other than pods (``Owned``: Service, ssh
-Secret, discovery ConfigMap, found by the job label). The reconciler reads nothing else, so
-how the cache is filled can change without touching it. Today kopf indexes fill it
-(``KopfIndexes``, wired in ``aitj.controller.handlers``); a cache that starts faster at
-10,000 pods only has to implement the same small interface.
+Secret, discovery ConfigMap, ..., found by the job label). The reconciler reads nothing else,
+so how the cache is filled can change without touching it.
+
+``InformerCache`` is filled by one list+watch per kind (``aitj.controller.informer``) and lives
+on the event loop: every store is changed there only, so a snapshot needs no lock. It is
+``synced`` once every kind has been listed; until then it kicks nothing (the start-up kicks
+every job once, then). After that a change kicks the job it concerns: any change of the job or
+of one of its pods, the deletion of one of its owned objects, a change of a node's readiness
+(the jobs with a pod on it). A change the cache already holds kicks nothing.
+
+Write-through (``written``): what the operator's own calls returned (the job after its status
+write, a pod it created, deleted or released) is stored at once, so the next pass plans from
+it instead of from a copy the watch has not caught up with; the watch's echo of those writes,
+no newer, is then dropped. A pod found gone (force-deleted and released, or 404) is
+removed and its uid remembered until the watch confirms the deletion. Versions are compared as
+numbers when both are numbers (etcd revisions), which is what lets an echo be told from news.
 
 Also here, the one read the cache cannot answer: whether a job it no longer holds is really
 gone (``job_exists``), asked before letting that job's pods go.
@@ -13,18 +25,23 @@ gone (``job_exists``), asked before letting that job's pods go.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import asyncio
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from aitj.controller.executor import Written
+from aitj.controller.informer import Change, Delta, Informer, Item, Kind, Sync
 from aitj.core import api
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner.types import ObjectKind, ObjectRef, Owned
+from aitj.core.wire import mapping
 
 JobKey = tuple[str, str]  # (namespace, name)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -38,58 +55,293 @@ class Snapshot:
 
 
 class Cache(Protocol):
-    """Cache: the small interface the reconciler and the handlers' fan-out read from."""
+    """Cache: the small interface the reconciler and the start-up fan-out read from."""
 
     def snapshot(self, key: JobKey) -> Snapshot: ...
     def job_keys(self) -> Iterable[JobKey]: ...
     def jobs_on_node(self, node: str) -> Iterable[JobKey]: ...
 
 
-# kopf index name -> the kind of object it holds (the handlers declare one index per name).
-OWNED_INDEXES = {
-    "services": ObjectKind.SERVICE,
-    "secrets": ObjectKind.SECRET,
-    "configmaps": ObjectKind.CONFIGMAP,
+def slim_job(body: Mapping[str, Any]) -> dict[str, Any]:
+    """slim_job: the parts of a job a pass reads (managedFields and the like left out)."""
+    meta = dict(mapping(body.get("metadata")))
+    meta.pop("managedFields", None)
+    return {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "metadata": meta,
+        "spec": dict(mapping(body.get("spec"))),
+        "status": dict(mapping(body.get("status"))),
+    }
+
+
+def _nothing(_: Mapping[str, Any]) -> None:
+    """_nothing: owned objects are kept by name only."""
+
+
+JOB_SELECTOR = api.LABEL_JOB  # "has the job label"
+JOBS: Kind[dict[str, Any]] = Kind("jobs", f"/apis/{api.GROUP}/{api.VERSION}", api.PLURAL, slim_job)
+PODS: Kind[PodView] = Kind("pods", "/api/v1", "pods", PodView.from_dict, JOB_SELECTOR)
+NODES: Kind[NodeView] = Kind("nodes", "/api/v1", "nodes", NodeView.from_dict, namespaced=False)
+# The job's objects other than pods, one informer each, names only (metadata-only lists).
+OWNED_COLLECTIONS: dict[ObjectKind, tuple[str, str]] = {
+    ObjectKind.SERVICE: ("/api/v1", "services"),
+    ObjectKind.SECRET: ("/api/v1", "secrets"),
+    ObjectKind.CONFIGMAP: ("/api/v1", "configmaps"),
+    ObjectKind.PDB: ("/apis/policy/v1", "poddisruptionbudgets"),
 }
+OWNED: dict[str, ObjectKind] = {plural: kind for kind, (_, plural) in OWNED_COLLECTIONS.items()}
 
 
-class KopfIndexes:
-    """KopfIndexes: the Cache over kopf's indexes, captured from the first handler call that
-    receives them (kopf hands indexes only to handlers, as keyword arguments)."""
+def owned_kind(kind: ObjectKind) -> Kind[None]:
+    """owned_kind: the informer kind of one ObjectKind (metadata only, by the job label)."""
+    group_path, plural = OWNED_COLLECTIONS[kind]
+    return Kind(plural, group_path, plural, _nothing, JOB_SELECTOR, metadata_only=True)
 
-    def __init__(self) -> None:
-        self._indexes: Mapping[str, Any] = {}
 
-    def capture(self, kwargs: Mapping[str, Any]) -> None:
-        """capture keeps the indexes a handler received."""
-        self._indexes = {k: kwargs[k] for k in ("jobs", "pods", "nodes", *OWNED_INDEXES)}
+def _newer(new: str, old: str) -> bool:
+    """_newer: ``new`` is a later resourceVersion than ``old`` (unknown order: assume so)."""
+    if new.isdigit() and old.isdigit():
+        return int(new) > int(old)
+    return new != old
 
-    def _get(self, index: str) -> Mapping[Any, Any]:
-        """_get: one index (empty before the first handler call)."""
-        return self._indexes.get(index) or {}
 
+class Store(Generic[T]):
+    """Store: one kind's items by (namespace, name), and by job for the kinds a job owns."""
+
+    def __init__(self, job_of: Callable[[Item[T]], JobKey | None]) -> None:
+        self.items: dict[tuple[str, str], Item[T]] = {}
+        self.by_job: dict[JobKey, dict[str, Item[T]]] = {}
+        self.gone: set[str] = set()  # uids found gone by the operator's own calls
+        self.job_of = job_of
+
+    def put(self, item: Item[T]) -> bool:
+        """put stores ``item`` unless the store holds that object at this version or later;
+        True when it changed anything."""
+        old = self.items.get((item.namespace, item.name))
+        if item.uid in self.gone:
+            return False
+        if (
+            old is not None
+            and old.uid == item.uid
+            and not _newer(item.resource_version, old.resource_version)
+        ):
+            return False
+        self._drop(old)
+        self.items[(item.namespace, item.name)] = item
+        job = self.job_of(item)
+        if job is not None:
+            self.by_job.setdefault(job, {})[item.name] = item
+        return True
+
+    def remove(self, namespace: str, name: str, uid: str = "", *, confirmed: bool = True) -> bool:
+        """remove forgets an object; ``confirmed`` False (the operator's own call found it gone)
+        also remembers its uid, so the watch's late news of it does not bring it back."""
+        old = self.items.get((namespace, name))
+        if not confirmed and uid:
+            self.gone.add(uid)
+        elif uid:
+            self.gone.discard(uid)
+        if old is None or (uid and old.uid != uid):
+            return False
+        self._drop(old)
+        return True
+
+    def replace(self, items: Iterable[Item[T]], namespace: str | None) -> set[JobKey]:
+        """replace: a new listing of ``namespace`` (None: all); returns the jobs that changed."""
+        before = {k: v for k, v in self.items.items() if namespace is None or k[0] == namespace}
+        for previous in before.values():
+            self._drop(previous)
+        self.gone.clear()
+        changed: set[JobKey] = set()
+        for item in items:
+            self.put(item)
+            old = before.pop((item.namespace, item.name), None)
+            if old is None or old.resource_version != item.resource_version:
+                for job in (self.job_of(item), self.job_of(old) if old is not None else None):
+                    if job is not None:
+                        changed.add(job)
+        changed |= {k for k in map(self.job_of, before.values()) if k is not None}
+        return changed
+
+    def of_job(self, key: JobKey) -> list[T]:
+        """of_job: the values of the job's objects."""
+        return [item.value for item in self.by_job.get(key, {}).values()]
+
+    def _drop(self, old: Item[T] | None) -> None:
+        """_drop takes ``old`` out of both maps."""
+        if old is None:
+            return
+        self.items.pop((old.namespace, old.name), None)
+        job = self.job_of(old)
+        if job is not None:
+            entries = self.by_job.get(job)
+            if entries is not None and entries.get(old.name) is old:
+                del entries[old.name]
+                if not entries:
+                    del self.by_job[job]
+
+
+def _by_label(item: Item[Any]) -> JobKey | None:
+    """_by_label: the job an object's job label names."""
+    job = item.labels.get(api.LABEL_JOB)
+    return (item.namespace, job) if job else None
+
+
+def _itself(item: Item[Any]) -> JobKey:
+    """_itself: a job is its own key."""
+    return (item.namespace, item.name)
+
+
+class InformerCache:
+    """InformerCache: the Cache over one informer per kind; ``kick`` is called with each job a
+    change concerns, once ``synced``."""
+
+    def __init__(self, kick: Callable[[JobKey], None] = lambda _key: None) -> None:
+        self.kick = kick
+        self.jobs: Store[dict[str, Any]] = Store(_itself)
+        self.pods: Store[PodView] = Store(_by_label)
+        self.nodes: Store[NodeView] = Store(lambda _item: None)
+        self.owned: dict[ObjectKind, Store[None]] = {k: Store(_by_label) for k in OWNED_COLLECTIONS}
+        self.synced = asyncio.Event()
+        self._waiting: set[tuple[str, str | None]] = set()  # (kind, namespace) not listed yet
+        self.informers: list[Informer[Any]] = []
+        self._nodes: dict[str, NodeView] | None = None  # the nodes mapping, until a node changes
+
+    def informers_for(self, api_client: client.ApiClient, namespaces: Sequence[str]) -> list[Informer[Any]]:
+        """informers_for: the informers that fill this cache (not started)."""
+        kinds: list[Kind[Any]] = [JOBS, PODS, NODES, *(owned_kind(k) for k in OWNED_COLLECTIONS)]
+        scopes: list[str | None] = list(namespaces) or [None]
+        self.informers = [
+            Informer(api_client, kind, ns, self.apply)
+            for kind in kinds
+            for ns in (scopes if kind.namespaced else [None])
+        ]
+        self._waiting = {(i.kind.name, i.namespace) for i in self.informers}
+        return self.informers
+
+    # ---- the Cache interface ----------------------------------------------------------------
     def snapshot(self, key: JobKey) -> Snapshot:
         """snapshot: the job's body, its pods, every node and the job's other objects."""
-        body = next(iter(self._get("jobs").get(key, ())), None)
-        pods = list(self._get("pods").get(key, ()))
-        nodes = {name: next(iter(store)) for name, store in self._get("nodes").items()}
-        owned = frozenset(ref for index in OWNED_INDEXES for ref in self._get(index).get(key, ()))
-        return Snapshot(body, pods, nodes, owned)
+        job = self.jobs.items.get(key)
+        if self._nodes is None:
+            self._nodes = {item.name: item.value for item in self.nodes.items.values()}
+        nodes = self._nodes
+        owned = frozenset(
+            ObjectRef(kind, name) for kind, store in self.owned.items() for name in store.by_job.get(key, {})
+        )
+        return Snapshot(job.value if job else None, self.pods.of_job(key), nodes, owned)
 
     def job_keys(self) -> list[JobKey]:
         """job_keys: every job in the cache (the resync kicks them all)."""
-        return list(self._get("jobs"))
+        return list(self.jobs.items)
 
     def jobs_on_node(self, node: str) -> list[JobKey]:
         """jobs_on_node: the jobs with a pod on ``node`` (kicked when its readiness changes)."""
         return [
-            key for key, store in list(self._get("pods").items()) if any(p.node_name == node for p in store)
+            key
+            for key, pods in self.pods.by_job.items()
+            if any(p.value.node_name == node for p in pods.values())
         ]
 
+    def jobs_with_pods_ending(self) -> set[JobKey]:
+        """jobs_with_pods_ending: the jobs with a pod that ended or is being deleted."""
+        return {
+            key
+            for key, pods in self.pods.by_job.items()
+            if any(p.value.deleting or p.value.terminal for p in pods.values())
+        }
 
-def owned_entry(kind: ObjectKind, namespace: str | None, name: str, job: str) -> dict[JobKey, ObjectRef]:
-    """owned_entry: the index entry of an object the job label ties to ``job``."""
-    return {(namespace or "", job): ObjectRef(kind, name)}
+    def every_key(self) -> set[JobKey]:
+        """every_key: the jobs, and the jobs named by pods (a gone job's pods must be let go)."""
+        return set(self.jobs.items) | set(self.pods.by_job)
+
+    # ---- filled by the informers (on the loop) ------------------------------------------------
+    def apply(self, kind: Kind[Any], deltas: list[Delta[Any]]) -> None:
+        """apply stores a batch of one kind's deltas and kicks the jobs they concern."""
+        store = self._store(kind)
+        if kind is NODES:
+            self._nodes = None
+        touched: set[JobKey] = set()
+        for delta in deltas:
+            if isinstance(delta, Sync):
+                changed = store.replace(delta.items, delta.namespace)
+                touched |= changed  # nodes: none (a relisted node kicks nothing by itself)
+                self._waiting.discard((kind.name, delta.namespace))
+                if not self._waiting and not self.synced.is_set():
+                    self.synced.set()
+                continue
+            touched |= self._change(kind, store, delta)
+        if self.synced.is_set():
+            for key in touched:
+                self.kick(key)
+
+    def _change(self, kind: Kind[Any], store: Store[Any], delta: Change[Any]) -> set[JobKey]:
+        """_change: one watch event; returns the jobs to kick."""
+        item = delta.item
+        old = store.items.get((item.namespace, item.name))
+        if delta.type == "DELETED":
+            changed = store.remove(item.namespace, item.name, item.uid)
+        else:
+            changed = store.put(item)
+        if not changed:
+            return set()
+        if kind is NODES:
+            was = old.value.ready if old is not None else None
+            now = item.value.ready if delta.type != "DELETED" else None
+            return set(self.jobs_on_node(item.name)) if was != now else set()
+        job = store.job_of(item)
+        if job is None:
+            return set()
+        if kind.name in OWNED and delta.type != "DELETED":
+            return set()  # created or rewritten by the operator itself: nothing to plan
+        return {job}
+
+    def _store(self, kind: Kind[Any]) -> Store[Any]:
+        """_store: the store of ``kind``."""
+        if kind is JOBS:
+            return self.jobs
+        if kind is PODS:
+            return self.pods
+        if kind is NODES:
+            return self.nodes
+        return self.owned[OWNED[kind.name]]
+
+    # ---- write-through ----------------------------------------------------------------------
+    def written(self, key: JobKey, w: Written) -> None:
+        """written stores what the operator's own calls for job ``key`` returned (``Written``): the
+        job after a status or spec write, pods created, deleted or released (one force-deleted
+        with no finalizer left is gone), pods and objects found gone, objects created. Kicks
+        nothing: the pass that wrote them planned with this in mind."""
+        for body in w.jobs:
+            self.jobs.put(Item.of(body, slim_job(body)))
+        for body in w.pods:
+            meta = mapping(body.get("metadata"))
+            # Gone once nothing holds it: no finalizer left and no grace period to wait out (a
+            # graceful deletion stays until the kubelet confirms it or the grace runs out).
+            if (
+                meta.get("deletionTimestamp")
+                and not meta.get("finalizers")
+                and not meta.get("deletionGracePeriodSeconds")
+            ):
+                self._pod_gone(key[0], str(meta.get("name") or ""), str(meta.get("uid") or ""))
+            else:
+                self.pods.put(Item.of(body, PodView.from_dict(body)))
+        for name in w.gone_pods:
+            self._pod_gone(key[0], name)
+        for kind, body in w.owned:
+            if kind in self.owned:
+                self.owned[kind].put(Item.of(body, None))
+        for ref in w.gone_owned:
+            store = self.owned.get(ref.kind)
+            item = store.items.get((key[0], ref.name)) if store else None
+            if store is not None and item is not None:
+                store.remove(key[0], ref.name, item.uid, confirmed=False)
+
+    def _pod_gone(self, namespace: str, name: str, uid: str = "") -> None:
+        """_pod_gone: the operator's own call found the pod gone (or made it so)."""
+        item = self.pods.items.get((namespace, name))
+        self.pods.remove(namespace, name, uid or (item.uid if item else ""), confirmed=False)
 
 
 def job_exists(api_client: client.ApiClient, namespace: str, name: str) -> bool:

@@ -1,59 +1,101 @@
-"""kopf wiring: indexes and event handlers, a few lines each, delegating to the Reconciler.
+"""kopf wiring: start-up, credentials and shutdown; the cache and the passes are the operator's own.
 
-No create/update/resume handlers (they wait for their own patches and write progress
-annotations); only indexes, ``on.event`` and a periodic resync task, none of which delay the
-recovery path or put a finalizer on the job.
+kopf runs the process: signals, the start-up and clean-up handlers, the login. It watches
+nothing: its per-object machinery (an index-readiness toggle and a worker task per object)
+grows with the square of the objects listed and kept a restarted operator from ever running a
+pass at 10,000 pods (docs/operator.md, "Start-up at scale"). The cache is one list+watch per
+kind instead (``aitj.controller.cache``, ``aitj.controller.informer``); a pass starts only
+once every kind is listed, then every job is planned once, and a resync task plans each job
+again every ``RESYNC_SECONDS`` in case a change was missed.
+
+No kopf create/update/timer handlers either: they would put kopf's finalizer on every job (a
+job could not be deleted while the operator is down) and add progress annotations to the
+recovery path.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import time
 from typing import Any
 
 import kopf
 
 from aitj.controller import cache
 from aitj.controller.executor import KubeExecutor
-from aitj.controller.reconciler import JobKey, Reconciler
-from aitj.core import api
-from aitj.core.observed import NodeView, PodView
-from aitj.core.planner.types import ObjectKind, ObjectRef
+from aitj.controller.kubeclient import api_client as new_api_client
+from aitj.controller.logs import log
+from aitj.controller.reconciler import Reconciler
 
-RESYNC_SECONDS = 30.0
-CACHE = cache.KopfIndexes()
+RESYNC_SECONDS = 300.0
 STATE: dict[str, Any] = {}
-_node_ready: dict[str, str | None] = {}
-
-
-def reconciler() -> Reconciler:
-    return STATE["reconciler"]  # type: ignore[no-any-return]
 
 
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
+    """startup: the cache, its informers and the reconciler; passes begin once it is synced."""
     settings.posting.enabled = False  # we emit the Events we mean
-    settings.watching.server_timeout = 300  # renew a silently dead watch
-    settings.watching.client_timeout = 330
     settings.peering.standalone = True
     client = memo.api_client
-    STATE["reconciler"] = Reconciler(
+    store = cache.InformerCache()
+    # The listings first: they wait on the server while the rest is set up (building the API
+    # classes the executor uses takes seconds). The watches hold their connections for
+    # minutes: a client of their own keeps them out of the pool the passes' calls use.
+    informers = store.informers_for(new_api_client(memo.kubeconfig), memo.namespaces)
+    loop = asyncio.get_running_loop()
+    started = time.monotonic()
+    for informer in informers:
+        informer.start(loop)
+    reconciler = Reconciler(
         KubeExecutor(client),
-        CACHE.snapshot,
+        store.snapshot,
         job_exists=lambda namespace, name: cache.job_exists(client, namespace, name),
         settings=memo.settings,
+        written=store.written,
     )
-    # A periodic pass over every job catches anything a missed event would have hidden. Not a
-    # kopf timer: kopf puts a finalizer on objects with timers, and a job should be deletable
-    # while the operator is down.
-    STATE["resync"] = asyncio.get_running_loop().create_task(_resync_forever())
+    store.kick = reconciler.spawn
+    STATE.update(cache=store, reconciler=reconciler, informers=informers)
+    STATE["resync"] = loop.create_task(_run(store, reconciler, started))
 
 
-async def _resync_forever() -> None:
+async def _run(store: cache.InformerCache, reconciler: Reconciler, started: float) -> None:
+    """_run: wait until every kind is listed, plan every job once, then resync forever."""
+    await store.synced.wait()
+    log.info(
+        "cache synced",
+        seconds=round(time.monotonic() - started, 3),
+        jobs=len(store.jobs.items),
+        pods=len(store.pods.items),
+        nodes=len(store.nodes.items),
+    )
+    # Jobs with a pod that ended or is being deleted first: after a restart, those are the ones
+    # waiting for a replacement; the others' passes usually send nothing.
+    urgent = store.jobs_with_pods_ending()
+    for key in [*urgent, *(store.every_key() - urgent)]:
+        reconciler.spawn(key)
+    # Each job again once per RESYNC_SECONDS, spread evenly: a trickle, not a burst of every
+    # job at once (idle CPU at 10,000 pods). Time-based actions do not wait for it: the
+    # planner asks for its own wake-ups (Plan.requeue_after).
     while True:
-        await asyncio.sleep(RESYNC_SECONDS)
-        for key in CACHE.job_keys():
-            reconciler().spawn(key)
+        keys = store.job_keys()
+        if not keys:
+            await asyncio.sleep(RESYNC_SECONDS)
+        for key in keys:
+            await asyncio.sleep(RESYNC_SECONDS / len(keys))
+            reconciler.spawn(key)
+
+
+@kopf.on.cleanup()
+async def cleanup(**_: Any) -> None:
+    """cleanup: stop watching, stop taking kicks, let the passes in flight end (SIGTERM)."""
+    for informer in STATE.get("informers", ()):
+        informer.stop()
+    task = STATE.get("resync")
+    if task is not None:
+        task.cancel()
+    reconciler = STATE.get("reconciler")
+    if reconciler is not None:
+        await reconciler.close()
 
 
 @kopf.on.login()
@@ -71,98 +113,3 @@ def login(memo: Any, **_: Any) -> kopf.ConnectionInfo:
         private_key_path=cfg.key_file,
         token=token,
     )
-
-
-@kopf.index(api.GROUP, api.VERSION, api.PLURAL)
-def jobs(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[JobKey, Mapping[str, Any]]:
-    return {
-        (namespace or "", name): {
-            "apiVersion": body.get("apiVersion"),
-            "kind": body.get("kind"),
-            "metadata": dict(body.metadata),
-            "spec": dict(body.spec),
-            "status": dict(body.status),
-        }
-    }
-
-
-@kopf.index("pods", labels={api.LABEL_JOB: kopf.PRESENT})
-def pods(namespace: str | None, labels: kopf.Labels, body: kopf.Body, **_: Any) -> dict[JobKey, PodView]:
-    return {(namespace or "", labels[api.LABEL_JOB]): PodView.from_dict(body)}
-
-
-@kopf.index("nodes")
-def nodes(name: str, body: kopf.Body, **_: Any) -> dict[str, NodeView]:
-    return {name: NodeView.from_dict(body)}
-
-
-# The job's objects other than pods, by the job label, so the planner sees one that is missing
-# (deleted by hand, say) and plans it again. Only names are kept: never a Secret's data.
-@kopf.index("services", labels={api.LABEL_JOB: kopf.PRESENT})
-def services(namespace: str | None, name: str, labels: kopf.Labels, **_: Any) -> dict[JobKey, ObjectRef]:
-    return cache.owned_entry(ObjectKind.SERVICE, namespace, name, labels[api.LABEL_JOB])
-
-
-@kopf.index("secrets", labels={api.LABEL_JOB: kopf.PRESENT})
-def secrets(namespace: str | None, name: str, labels: kopf.Labels, **_: Any) -> dict[JobKey, ObjectRef]:
-    return cache.owned_entry(ObjectKind.SECRET, namespace, name, labels[api.LABEL_JOB])
-
-
-@kopf.index("configmaps", labels={api.LABEL_JOB: kopf.PRESENT})
-def configmaps(namespace: str | None, name: str, labels: kopf.Labels, **_: Any) -> dict[JobKey, ObjectRef]:
-    return cache.owned_entry(ObjectKind.CONFIGMAP, namespace, name, labels[api.LABEL_JOB])
-
-
-# The handlers below receive the indexes above as keyword arguments named after them
-# (jobs, pods, nodes, services, secrets, configmaps); kopf's handler protocols do not know
-# those names, hence **kwargs.
-
-
-@kopf.on.event(api.GROUP, api.VERSION, api.PLURAL)
-async def job_event(namespace: str | None, name: str, **kwargs: Any) -> None:
-    CACHE.capture(kwargs)
-    await reconciler().kick((namespace or "", name))
-
-
-@kopf.on.event("pods", labels={api.LABEL_JOB: kopf.PRESENT})
-async def pod_event(namespace: str | None, labels: kopf.Labels, **kwargs: Any) -> None:
-    """pod_event kicks the pod's job; the pass also lets the pods of a job that is gone go."""
-    CACHE.capture(kwargs)
-    await reconciler().kick((namespace or "", labels[api.LABEL_JOB]))
-
-
-# Only a deletion changes what the planner decides about these objects (it plans them again);
-# their creation and the host-list rewrites are the operator's own writes coming back.
-@kopf.on.event("services", labels={api.LABEL_JOB: kopf.PRESENT})
-async def service_event(namespace: str | None, labels: kopf.Labels, type: str, **kwargs: Any) -> None:
-    await _owned_event(namespace, labels, type, kwargs)
-
-
-@kopf.on.event("secrets", labels={api.LABEL_JOB: kopf.PRESENT})
-async def secret_event(namespace: str | None, labels: kopf.Labels, type: str, **kwargs: Any) -> None:
-    await _owned_event(namespace, labels, type, kwargs)
-
-
-@kopf.on.event("configmaps", labels={api.LABEL_JOB: kopf.PRESENT})
-async def configmap_event(namespace: str | None, labels: kopf.Labels, type: str, **kwargs: Any) -> None:
-    await _owned_event(namespace, labels, type, kwargs)
-
-
-async def _owned_event(
-    namespace: str | None, labels: kopf.Labels, type: str, kwargs: Mapping[str, Any]
-) -> None:
-    CACHE.capture(kwargs)
-    if type == "DELETED":
-        await reconciler().kick((namespace or "", labels[api.LABEL_JOB]))
-
-
-@kopf.on.event("nodes")
-async def node_event(name: str, type: str, **kwargs: Any) -> None:
-    CACHE.capture(kwargs)
-    view = next(iter(kwargs["nodes"].get(name, ())), None) if type != "DELETED" else None
-    ready = view.ready if view is not None else None
-    if _node_ready.get(name, "unseen") == ready:
-        return  # heartbeats and label edits do not change what the planner decides
-    _node_ready[name] = ready
-    for key in CACHE.jobs_on_node(name):
-        reconciler().spawn(key)

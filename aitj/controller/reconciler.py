@@ -13,22 +13,38 @@ pods of a job that is gone get ``lifecycle``'s Plans too. What it adds is what t
 must not do: read the clock, make ssh key pairs (randomness; only when
 ``resources.needs_ssh_keys`` says so), and confirm with the API server that a job missing from
 the cache is really gone.
+
+Blocking work (the executor's calls, key generation, the existence check) runs on a bounded
+pool of ``PASS_WORKERS`` threads of its own; what the calls returned is handed to ``written``
+(the cache's write-through) when the pass ends, however it ends. ``close`` stops taking kicks,
+cancels the requeue timers, lets the passes in flight finish (for a while) and shuts the pool:
+a SIGTERM under load ends quietly.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import datetime as dt
 import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from kubernetes.client.exceptions import ApiException
 
 from aitj.controller import metrics, sshkeys
 from aitj.controller.cache import JobKey, Snapshot
-from aitj.controller.executor import Executor, NamespaceTerminating, StaleJob, StepFailed, Target
+from aitj.controller.executor import (
+    Executor,
+    NamespaceTerminating,
+    StaleJob,
+    StepFailed,
+    Target,
+    Written,
+    sends,
+)
 from aitj.controller.logs import log
 from aitj.core.planner import lifecycle, resources
 from aitj.core.planner import plan as make_plan
@@ -38,6 +54,10 @@ RETRY_SECONDS = 2.0
 STALE_RETRY_SECONDS = 0.5
 # How long a pass may lag behind a requeue request it could not serve (timer coalescing).
 MIN_REQUEUE_SECONDS = 0.2
+# Threads that carry passes' calls out at once (docs/operator.md, "Start-up at scale", says how
+# this was measured): past it, more threads only queue on the GIL and the apiserver.
+PASS_WORKERS = 16
+R = TypeVar("R")
 
 
 class ErrorStage(enum.StrEnum):
@@ -74,6 +94,8 @@ class Reconciler:
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         planner: Callable[..., Plan] = make_plan,
         keygen: Callable[[str], SshKeys] = new_keys,
+        written: Callable[[JobKey, Written], None] = lambda _key, _w: None,
+        workers: int = PASS_WORKERS,
     ) -> None:
         self.executor = executor
         self.snapshot = snapshot
@@ -82,18 +104,50 @@ class Reconciler:
         self.clock = clock
         self.planner = planner
         self.keygen = keygen
+        self.written = written
+        self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="pass")
+        self.closing = False
         self._jobs: dict[JobKey, _JobState] = {}
-        self._tasks: set[asyncio.Task[None]] = set()  # kicks fired by timers, kept until done
+        self._tasks: set[asyncio.Task[None]] = set()  # kicks spawned, kept until done
+
+    async def _run(self, fn: Callable[..., R], *args: Any) -> R:
+        """_run: ``fn(*args)`` on the pass pool (once closing: the pass ends here, cancelled)."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+        except RuntimeError:
+            if self.closing:  # the pool is shut: this pass is not started
+                raise asyncio.CancelledError() from None
+            raise
+
+    async def close(self, timeout: float = 10.0) -> None:
+        """close: no new passes, and none of those waiting for a thread starts (the next
+        operator's first pass plans them); the calls already under way may finish within
+        ``timeout`` seconds; a pass cut short later is completed by the next operator too."""
+        self.closing = True
+        for state in self._jobs.values():
+            if state.timer is not None:
+                state.timer.cancel()
+                state.timer = None
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        tasks = list(self._tasks)
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=timeout)
+            for task in late:
+                task.cancel()
+            if late:
+                log.warning("passes abandoned at shutdown", passes=len(late))
 
     async def kick(self, key: JobKey) -> None:
         """kick plans the job now, or right after the pass already running for it."""
+        if self.closing:
+            return
         state = self._jobs.setdefault(key, _JobState())
         if state.lock.locked():
             state.dirty = True
             return
         async with state.lock:
             state.dirty = True
-            while state.dirty:
+            while state.dirty and not self.closing:
                 state.dirty = False
                 await self._pass(key, state)
 
@@ -110,7 +164,7 @@ class Reconciler:
             return
         keys = None
         if resources.needs_ssh_keys(job, snap.owned):
-            keys = await asyncio.to_thread(self.keygen, job.name)  # tens of ms: off the loop
+            keys = await self._run(self.keygen, job.name)  # tens of ms: off the loop
         plan = self.planner(
             job, snap.pods, snap.nodes, now, owned=snap.owned, keys=keys, settings=self.settings
         )
@@ -125,7 +179,7 @@ class Reconciler:
                 state.timer.cancel()
             self._jobs.pop(key, None)
             return
-        if await asyncio.to_thread(self.job_exists, *key):
+        if await self._run(self.job_exists, *key):
             return  # the cache has not caught up yet; the job's own pass will handle the pods
         log.info("releasing pods of a deleted job", namespace=key[0], job=key[1], pods=list(orphans.release))
         await self._execute(key, state, lifecycle.JobRef(key[0], key[1], ""), orphans, snap)
@@ -137,8 +191,10 @@ class Reconciler:
         soon), namespace terminating (execute the release plan instead), failed (retry), done
         (requeue when the plan asks)."""
         started = time.perf_counter()
+        written = Written()
         try:
-            await asyncio.to_thread(self.executor.execute, target, plan)
+            if sends(plan):  # most passes of a quiet job send nothing: no thread for those
+                await self._run(self.executor.execute, target, plan, written)
         except StaleJob:
             # The newer version's watch event is on its way (or already marked this job dirty).
             metrics.RECONCILE_ERRORS.labels(ErrorStage.STALE.value).inc()
@@ -158,11 +214,14 @@ class Reconciler:
             return
         finally:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
+            self.written(key, written)
         if plan.requeue_after is not None:
             self._requeue(key, state, max(MIN_REQUEUE_SECONDS, plan.requeue_after))
 
     def _requeue(self, key: JobKey, state: _JobState, delay: float) -> None:
         """_requeue: pass the job again after ``delay`` seconds (the earlier deadline wins)."""
+        if self.closing:
+            return
         loop = asyncio.get_running_loop()
         if state.timer is not None:
             # Keep the earlier of the two deadlines.
@@ -179,7 +238,9 @@ class Reconciler:
         self.spawn(key)
 
     def spawn(self, key: JobKey) -> None:
-        """spawn kicks the job from synchronous code (timers, fan-out), keeping the task alive."""
+        """spawn kicks the job from synchronous code (the cache, timers), keeping the task alive."""
+        if self.closing:
+            return
         task = asyncio.ensure_future(self.kick(key))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

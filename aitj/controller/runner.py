@@ -32,7 +32,12 @@ def run(
     import aitj.controller.handlers  # noqa: F401  (registers the handlers)
 
     metrics.serve(metrics_port, metrics_address)
-    memo = SimpleNamespace(api_client=api_client(kubeconfig), settings=Settings(dict(priority_classes)))
+    memo = SimpleNamespace(
+        api_client=api_client(kubeconfig),
+        kubeconfig=kubeconfig,
+        namespaces=list(namespaces),
+        settings=Settings(dict(priority_classes)),
+    )
     asyncio.run(_main(namespaces, memo, stop_flag, ready_flag))
 
 

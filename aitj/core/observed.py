@@ -1,9 +1,10 @@
 """Observed state: slim, frozen views of the pods and nodes the operator watches.
 
 Pure (no kopf, kubernetes or prometheus_client; import-linter enforces it). The operator keeps
-these views in kopf indexes, built with ``PodView.from_dict`` / ``NodeView.from_dict`` from the
-raw watch bodies, and hands them to the planner (``aitj.core.planner.plan``). Nothing here decides
-anything: ``aitj.core.policy`` classifies failures, ``aitj.core.planner`` decides what to do.
+these views in its cache (``aitj.controller.cache``), built with ``PodView.from_dict`` /
+``NodeView.from_dict`` from the raw watch bodies, and hands them to the planner
+(``aitj.core.planner.plan``). Nothing here decides anything: ``aitj.core.policy`` classifies
+failures, ``aitj.core.planner`` decides what to do.
 
 A pod's restart-ledger stamp (annotation ``ANNOTATION_LEDGER``) is kept here as the raw string:
 the ledger is the planner's (``aitj.core.planner.ledger``), which parses it.

@@ -21,9 +21,9 @@ from aitj.controller.executor import (
     NamespaceTerminating,
     StaleJob,
     StepFailed,
-    _Pass,
     walk,
 )
+from aitj.controller.executor.kube import _Pass
 from aitj.core.api import Phase, RestartScope
 from aitj.core.planner.lifecycle import JobRef
 from aitj.core.planner.types import (

@@ -13,7 +13,13 @@ import pytest
 from aitj.core import naming
 from aitj.core.api import LABEL_JOB, LABEL_REPLICA, CleanPodPolicy
 from aitj.core.planner import ObjectKind, ObjectRef, Settings, plan
-from aitj.core.planner.resources import configmap_ref, needs_ssh_keys, secret_ref, service_ref
+from aitj.core.planner.resources import (
+    configmap_ref,
+    needs_service,
+    needs_ssh_keys,
+    secret_ref,
+    service_ref,
+)
 from aitj.core.render import ANNOTATION_MAX_UNAVAILABLE
 from tests.unit.builders import (
     JOB,
@@ -95,9 +101,23 @@ def test_needs_ssh_keys(ssh: bool, owned: frozenset[ObjectRef] | None, finished:
     assert needs_ssh_keys(job, owned) is wanted
 
 
-def test_without_plugins_only_the_service_is_planned() -> None:
+def test_without_plugins_no_object_is_planned_not_even_the_service() -> None:
     result = plan(seed_job(ssh=False, discovery=False), [], nodes(), at(0), owned=frozenset())
-    assert [m.ref for m in result.ensure] == [SERVICE]
+    assert result.ensure == ()
+
+
+@pytest.mark.parametrize(
+    ("ssh", "discovery", "wanted"),
+    [
+        pytest.param(True, False, True, id="ssh reaches peers by their DNS names"),
+        pytest.param(False, True, True, id="the discovery host list names them"),
+        pytest.param(False, False, False, id="nothing else resolves them"),
+    ],
+)
+def test_the_service_is_kept_only_where_a_plugin_uses_the_dns_names(
+    ssh: bool, discovery: bool, wanted: bool
+) -> None:
+    assert needs_service(seed_job(ssh=ssh, discovery=discovery)) is wanted
 
 
 def test_not_observed_plans_no_objects() -> None:

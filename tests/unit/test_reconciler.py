@@ -7,6 +7,7 @@ with a fake client (test_executor.py) and against the real apiserver (tests/e2e)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import threading
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from aitj.controller.cache import Snapshot
-from aitj.controller.executor import NamespaceTerminating, StaleJob, StepFailed, Target
+from aitj.controller.executor import NamespaceTerminating, StaleJob, StepFailed, Target, Written
 from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler
 from aitj.core import naming
 from aitj.core.api import Job
@@ -36,6 +37,7 @@ def body(**meta: Any) -> dict[str, Any]:
 
 
 NOTHING = Plan()
+WRITE = Plan(status={"phase": "Running"})  # a Plan with something to send
 POD = PodView(name="p-0", namespace="default", job=KEY[1], finalizers=(TRACKING_FINALIZER,))
 OTHER = PodView(name="p-1", namespace="default", job=KEY[1])
 GOING = PodView(name="p-2", namespace="default", job=KEY[1], finalizers=(TRACKING_FINALIZER,), deleted_at=NOW)
@@ -50,10 +52,12 @@ class Recorder:
         self.fails = list(fails)
         self.gate: threading.Event | None = None
 
-    def execute(self, target: Target, plan: Plan) -> None:
+    def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None:
         if self.gate is not None:
             self.gate.wait(5)
         self.executed.append((target, plan))
+        if written is not None:
+            written.gone_pods.append(f"answer-{len(self.executed)}")
         if self.fails:
             raise self.fails.pop(0)
 
@@ -65,7 +69,7 @@ class Recorder:
 class Planner:
     """Planner records the calls the reconciler makes to ``plan``."""
 
-    def __init__(self, plan: Plan = NOTHING) -> None:
+    def __init__(self, plan: Plan = WRITE) -> None:
         self.plan = plan
         self.calls: list[dict[str, Any]] = []
 
@@ -78,9 +82,10 @@ def reconciler(
     executor: Recorder,
     doc: dict[str, Any] | None,
     pods: Sequence[PodView] = (),
-    plan: Plan = NOTHING,
+    plan: Plan = WRITE,
     owned: Owned = frozenset({SECRET}),
     exists: bool = False,
+    written: list[tuple[JobKey, Written]] | None = None,
 ) -> tuple[Reconciler, Planner, list[str]]:
     planner = Planner(plan)
     made: list[str] = []
@@ -97,6 +102,7 @@ def reconciler(
         clock=lambda: NOW,
         planner=planner,
         keygen=keygen,
+        written=lambda key, w: (written if written is not None else []).append((key, w)),
     )
     return r, planner, made
 
@@ -187,7 +193,7 @@ def test_a_terminating_namespace_releases_every_tracked_pod() -> None:
     rec = Recorder(NamespaceTerminating("default"))
     r, _, _ = reconciler(rec, body(), [POD, OTHER])
     asyncio.run(r.kick(KEY))
-    assert rec.plans == [NOTHING, Plan(release=("p-0",))]
+    assert rec.plans == [WRITE, Plan(release=("p-0",))]
 
 
 @pytest.mark.parametrize(
@@ -228,3 +234,62 @@ def test_the_plan_s_requeue_after_schedules_the_next_pass() -> None:
 
 def test_the_error_stage_metric_labels_keep_their_values() -> None:
     assert [s.value for s in ErrorStage] == ["stale", "execute"]
+
+
+@pytest.mark.parametrize(
+    "fails", [pytest.param((), id="a pass that ends well"), pytest.param((StaleJob("x"),), id="a stale one")]
+)
+def test_what_the_calls_returned_goes_to_the_cache_however_the_pass_ends(
+    fails: tuple[Exception, ...],
+) -> None:
+    seen: list[tuple[JobKey, Written]] = []
+    r, _, _ = reconciler(Recorder(*fails), body(), written=seen)
+
+    async def run() -> None:
+        await r.kick(KEY)
+        await r.close()
+
+    asyncio.run(run())
+    assert [(key, w.gone_pods) for key, w in seen] == [(KEY, ["answer-1"])]
+
+
+def test_close_lets_the_pass_in_flight_finish_and_takes_no_more_kicks() -> None:
+    rec = Recorder()
+    rec.gate = threading.Event()
+    r, planner, _ = reconciler(rec, body(), plan=dataclasses.replace(WRITE, requeue_after=0.01))
+
+    async def run() -> None:
+        r.spawn(KEY)
+        await asyncio.sleep(0.05)  # the pass is blocked in the executor
+        closing = asyncio.ensure_future(r.close(timeout=5))
+        await asyncio.sleep(0.01)
+        r.spawn(KEY)  # a kick while closing
+        await r.kick(("default", "other"))
+        rec.gate.set()  # type: ignore[union-attr]
+        await closing
+
+    asyncio.run(run())
+    assert len(planner.calls) == 1 and len(rec.executed) == 1
+    assert all(state.timer is None for state in r._jobs.values())  # the plan's requeue was not kept
+
+
+def test_close_abandons_a_pass_that_does_not_end_in_time() -> None:
+    rec = Recorder()
+    rec.gate = threading.Event()
+    r, _, _ = reconciler(rec, body())
+
+    async def run() -> None:
+        r.spawn(KEY)
+        await asyncio.sleep(0.05)
+        await r.close(timeout=0.05)
+
+    asyncio.run(run())
+    rec.gate.set()  # the thread finishes its call; nothing waits for it
+    assert r.closing
+
+
+def test_a_plan_that_sends_nothing_takes_no_thread() -> None:
+    rec = Recorder()
+    r, planner, _ = reconciler(rec, body(), plan=NOTHING)
+    asyncio.run(r.kick(KEY))
+    assert len(planner.calls) == 1 and rec.executed == []

@@ -1,7 +1,7 @@
 """The planner: ``plan(job, pods, nodes, now) -> Plan``, the decision core of the operator.
 
 Pure (no kopf, kubernetes or prometheus_client; import-linter enforces it) and clock-free.
-It decides and renders; the executor (aitj/controller/executor.py) only sends the Plan.
+It decides and renders; the executor (aitj/controller/executor/) only sends the Plan.
 
 - ``types``: the Plan and its parts, and the planner's input data (Settings, Owned, SshKeys).
 - ``lifecycle``: the Plans that are not ``plan``'s: a job being deleted, an invalid spec, a

@@ -8,6 +8,11 @@ job by the job label (``aitj.controller.cache``) and the snapshot hands them to 
 so an object deleted by hand comes back on the next pass. A finished job gets nothing new;
 with cleanPodPolicy All its Service is removed (the rest goes with the job).
 
+The headless Service exists only for a job with plugin.ssh or plugin.discovery
+(``needs_service``): those are what use the pods' DNS names (the launcher reaches its peers by
+them, the host list names them). For any other job it would only cost the controller-manager
+an EndpointSlice rewrite at every pod start, stop and restart, for names nobody resolves.
+
 ``owned`` None means "not observed" (``aitj explain``, tests of other parts of the planner):
 nothing is planned about these objects then, as if all were in place.
 """
@@ -39,6 +44,12 @@ def configmap_ref(job: Job) -> ObjectRef:
     return ObjectRef(ObjectKind.CONFIGMAP, naming.discovery_configmap_name(job.name))
 
 
+def needs_service(job: Job) -> bool:
+    """needs_service: a plugin uses the pods' DNS names (ssh: the launcher reaches its peers by
+    them; discovery: the host list names them), which only the headless Service publishes."""
+    return job.spec.ssh or job.spec.discovery
+
+
 def needs_ssh_keys(job: Job, owned: Owned | None) -> bool:
     """needs_ssh_keys: the job is live, has plugin.ssh, and its Secret is not in ``owned``: the
     controller must make a key pair and pass it to ``plan``. Asked before planning so keys are
@@ -56,7 +67,7 @@ def ensure(
     if owned is None:
         return ()
     out: list[Manifest] = []
-    if service_ref(job) not in owned:
+    if needs_service(job) and service_ref(job) not in owned:
         out.append(Manifest(ObjectKind.SERVICE, service_ref(job).name, render.render_service(job)))
     if job.spec.ssh and secret_ref(job) not in owned:
         if keys is None:
@@ -84,9 +95,12 @@ def discovery(job: Job, hosts: Sequence[HostEntry]) -> Manifest:
 
 def removes(job: Job, owned: Owned | None) -> tuple[ObjectRef, ...]:
     """removes: for a finished job, its Service under cleanPodPolicy All, unless ``owned``
-    shows it gone already (not observed: planned every pass, NotFound being success)."""
+    shows it gone already (not observed: planned every pass when the job has one, NotFound
+    being success)."""
     ref = service_ref(job)
-    if job.spec.clean_pod_policy is not CleanPodPolicy.ALL or (owned is not None and ref not in owned):
+    if job.spec.clean_pod_policy is not CleanPodPolicy.ALL:
+        return ()
+    if (owned is not None and ref not in owned) or (owned is None and not needs_service(job)):
         return ()
     return (ref,)
 

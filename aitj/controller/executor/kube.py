@@ -1,60 +1,26 @@
-"""The thin layer: sends what a Plan holds to the API server. The only module that writes.
-
-The executor contract. The planner (``aitj.core.planner``) decides and renders; the executor
-decides nothing and remembers nothing between passes: it walks ``STEPS`` in order and sends
-each step's part of the Plan, skipping the empty ones. The planner is written so that a crash
-or a failed call anywhere in between is repaired by the next pass, which holds because every
-step is idempotent:
-
-1. ``ensure``: create each of the job's objects the cache did not hold (Service, ssh Secret,
-   discovery ConfigMap), rendered. AlreadyExists is success (the cache was only late).
-2. ``removes``: delete each object named (the Service, cleanPodPolicy All). NotFound is success.
-3. ``creates``: create each rendered pod; AlreadyExists is success (pod names are deterministic,
-   so a create repeated after a crash meets the pod it made). Any other failure stops the
-   pass: the rest of the plan assumes the pods exist.
-4. ``discovery``: replace the discovery ConfigMap with the rendered one (NotFound: create it).
-5. ``restart_events``: post the Event of each restart this pass records (best effort). Each
-   is named after its restart, so it is posted once however many passes send it: before the
-   status, so a pass that fails after its creates has said it all the same.
-6. ``status``: write the whole status in one JSON patch that first tests the job's
-   resourceVersion is the one the pass planned from; a failed test raises StaleJob.
-7. ``restarts``: count and log the restarts this status write recorded first, right after
-   it (never fails): a pass whose status write fails counts nothing, and the pass that then
-   records them counts them (docs/semantics.md, "Each restart is recorded once").
-8. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
-   JSON patch of the job that first tests the value it replaces, so that a newer edit wins;
-   a failed test (or the job gone) is not an error: the next pass sees the new spec.
-9. ``deletes``: delete each pod with the uid precondition and the grace period given;
-   NotFound and a uid Conflict count as success.
-10. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
-11. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
-    NotFound. After the pods' steps: a budget never delays a replacement.
-12. ``events``: post them on the job (best effort; one with a ``name`` only once).
-13. ``outcome``: count it in metrics and log it.
-
-``Plan.requeue_after`` is the reconciler's, ``Plan.hosts`` is for people: neither is sent.
-
-Errors: a refused call raises StepFailed (the reconciler retries the job); a create refused
-because the namespace is being deleted raises NamespaceTerminating (the reconciler then asks
-the planner for the release plan); a stale status write raises StaleJob. Metrics are counted
-only after the call they count succeeded. Calls use ``_preload_content=False``: the client
-would otherwise spend most of its CPU building model objects from responses nobody reads.
-
-The test double (tests/unit/builders.py ``Cluster``) walks the same ``STEPS`` with ``walk``.
-"""
+"""KubeExecutor: the executor over the official client: one ``send_<step>`` per step of
+``STEPS`` (the package docstring is the contract each of them keeps)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from aitj.controller import metrics
+from aitj.controller.executor.steps import (
+    NamespaceTerminating,
+    StaleJob,
+    StepFailed,
+    Target,
+    Written,
+    walk,
+)
 from aitj.controller.kubeclient import error_text
 from aitj.controller.logs import log
 from aitj.core import api
@@ -72,77 +38,6 @@ from aitj.core.planner.types import (
     RestartRecord,
 )
 from aitj.core.wire import format_time
-
-
-@dataclass(frozen=True)
-class Step:
-    """Step: one step of carrying out a Plan: the Plan field it sends."""
-
-    field: str
-
-
-# The order a Plan is carried out in (the module docstring says why each step is safe).
-STEPS = (
-    Step("ensure"),
-    Step("removes"),
-    Step("creates"),
-    Step("discovery"),
-    Step("restart_events"),
-    Step("status"),
-    Step("restarts"),
-    Step("spec_replicas"),
-    Step("deletes"),
-    Step("release"),
-    Step("budgets"),
-    Step("events"),
-    Step("outcome"),
-)
-# Plan fields that are not sent: the reconciler's wake-up, and the host list for people.
-NOT_SENT = ("requeue_after", "hosts")
-
-
-def walk(plan: Plan, sink: object, prefix: str, skip: Collection[str] = ()) -> None:
-    """walk: call ``sink.<prefix><field>(value)`` for each step of ``STEPS`` in order whose
-    part of ``plan`` is not empty, except those in ``skip``. The executor and its test double
-    both carry Plans out through here, so they cannot disagree on the order."""
-    for step in STEPS:
-        value = getattr(plan, step.field)
-        if step.field in skip or value is None or value == ():
-            continue
-        getattr(sink, prefix + step.field)(value)
-
-
-class Target(Protocol):
-    """Target: the job a Plan is for: an ``api.Job``, or a ``lifecycle.JobRef`` when the spec
-    did not parse or the job is gone. ``resource_version`` guards the status write."""
-
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def uid(self) -> str: ...
-    @property
-    def resource_version(self) -> str: ...
-
-
-class Executor(Protocol):
-    """Executor: what the reconciler hands Plans to (KubeExecutor; a recorder in tests)."""
-
-    def execute(self, target: Target, plan: Plan) -> None: ...
-
-
-class StaleJob(RuntimeError):
-    """The job changed since the snapshot this pass planned from; plan again from the new one."""
-
-
-class NamespaceTerminating(RuntimeError):
-    """The job's namespace is being deleted: nothing can be created in it any more."""
-
-
-class StepFailed(RuntimeError):
-    """A step of the plan failed; the rest of the pass was skipped and the job is requeued."""
-
 
 # Per kind: the client (``core`` or ``policy``) and its method.
 _CREATE = {
@@ -172,32 +67,50 @@ class KubeExecutor:
         self.policy: Any = client.PolicyV1Api(api_client)
         self.clock = clock  # Event timestamps only
 
-    def execute(self, target: Target, plan: Plan) -> None:
+    def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None:
         """execute sends ``plan`` for ``target``, step by step (``STEPS``)."""
-        walk(plan, _Pass(self, target), "send_")
+        walk(plan, _Pass(self, target, written or Written()), "send_")
+
+
+def _body(response: Any) -> Mapping[str, Any] | None:
+    """_body: the JSON object a call returned (None when there is none to read)."""
+    data = getattr(response, "data", None)
+    if not isinstance(data, bytes) or not data:
+        return None
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and "metadata" in value else None
 
 
 class _Pass:
     """_Pass: one Plan being sent for one job; a method per step, named ``send_<field>``."""
 
-    def __init__(self, ex: KubeExecutor, job: Target) -> None:
-        self.ex, self.core, self.job = ex, ex.core, job
+    def __init__(self, ex: KubeExecutor, job: Target, written: Written) -> None:
+        self.ex, self.core, self.job, self.written = ex, ex.core, job, written
         self.log = log.bind(namespace=job.namespace, job=job.name)
 
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
         """send_ensure creates each object; AlreadyExists is success."""
         for m in manifests:
-            self._create(f"{m.kind} {m.name}", self._call(_CREATE[m.kind]), m.body)
+            made = self._create(f"{m.kind} {m.name}", self._call(_CREATE[m.kind]), m.body)
+            if not isinstance(made, bool):
+                self.written.owned.append((m.kind, made))
 
     def send_removes(self, refs: Sequence[ObjectRef]) -> None:
         """send_removes deletes each object; NotFound is success."""
         for ref in refs:
             self._delete(f"{ref.kind} {ref.name}", self._call(_DELETE[ref.kind]), ref.name)
+            self.written.gone_owned.append(ref)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
         """send_creates creates each pod, counting and logging those it made."""
         for c in creates:
-            if self._create(f"pod {c.name}", self.core.create_namespaced_pod, c.body):
+            made = self._create(f"pod {c.name}", self.core.create_namespaced_pod, c.body)
+            if not isinstance(made, bool):
+                self.written.pods.append(made)
+            if made is not False:
                 metrics.PODS_CREATED.labels(c.replica).inc()
                 self.log.info(
                     "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
@@ -231,7 +144,7 @@ class _Pass:
             patch.append({"op": "test", "path": "/metadata/resourceVersion", "value": version})
         patch.append({"op": "add", "path": "/status", "value": dict(status)})
         try:
-            self.ex.custom.patch_namespaced_custom_object_status(
+            response = self.ex.custom.patch_namespaced_custom_object_status(
                 *self._job_path(), patch, _content_type="application/json-patch+json", _preload_content=False
             )
         except ApiException as e:
@@ -240,6 +153,7 @@ class _Pass:
             if e.status == 422 and version:
                 raise StaleJob(f"{self.job.namespace}/{self.job.name} changed since version {version}") from e
             raise StepFailed(f"writing status: {error_text(e)}") from e
+        self._job_written(response)
 
     def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
         """send_spec_replicas: one JSON patch that tests each value before replacing it, so a
@@ -252,7 +166,7 @@ class _Pass:
                 {"op": "replace", "path": path, "value": p.value},
             ]
         try:
-            self.ex.custom.patch_namespaced_custom_object(
+            response = self.ex.custom.patch_namespaced_custom_object(
                 *self._job_path(), ops, _content_type="application/json-patch+json", _preload_content=False
             )
         except ApiException as e:
@@ -260,6 +174,7 @@ class _Pass:
                 self.log.warning("replicas not set back", error=error_text(e))
                 return
             raise StepFailed(f"setting replicas back: {error_text(e)}") from e
+        self._job_written(response)
         self.log.info("replicas set back", replicas={p.replica: p.value for p in patches})
 
     def send_deletes(self, deletes: Sequence[PodDelete]) -> None:
@@ -268,7 +183,7 @@ class _Pass:
             opts = client.V1DeleteOptions(
                 grace_period_seconds=d.grace_period_seconds, preconditions=client.V1Preconditions(uid=d.uid)
             )
-            if self._delete(f"pod {d.name}", self.core.delete_namespaced_pod, d.name, body=opts):
+            if self._delete(f"pod {d.name}", self.core.delete_namespaced_pod, d.name, body=opts, pod=True):
                 metrics.PODS_DELETED.labels(d.reason.value).inc()
                 self.log.info("pod deleted", pod=d.name, reason=d.message, grace=d.grace_period_seconds)
 
@@ -277,22 +192,31 @@ class _Pass:
         patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
         for pod in pods:
             try:
-                self.core.patch_namespaced_pod(pod, self.job.namespace, patch, _preload_content=False)
+                response = self.core.patch_namespaced_pod(
+                    pod, self.job.namespace, patch, _preload_content=False
+                )
             except ApiException as e:
                 if e.status != 404:
                     raise StepFailed(f"releasing pod {pod}: {error_text(e)}") from e
+                self.written.gone_pods.append(pod)
+                continue
+            self._pod_written(response)
 
     def send_budgets(self, manifests: Sequence[Manifest]) -> None:
         """send_budgets writes each PodDisruptionBudget: patches its spec, creates it when NotFound."""
         for m in manifests:
             try:
-                self.ex.policy.patch_namespaced_pod_disruption_budget(
+                response = self.ex.policy.patch_namespaced_pod_disruption_budget(
                     m.name, self.job.namespace, {"spec": m.body["spec"]}, _preload_content=False
                 )
             except ApiException as e:
                 if e.status != 404:
                     raise StepFailed(f"writing {m.kind} {m.name}: {error_text(e)}") from e
                 self.send_ensure((m,))
+                continue
+            written = _body(response)
+            if written is not None:
+                self.written.owned.append((m.kind, written))
 
     def send_events(self, events: Sequence[Event]) -> None:
         """send_events posts each Event (best effort)."""
@@ -337,28 +261,49 @@ class _Pass:
         api_name, method = where
         return getattr(getattr(self.ex, api_name), method)  # type: ignore[no-any-return]
 
-    def _create(self, what: str, create: Callable[..., Any], body: Mapping[str, Any]) -> bool:
-        """_create: True when created, False when it already existed."""
+    def _create(
+        self, what: str, create: Callable[..., Any], body: Mapping[str, Any]
+    ) -> Mapping[str, Any] | bool:
+        """_create: the object made as the server returned it (True when it returned none to
+        read), False when it already existed."""
         try:
-            create(self.job.namespace, body, _preload_content=False)
+            response = create(self.job.namespace, body, _preload_content=False)
         except ApiException as e:
             if e.status == 409:
                 return False
             if e.status == 403 and "being terminated" in error_text(e):
                 raise NamespaceTerminating(self.job.namespace) from e
             raise StepFailed(f"creating {what}: {error_text(e)}") from e
-        return True
+        return _body(response) or True
 
-    def _delete(self, what: str, delete: Callable[..., Any], name: str, **options: Any) -> bool:
+    def _delete(
+        self, what: str, delete: Callable[..., Any], name: str, *, pod: bool = False, **options: Any
+    ) -> bool:
         """_delete: True when deleted, False when gone already (or, with a uid precondition,
-        replaced by a newer object of the same name: 409)."""
+        replaced by a newer object of the same name: 409). A pod's answer is written through."""
         try:
-            delete(name, self.job.namespace, _preload_content=False, **options)
+            response = delete(name, self.job.namespace, _preload_content=False, **options)
         except ApiException as e:
+            if e.status == 404 and pod:
+                self.written.gone_pods.append(name)
             if e.status in (404, 409):
                 return False
             raise StepFailed(f"deleting {what}: {error_text(e)}") from e
+        if pod:
+            self._pod_written(response)
         return True
+
+    def _job_written(self, response: Any) -> None:
+        """_job_written keeps the job as a write returned it."""
+        body = _body(response)
+        if body is not None:
+            self.written.jobs.append(body)
+
+    def _pod_written(self, response: Any) -> None:
+        """_pod_written keeps a pod as a call returned it."""
+        body = _body(response)
+        if body is not None and body.get("kind") == "Pod":
+            self.written.pods.append(body)
 
     def _event(self, event: Event) -> None:
         """_event posts a Kubernetes Event on the job (best effort: never fails the pass). With

@@ -1,0 +1,79 @@
+"""The thin layer: sends what a Plan holds to the API server. The only module that writes.
+
+The executor contract. The planner (``aitj.core.planner``) decides and renders; the executor
+decides nothing and remembers nothing between passes: it walks ``STEPS`` in order and sends
+each step's part of the Plan, skipping the empty ones. The planner is written so that a crash
+or a failed call anywhere in between is repaired by the next pass, which holds because every
+step is idempotent:
+
+1. ``ensure``: create each of the job's objects the cache did not hold (Service, ssh Secret,
+   discovery ConfigMap), rendered. AlreadyExists is success (the cache was only late).
+2. ``removes``: delete each object named (the Service, cleanPodPolicy All). NotFound is success.
+3. ``creates``: create each rendered pod; AlreadyExists is success (pod names are deterministic,
+   so a create repeated after a crash meets the pod it made). Any other failure stops the
+   pass: the rest of the plan assumes the pods exist.
+4. ``discovery``: replace the discovery ConfigMap with the rendered one (NotFound: create it).
+5. ``restart_events``: post the Event of each restart this pass records (best effort). Each
+   is named after its restart, so it is posted once however many passes send it: before the
+   status, so a pass that fails after its creates has said it all the same.
+6. ``status``: write the whole status in one JSON patch that first tests the job's
+   resourceVersion is the one the pass planned from; a failed test raises StaleJob.
+7. ``restarts``: count and log the restarts this status write recorded first, right after
+   it (never fails): a pass whose status write fails counts nothing, and the pass that then
+   records them counts them (docs/semantics.md, "Each restart is recorded once").
+8. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
+   JSON patch of the job that first tests the value it replaces, so that a newer edit wins;
+   a failed test (or the job gone) is not an error: the next pass sees the new spec.
+9. ``deletes``: delete each pod with the uid precondition and the grace period given;
+   NotFound and a uid Conflict count as success.
+10. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
+11. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
+    NotFound. After the pods' steps: a budget never delays a replacement.
+12. ``events``: post them on the job (best effort; one with a ``name`` only once).
+13. ``outcome``: count it in metrics and log it.
+
+``Plan.requeue_after`` is the reconciler's, ``Plan.hosts`` is for people: neither is sent.
+
+What the calls return is handed back in ``Written`` (the job after its status or spec write,
+each pod created, deleted or released, each pod or object found gone): the reconciler stores
+it in the cache (write-through), so the next pass does not plan from a copy older than the
+operator's own writes. The executor reads nothing from it.
+
+Errors: a refused call raises StepFailed (the reconciler retries the job); a create refused
+because the namespace is being deleted raises NamespaceTerminating (the reconciler then asks
+the planner for the release plan); a stale status write raises StaleJob. Metrics are counted
+only after the call they count succeeded. Calls use ``_preload_content=False``: the client
+would otherwise spend most of its CPU building model objects from responses nobody reads.
+
+The test double (tests/unit/builders.py ``Cluster``) walks the same ``STEPS`` with ``walk``.
+"""
+
+from aitj.controller.executor.kube import KubeExecutor
+from aitj.controller.executor.steps import (
+    NOT_SENT,
+    STEPS,
+    Executor,
+    NamespaceTerminating,
+    StaleJob,
+    Step,
+    StepFailed,
+    Target,
+    Written,
+    sends,
+    walk,
+)
+
+__all__ = [
+    "NOT_SENT",
+    "STEPS",
+    "Executor",
+    "KubeExecutor",
+    "NamespaceTerminating",
+    "StaleJob",
+    "Step",
+    "StepFailed",
+    "Target",
+    "Written",
+    "sends",
+    "walk",
+]

@@ -1,0 +1,283 @@
+"""The informer cache, fed by hand: listings and watch events land in the right stores, a change
+kicks the job it concerns (only once synced, and only when it is news), the operator's own
+writes are stored at once and their echoes dropped, a pod found gone stays gone until the
+watch confirms it, and the watch's relist decision. The informers against a real apiserver:
+tests/e2e/test_scale.py."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from aitj.controller.cache import JOBS, NODES, OWNED_COLLECTIONS, PODS, InformerCache, owned_kind
+from aitj.controller.executor import Written
+from aitj.controller.informer import (
+    Action,
+    Change,
+    Delta,
+    Item,
+    Kind,
+    Sync,
+    _lines,
+    continue_token,
+    watch_action,
+)
+from aitj.core import api
+from aitj.core.observed import TRACKING_FINALIZER
+from aitj.core.planner.types import ObjectKind, ObjectRef
+
+NS = "default"
+KEY = (NS, "job")
+
+
+def pod(
+    name: str, rv: int, *, node: str = "n1", job: str = "job", uid: str = "", **meta: Any
+) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "uid": uid or f"uid-{name}",
+            "resourceVersion": str(rv),
+            "labels": {api.LABEL_JOB: job},
+            "finalizers": [TRACKING_FINALIZER],
+            **meta,
+        },
+        "spec": {"nodeName": node},
+        "status": {"phase": "Running"},
+    }
+
+
+def job(rv: int, name: str = "job") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "resourceVersion": str(rv)}}
+
+
+def node(name: str, ready: str, rv: int = 1) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "uid": name, "resourceVersion": str(rv)},
+        "status": {"conditions": [{"type": "Ready", "status": ready}]},
+    }
+
+
+def item(kind: Kind[Any], obj: dict[str, Any]) -> Item[Any]:
+    return Item.of(obj, kind.convert(obj))
+
+
+def sync(kind: Kind[Any], *objs: dict[str, Any]) -> list[Delta[Any]]:
+    return [Sync([item(kind, o) for o in objs], None)]
+
+
+def change(kind: Kind[Any], type: str, obj: dict[str, Any]) -> list[Delta[Any]]:
+    return [Change(type, item(kind, obj))]
+
+
+class Kicks(list[tuple[str, str]]):
+    def __call__(self, key: tuple[str, str]) -> None:
+        self.append(key)
+
+
+def synced_cache(*pods: dict[str, Any]) -> tuple[InformerCache, Kicks]:
+    """synced_cache: every kind listed (one job, the given pods, two Ready nodes); no kicks yet."""
+    kicks = Kicks()
+    cache = InformerCache(kicks)
+    cache._waiting = {(k.name, None) for k in (JOBS, PODS, NODES)}
+    cache.apply(JOBS, sync(JOBS, job(5)))
+    cache.apply(NODES, sync(NODES, node("n1", "True"), node("n2", "True")))
+    assert not cache.synced.is_set()
+    cache.apply(PODS, sync(PODS, *pods))
+    assert cache.synced.is_set()
+    kicks.clear()  # the listing's own kicks; the start-up plans every job anyway
+    return cache, kicks
+
+
+def test_nothing_kicks_before_every_kind_is_listed() -> None:
+    kicks = Kicks()
+    cache = InformerCache(kicks)
+    cache._waiting = {("jobs", None), ("pods", None)}
+    cache.apply(JOBS, sync(JOBS, job(1)))
+    cache.apply(JOBS, change(JOBS, "MODIFIED", job(2)))
+    assert kicks == [] and not cache.synced.is_set()
+
+
+def test_a_snapshot_holds_the_job_its_pods_the_nodes_and_its_objects() -> None:
+    cache, _ = synced_cache(pod("p-0", 10), pod("other-0", 11, job="other"))
+    secret = owned_kind(ObjectKind.SECRET)
+    cache.apply(
+        secret,
+        sync(secret, {"metadata": {"name": "job-ssh", "namespace": NS, "labels": {api.LABEL_JOB: "job"}}}),
+    )
+    snap = cache.snapshot(KEY)
+    assert snap.body is not None and snap.body["metadata"]["resourceVersion"] == "5"
+    assert [p.name for p in snap.pods] == ["p-0"]
+    assert set(snap.nodes) == {"n1", "n2"}
+    assert snap.owned == frozenset({ObjectRef(ObjectKind.SECRET, "job-ssh")})
+
+
+def test_every_owned_kind_has_a_collection_and_is_listed_by_name_only() -> None:
+    assert set(OWNED_COLLECTIONS) == set(ObjectKind)
+    assert all(owned_kind(k).metadata_only for k in ObjectKind)
+
+
+@pytest.mark.parametrize(
+    ("kind", "type", "obj", "kicked"),
+    [
+        pytest.param(PODS, "MODIFIED", pod("p-0", 11), [KEY], id="a pod's change kicks its job"),
+        pytest.param(PODS, "MODIFIED", pod("p-0", 10), [], id="a change the cache holds does not"),
+        pytest.param(PODS, "MODIFIED", pod("p-0", 9), [], id="nor an older one"),
+        pytest.param(PODS, "DELETED", pod("p-0", 12), [KEY], id="a pod's deletion kicks its job"),
+        pytest.param(JOBS, "MODIFIED", job(6), [KEY], id="a job's change kicks it"),
+        pytest.param(NODES, "MODIFIED", node("n1", "True", 2), [], id="a heartbeat kicks nothing"),
+        pytest.param(NODES, "MODIFIED", node("n1", "Unknown", 2), [KEY], id="readiness kicks the jobs on it"),
+        pytest.param(NODES, "MODIFIED", node("n2", "False", 2), [], id="but not jobs elsewhere"),
+    ],
+)
+def test_what_a_watch_event_kicks(kind: Kind[Any], type: str, obj: dict[str, Any], kicked: list[Any]) -> None:
+    cache, kicks = synced_cache(pod("p-0", 10))
+    cache.apply(kind, change(kind, type, obj))
+    assert kicks == kicked
+
+
+def test_only_the_deletion_of_an_owned_object_kicks() -> None:
+    cache, kicks = synced_cache()
+    service = owned_kind(ObjectKind.SERVICE)
+    obj = {
+        "metadata": {
+            "name": "job",
+            "namespace": NS,
+            "uid": "s",
+            "resourceVersion": "3",
+            "labels": {api.LABEL_JOB: "job"},
+        }
+    }
+    cache.apply(service, change(service, "ADDED", obj))
+    assert kicks == []
+    cache.apply(service, change(service, "DELETED", obj))
+    assert kicks == [KEY]
+
+
+def test_a_status_write_is_planned_from_at_once_and_its_echo_is_dropped() -> None:
+    cache, kicks = synced_cache()
+    cache.written(KEY, Written(jobs=[job(8)]))
+    assert cache.snapshot(KEY).body["metadata"]["resourceVersion"] == "8"  # type: ignore[index]
+    cache.apply(JOBS, change(JOBS, "MODIFIED", job(6)))  # someone's earlier change, late
+    cache.apply(JOBS, change(JOBS, "MODIFIED", job(8)))  # the echo of the write
+    assert cache.snapshot(KEY).body["metadata"]["resourceVersion"] == "8"  # type: ignore[index]
+    assert kicks == []
+    cache.apply(JOBS, change(JOBS, "MODIFIED", job(9)))  # news
+    assert kicks == [KEY]
+
+
+def test_a_pod_released_during_a_graceful_deletion_stays_visible_untracked() -> None:
+    cache, _ = synced_cache(pod("p-0", 10))
+    going = pod(
+        "p-0", 13, deletionTimestamp="2026-01-01T00:05:00Z", deletionGracePeriodSeconds=300, finalizers=[]
+    )
+    cache.written(KEY, Written(pods=[going]))
+    [view] = cache.snapshot(KEY).pods
+    assert view.deleting and not view.tracked  # the planner may still force-delete it
+
+
+def test_a_created_pod_is_in_the_next_snapshot() -> None:
+    cache, _ = synced_cache()
+    cache.written(KEY, Written(pods=[pod("p-1", 20)]))
+    assert [p.name for p in cache.snapshot(KEY).pods] == ["p-1"]
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        pytest.param(
+            Written(pods=[pod("p-0", 13, deletionTimestamp="2026-01-01T00:00:00Z", finalizers=[])]),
+            id="released",
+        ),
+        pytest.param(Written(gone_pods=["p-0"]), id="found gone (404)"),
+    ],
+)
+def test_a_pod_let_go_is_not_released_again_until_the_watch_confirms_it(written: Written) -> None:
+    cache, kicks = synced_cache(pod("p-0", 10))
+    cache.written(KEY, written)
+    assert cache.snapshot(KEY).pods == []
+    cache.apply(PODS, change(PODS, "MODIFIED", pod("p-0", 12)))  # late news of it
+    assert cache.snapshot(KEY).pods == [] and kicks == []
+    cache.apply(PODS, change(PODS, "DELETED", pod("p-0", 14)))
+    assert cache.pods.gone == set()
+
+
+def test_a_relist_replaces_the_kind_and_kicks_what_changed() -> None:
+    cache, kicks = synced_cache(pod("p-0", 10), pod("q-0", 10, job="other"), pod("r-0", 10, job="third"))
+    cache.apply(PODS, sync(PODS, pod("p-0", 10), pod("q-0", 15, job="other"), pod("s-0", 16, job="fourth")))
+    assert sorted(kicks) == [(NS, "fourth"), (NS, "other"), (NS, "third")]
+    assert cache.snapshot((NS, "third")).pods == []
+
+
+@pytest.mark.parametrize(
+    ("event", "action", "version"),
+    [
+        pytest.param({"type": "ADDED", "object": job(3)}, Action.APPLY, "3", id="a change is applied"),
+        pytest.param({"type": "BOOKMARK", "object": job(7)}, Action.BOOKMARK, "7", id="a bookmark moves on"),
+        pytest.param(
+            {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}},
+            Action.RELIST,
+            "",
+            id="410 Gone relists",
+        ),
+        pytest.param({"type": "ERROR", "object": {"code": 500}}, Action.RELIST, "", id="so does any error"),
+    ],
+)
+def test_the_relist_decision(event: dict[str, Any], action: Action, version: str) -> None:
+    assert watch_action(event) == (action, version)
+
+
+def test_watch_lines_are_split_across_chunks() -> None:
+    class Response:
+        def stream(self, amt: int, decode_content: bool) -> list[bytes]:
+            return [b'{"a":', b'1}\n{"b"', b":2}\n\n", b'{"c":3}']
+
+    assert list(_lines(Response())) == [b'{"a":1}', b'{"b":2}', b'{"c":3}']
+
+
+def test_the_collection_paths() -> None:
+    assert PODS.path(None) == "/api/v1/pods"
+    assert PODS.path("ns") == "/api/v1/namespaces/ns/pods"
+    assert NODES.path("ns") == "/api/v1/nodes"
+    assert JOBS.path("ns") == f"/apis/{api.GROUP}/{api.VERSION}/namespaces/ns/{api.PLURAL}"
+
+
+def test_the_cache_is_synced_on_an_event_loop() -> None:
+    async def main() -> bool:
+        cache, _ = synced_cache()
+        await asyncio.wait_for(cache.synced.wait(), 1)
+        return True
+
+    assert asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("body", "token"),
+    [
+        pytest.param(
+            b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"eyJ2Ijo=",'
+            b'"remainingItemCount":3},"items":[{"metadata":{"continue":"no"}}]}',
+            "eyJ2Ijo=",
+            id="the token of a page with more to come",
+        ),
+        pytest.param(
+            b'{"kind":"PodList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"continue":"no"}}]}',
+            "",
+            id="none on the last page, whatever the items hold",
+        ),
+    ],
+)
+def test_the_continue_token_is_read_off_the_head_of_a_page(body: bytes, token: str) -> None:
+    assert continue_token(body) == token
+
+
+def test_the_continue_token_of_a_custom_resource_list_is_at_its_end() -> None:
+    body = (
+        b'{"apiVersion":"v1","items":[{"metadata":{"name":"a","labels":{"x":"y"}}}],"kind":"L",'
+        b'"metadata":{"continue":"tok","remainingItemCount":1,"resourceVersion":"5"}}'
+    )
+    assert continue_token(body) == "tok"
