@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import click
 
-from aitj.cli.options import cluster_name_option
+from aitj.cli.options import cluster_name_option, example
 from aitj.devcluster.build import BuildError
 from aitj.devcluster.cluster import ClusterError
 
 
-@click.command("demo")
+@click.command("demo", epilog=example("aitj demo --name default"))
 @cluster_name_option
 def demo(name: str) -> None:
     """Run the CCE seed training job on the local cluster and show what happens."""
@@ -24,7 +24,7 @@ def demo(name: str) -> None:
         raise click.ClickException(str(e)) from e
 
 
-@click.command("bench")
+@click.command("bench", epilog=example("aitj bench"))
 def bench() -> None:
     """Print benchmark figures: warm cluster start, recovery latency of a force-deleted trainer."""
     from aitj.tools.bench import run_all
