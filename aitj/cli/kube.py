@@ -89,9 +89,11 @@ class Kube:
             for j in self.jobs(all_namespaces=True)
             if j["metadata"].get("name") == name
         )
-        hint = (
-            f"; there is one in namespace {', '.join(elsewhere)} (use -n {elsewhere[0]})" if elsewhere else ""
-        )
+        hint = ""
+        if len(elsewhere) == 1:
+            hint = f"; there is one in namespace {elsewhere[0]} (use -n {elsewhere[0]})"
+        elif elsewhere:
+            hint = f"; there are some in namespaces {', '.join(elsewhere)} (use -n {elsewhere[0]})"
         fail(f"no AITrainingJob {name!r} in namespace {self.namespace!r}{hint}")
 
     def jobs(self, *, all_namespaces: bool = False) -> list[Doc]:
