@@ -3,16 +3,37 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+IMAGE  ?= aitj:dev
 
-.PHONY: install lint unit test e2e demo bench build-cluster cluster-up cluster-down clean
+# The lock files: every package pinned, with hashes. requirements.lock is what the operator
+# image runs; requirements-test.lock adds the test and lint tools (same versions for the rest).
+LOCK      := requirements.lock
+TEST_LOCK := requirements-test.lock
+UV        := uv==0.13.8
+COMPILE    = $(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
+             --custom-compile-command 'make lock' --quiet
 
-$(STAMP): pyproject.toml
+.PHONY: install lock image lint unit test e2e demo bench build-cluster cluster-up cluster-down clean
+
+# Installs exactly the locked versions (hash-checked, no resolution), then aitj itself.
+$(STAMP): pyproject.toml $(TEST_LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r $(TEST_LOCK)
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
 install: $(STAMP)
+
+# Re-resolves the lock files from pyproject.toml (after adding or bumping a dependency), with uv.
+lock:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet '$(UV)'
+	$(COMPILE) -o $(LOCK)
+	$(COMPILE) --extra test --extra bench --constraint $(LOCK) -o $(TEST_LOCK)
+
+# The operator image (needs Docker, or any builder that reads a Dockerfile).
+image:
+	docker build -t $(IMAGE) .
 
 lint: $(STAMP)
 	$(BIN)/ruff check aitj tests hack

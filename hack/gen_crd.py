@@ -508,7 +508,8 @@ def spec_schema(template: Schema) -> Schema:
         "required": ["replicaSpecs"],
         "properties": {
             "frameworkType": string(
-                "The training framework. Informational; selects sensible plugin defaults.",
+                "The training framework. Informational: the pods' TRAININGJOB_FRAMEWORK variable and "
+                "kubectl's FRAMEWORK column; it turns no plugin on or off.",
                 enum=enum_values(api.FrameworkType),
             ),
             "faultTolerant": {

@@ -2,37 +2,90 @@
 
 Layer: the top. It may import ``aitj.tools``, ``aitj.controller``, ``aitj.devcluster`` and
 ``aitj.core``; nothing imports it (import-linter's layers contract). Each command parses its
-options and calls into the module that does the work.
+options and calls into the module that does the work. Installed twice: as ``aitj`` and as the
+kubectl plugin ``kubectl-aitj`` (``kubectl aitj get JOB``).
 
 - ``run``: the operator (``aitj run``).
 - ``cluster``: the local control plane (``aitj cluster build|up|down|status|kubeconfig``).
 - ``scale``: ``aitj scaleout`` / ``aitj scalein``.
 - ``explain``: ``aitj explain JOB [POD]``.
 - ``release``: ``aitj release --all`` (an operator removed for good lets go of its pods).
+- ``jobs``: ``aitj get JOB``, ``aitj list``, ``aitj describe JOB``.
+- ``submit``: ``aitj submit`` (Arena-like flags to an AITrainingJob).
+- ``logs``: ``aitj logs JOB``.
 - ``tools``: ``aitj demo`` / ``aitj bench``.
 
 Helpers of the commands, not commands: ``options`` (options several commands take),
 ``output`` (stderr lines), ``explain_text`` (an Explanation as text), ``scale_progress`` (how a
-scale goes, read from the job alone). The command modules do not import each other.
+scale goes, read from the job alone), ``jobview`` (a job, its pods and Events as rows; pure),
+``kube`` (the job commands' reads and their one-line errors), ``show`` (tables, JSON, YAML).
+The command modules do not import each other.
 """
 
 from __future__ import annotations
+
+import sys
+from typing import Any
 
 import click
 
 from aitj.cli.cluster import cluster
 from aitj.cli.explain import explain
+from aitj.cli.jobs import describe, get, list_jobs
+from aitj.cli.logs import logs
+from aitj.cli.options import example
 from aitj.cli.release import release
 from aitj.cli.run import run_operator
 from aitj.cli.scale import scalein, scaleout
+from aitj.cli.submit import submit
 from aitj.cli.tools import bench, demo
 
 
-@click.group()
+class _Main(click.Group):
+    """_Main: click's group, with a usage error (a bad option, a count out of range) as one
+    line, ``error: <what> (see <command> --help)``, instead of click's three."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.UsageError as e:
+            where = f" (see {e.ctx.command_path} --help)" if e.ctx else ""
+            click.echo(f"error: {e.format_message()}{where}", err=True)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(
+    cls=_Main,
+    epilog=example(
+        'aitj submit --name demo --image busybox --workers 2 --command "echo hi"', "aitj get demo"
+    ),
+)
 @click.version_option(package_name="aitj")
 def main() -> None:
     """aitj: keeps distributed training jobs (AITrainingJob) alive on Kubernetes."""
 
 
-for command in (run_operator, cluster, scaleout, scalein, explain, release, demo, bench):
+for command in (
+    run_operator,
+    cluster,
+    scaleout,
+    scalein,
+    explain,
+    get,
+    list_jobs,
+    describe,
+    submit,
+    logs,
+    release,
+    demo,
+    bench,
+):
     main.add_command(command)

@@ -10,14 +10,14 @@ import sys
 
 import click
 
-from aitj.cli.options import cluster_name_option
+from aitj.cli.options import cluster_name_option, example
 from aitj.cli.output import say as _say
 from aitj.devcluster import nodes as nodes_mod
 from aitj.devcluster.build import BuildError, ensure_built
 from aitj.devcluster.cluster import ClusterConfig, ClusterError, LocalCluster
 
 
-@click.group()
+@click.group(epilog=example("aitj cluster up --nodes 3 --node-profile cce"))
 def cluster() -> None:
     """The local control plane: real etcd, kube-apiserver, kube-controller-manager,
     kube-scheduler built from source, with kwok-simulated nodes. Everything binds to 127.0.0.1."""
@@ -26,7 +26,7 @@ def cluster() -> None:
 _DEFAULTS = ClusterConfig()
 
 
-@cluster.command("build")
+@cluster.command("build", epilog=example("aitj cluster build"))
 def cluster_build() -> None:
     """Build (or reuse) the control plane binaries."""
     try:
@@ -37,7 +37,7 @@ def cluster_build() -> None:
         _say("control plane binaries already built (cached)")
 
 
-@cluster.command("up")
+@cluster.command("up", epilog=example("aitj cluster up --name dev --nodes 3 --node-profile gpu"))
 @cluster_name_option
 @click.option(
     "--nodes", default=_DEFAULTS.nodes, show_default=True, type=click.IntRange(min=0), help="Simulated nodes."
@@ -80,7 +80,7 @@ def cluster_up(name: str, nodes: int, node_profile: str, base_port: int, node_gr
     click.echo(str(kubeconfig))
 
 
-@cluster.command("down")
+@cluster.command("down", epilog=example("aitj cluster down --name dev"))
 @cluster_name_option
 def cluster_down(name: str) -> None:
     """Stop every component of the local cluster."""
@@ -88,7 +88,7 @@ def cluster_down(name: str) -> None:
     _say(f"stopped: {', '.join(was)}" if was else f"cluster {name!r} was not running")
 
 
-@cluster.command("status")
+@cluster.command("status", epilog=example("aitj cluster status --name dev --json"))
 @cluster_name_option
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def cluster_status(name: str, as_json: bool) -> None:
@@ -109,7 +109,9 @@ def cluster_status(name: str, as_json: bool) -> None:
     sys.exit(0 if info["state"] == "healthy" else 1)
 
 
-@cluster.command("kubeconfig")
+@cluster.command(
+    "kubeconfig", epilog=example("kubectl --kubeconfig=$(aitj cluster kubeconfig --name dev) get nodes")
+)
 @cluster_name_option
 def cluster_kubeconfig(name: str) -> None:
     """Print the path of the cluster's admin kubeconfig."""

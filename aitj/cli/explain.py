@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from aitj.cli import explain_text
-from aitj.cli.options import job_namespace_option, kubeconfig_option
+from aitj.cli.options import example, job_namespace_option, kubeconfig_option
 from aitj.controller.kubeclient import api_client, context_namespace
 from aitj.core import api
 from aitj.core import explain as why
@@ -43,7 +43,10 @@ _STYLE = {
 }
 
 
-@click.command("explain")
+@click.command(
+    "explain",
+    epilog=example("aitj explain test-horovod-elastic test-horovod-elastic-trainer-abcde-0 -n default"),
+)
 @click.argument("job")
 @click.argument("pod", required=False)
 @job_namespace_option

@@ -19,3 +19,21 @@ job_namespace_option = click.option(
 cluster_name_option = click.option(
     "--name", default="default", show_default=True, help="Cluster name (state folder)."
 )
+
+output_option = click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "yaml"]),
+    default="table",
+    show_default=True,
+    help="table for people; json or yaml for scripts.",
+)
+
+all_namespaces_option = click.option(
+    "-A", "--all-namespaces", is_flag=True, help="Every namespace (overrides -n)."
+)
+
+
+def example(*lines: str) -> str:
+    """example: a command's epilog, so its ``--help`` ends with how to call it (kept unwrapped)."""
+    return "\b\nExample:\n" + "\n".join(f"  {line}" for line in lines)

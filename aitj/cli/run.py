@@ -9,10 +9,12 @@ from pathlib import Path
 
 import click
 
-from aitj.cli.options import kubeconfig_option
+from aitj.cli.options import example, kubeconfig_option
 
 
-@click.command("run")
+@click.command(
+    "run", epilog=example("aitj run --kubeconfig ~/.kube/config --metrics-address 0.0.0.0 --json-logs")
+)
 @kubeconfig_option
 @click.option(
     "--namespace",
@@ -42,6 +44,11 @@ from aitj.cli.options import kubeconfig_option
     help="Map a job's spec.priority (high, normal, low) to a PriorityClass name; repeatable.",
 )
 @click.option("--json-logs", is_flag=True, help="Log JSON lines instead of key=value text.")
+@click.option(
+    "--liveness",
+    metavar="URL",
+    help="Serve kopf's health endpoint at URL, e.g. http://0.0.0.0:8081/healthz (default: off).",
+)
 def run_operator(
     kubeconfig: Path | None,
     namespaces: tuple[str, ...],
@@ -49,6 +56,7 @@ def run_operator(
     metrics_address: str,
     priority_classes: tuple[str, ...],
     json_logs: bool,
+    liveness: str | None,
 ) -> None:
     """Run the operator: reconcile AITrainingJobs until interrupted."""
     from aitj.controller.runner import run
@@ -68,4 +76,5 @@ def run_operator(
         metrics_address=metrics_address,
         priority_classes=mapping,
         json_logs=json_logs,
+        liveness=liveness,
     )

@@ -26,7 +26,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from aitj.cli.options import job_namespace_option, kubeconfig_option
+from aitj.cli.options import example, job_namespace_option, kubeconfig_option
 from aitj.cli.scale_progress import (
     EXIT_DONE,
     EXIT_NO_ANSWER,
@@ -86,7 +86,7 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-@click.command("scaleout")
+@click.command("scaleout", epilog=example("aitj scaleout test-horovod-elastic --count 2 --timeout 10m"))
 @_common
 @click.option("--count", required=True, type=click.IntRange(min=1), help="Pods to add.")
 @click.option(
@@ -123,7 +123,10 @@ def scaleout(
         session.watch(edited, replica, int(wanted_timeout) + SLACK_SECONDS)
 
 
-@click.command("scalein")
+@click.command(
+    "scalein",
+    epilog=example("aitj scalein test-horovod-elastic --count 1 --pods test-horovod-elastic-trainer-abcde-2"),
+)
 @_common
 @click.option(
     "--count", type=click.IntRange(min=1), help="Pods to remove (default: as many as --pods names)."

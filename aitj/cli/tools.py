@@ -9,12 +9,12 @@ from pathlib import Path
 
 import click
 
-from aitj.cli.options import cluster_name_option
+from aitj.cli.options import cluster_name_option, example
 from aitj.devcluster.build import BuildError
 from aitj.devcluster.cluster import ClusterError
 
 
-@click.command("demo")
+@click.command("demo", epilog=example("aitj demo --name default"))
 @cluster_name_option
 def demo(name: str) -> None:
     """Run the CCE seed training job on the local cluster and show what happens."""
@@ -26,7 +26,7 @@ def demo(name: str) -> None:
         raise click.ClickException(str(e)) from e
 
 
-@click.command("bench")
+@click.command("bench", epilog=example("aitj bench --quick"))
 @click.option("--quick", is_flag=True, help="200 pods, no 10,000-pod figures: about 5 minutes instead of 30.")
 @click.option(
     "--out",

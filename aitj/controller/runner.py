@@ -24,10 +24,12 @@ def run(
     metrics_address: str = "127.0.0.1",
     priority_classes: Mapping[str, str],
     json_logs: bool = False,
+    liveness: str | None = None,
     stop_flag: threading.Event | None = None,
     ready_flag: threading.Event | None = None,
 ) -> None:
-    """run blocks, operating on the given namespaces (all when empty) until stopped."""
+    """run blocks, operating on the given namespaces (all when empty) until stopped; with
+    ``liveness`` (``http://0.0.0.0:8081/healthz``) kopf serves its health endpoint there."""
     configure(json=json_logs)
     import aitj.controller.handlers  # noqa: F401  (registers the handlers)
 
@@ -38,13 +40,20 @@ def run(
         namespaces=list(namespaces),
         settings=Settings(dict(priority_classes)),
     )
-    asyncio.run(_main(namespaces, memo, stop_flag, ready_flag))
+    asyncio.run(_main(namespaces, memo, stop_flag, ready_flag, liveness))
 
 
 async def _main(
-    namespaces: Sequence[str], memo: object, stop: threading.Event | None, ready: threading.Event | None
+    namespaces: Sequence[str],
+    memo: object,
+    stop: threading.Event | None,
+    ready: threading.Event | None,
+    liveness: str | None = None,
 ) -> None:
     await kopf.operator(
+        # kopf's health endpoint (the Deployment's liveness probe): it answers while the
+        # operator's event loop runs.
+        liveness_endpoint=liveness,
         standalone=True,
         clusterwide=not namespaces,
         namespaces=list(namespaces),

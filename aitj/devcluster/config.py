@@ -74,7 +74,8 @@ def write_files(name: str, state: Path, config: ClusterConfig, ports: Ports) -> 
     sched = cfg / "scheduler.yaml"
     sched.write_text(yaml.safe_dump(scheduler_config(cfg / "kube-scheduler.kubeconfig")))
     kwok_cfg = cfg / "kwok.yaml"
-    kwok_cfg.write_text(kwok_config(config))
+    kwok_cfg.write_text(kwok_config(config, pod_log_file(state)))
+    pod_log_file(state).write_text(POD_LOG_SEED)
     return commands(state, config, ports, sched, kwok_cfg)
 
 
@@ -153,6 +154,10 @@ def commands(
             "--allow-privileged=true",
             "--endpoint-reconciler-type=none",
             "--profiling=false",
+            # Pod logs: the apiserver reaches kwok's kubelet API at the node's InternalIP
+            # (127.0.0.1) and its daemonEndpoints port; kwok's serving certificate is not checked
+            # (no --kubelet-certificate-authority), as kwokctl does.
+            "--kubelet-preferred-address-types=InternalIP",
             "--v=1",
         ],
         "kube-controller-manager": [
@@ -190,6 +195,11 @@ def commands(
             f"--kubeconfig={cfg / 'kwok.kubeconfig'}",
             f"--config={kwok_cfg}",
             f"--server-address=127.0.0.1:{ports.kwok}",
+            # The kubelet API (pod logs) over TLS, as the apiserver calls it; its port goes into
+            # each node's daemonEndpoints (stages/node.yaml).
+            f"--node-port={ports.kwok}",
+            f"--tls-cert-file={p / 'apiserver.crt'}",
+            f"--tls-private-key-file={p / 'apiserver.key'}",
         ],
     }
 
@@ -207,8 +217,21 @@ def scheduler_config(kubeconfig: Path) -> dict[str, Any]:
     }
 
 
-def kwok_config(config: ClusterConfig) -> str:
-    """kwok_config: kwok's KwokConfiguration followed by its node and pod stages (one YAML stream)."""
+# What ``kubectl logs`` shows of every simulated container: kwok serves one file in the CRI log
+# format for all pods (a ClusterLogs rule); tests append lines to it to see them followed.
+POD_LOG_SEED = "".join(
+    f"2026-01-01T00:00:0{i}.000000000Z stdout F simulated training log line {i}\n" for i in range(1, 4)
+)
+
+
+def pod_log_file(state: Path) -> Path:
+    """pod_log_file: the CRI-format log file kwok serves as every pod's container log."""
+    return state / "logs" / "pods.cri.log"
+
+
+def kwok_config(config: ClusterConfig, pod_logs: Path) -> str:
+    """kwok_config: kwok's KwokConfiguration, a ClusterLogs rule serving ``pod_logs`` for every
+    container, then the node and pod stages (one YAML stream)."""
     options = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
         "kind": "KwokConfiguration",
@@ -217,12 +240,15 @@ def kwok_config(config: ClusterConfig) -> str:
             "manageNodesWithLabelSelector": f"{nodes_mod.MANAGED_LABEL}={nodes_mod.MANAGED_VALUE}",
             "nodeLeaseDurationSeconds": config.node_lease_seconds,
             "cidr": "10.244.0.0/16",
-            "nodeIP": "10.240.0.1",
+            # The apiserver dials a node's InternalIP for pod logs: kwok's kubelet API listens here.
+            "nodeIP": "127.0.0.1",
             "podPlayStageParallelism": 8,
             "nodePlayStageParallelism": 4,
             "nodeLeaseParallelism": 4,
             "podsOnNodeSyncParallelism": 4,
             "enablePodsOnNodeSyncStreamWatch": True,
+            # The kubelet API's /containerLogs (ClusterLogs below); off, it answers 405.
+            "enableDebuggingHandlers": True,
         },
     }
     # Node status heartbeats as often as Lease renewals, so kube-controller-manager never
@@ -236,4 +262,10 @@ def kwok_config(config: ClusterConfig) -> str:
         .replace("HEARTBEAT_MS", str(heartbeat_ms))
     )
     stages = [node_stages, (STAGES_DIR / "pod.yaml").read_text()]
-    return "---\n".join([yaml.safe_dump(options), *stages])
+    logs = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "ClusterLogs",
+        "metadata": {"name": "aitj-pod-logs"},
+        "spec": {"logs": [{"logsFile": str(pod_logs), "follow": True}]},
+    }
+    return "---\n".join([yaml.safe_dump(options), yaml.safe_dump(logs), *stages])

@@ -76,7 +76,8 @@ class Phase(StrEnumMixin):
 
 
 class FrameworkType(StrEnumMixin):
-    """spec.frameworkType: informational; selects sensible plugin defaults."""
+    """spec.frameworkType: informational (the pods' TRAININGJOB_FRAMEWORK, kubectl's FRAMEWORK
+    column); it selects no defaults and turns no plugin on or off."""
 
     HOROVOD = "horovod"
     PADDLE = "paddle"

@@ -9,6 +9,7 @@ sends the result. Key material comes in as input (``aitj.controller.sshkeys`` ma
 - ``render_ssh_secret`` (``ssh.py``): plugin.ssh, and the pod parts it needs.
 - ``render_discovery_configmap``, ``slots_for`` (``discovery.py``): plugin.discovery.
 - ``render_pdb``, ``max_unavailable`` (``pdb.py``): a PodDisruptionBudget per replica type.
+- ``render_submission`` (``submit.py``, imported from there): the job ``aitj submit`` makes from flags.
 
 What a pod ends up with, for users: docs/pods.md.
 """

@@ -1,0 +1,88 @@
+"""manifests/ on the real control plane: every overlay applies (server-side dry run: the
+Deployment's pod would need a container runtime), and ``aitj run --liveness`` serves the health
+endpoint the Deployment's liveness probe calls."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from tests.clusters import KubeCluster, free_port
+from tests.seeds import REPO
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+OVERLAYS = ("cluster-wide", "single-namespace", "monitoring")
+
+
+@pytest.fixture(scope="module")
+def namespaces(cluster: KubeCluster) -> Iterator[None]:
+    """namespaces: aitj-system and the namespace the single-namespace overlay names, made for
+    real: a server-side dry run creates nothing, so the objects inside a namespace the same
+    apply creates would not find it."""
+    made = [
+        ns
+        for ns in ("aitj-system", "training")
+        if cluster.kubectl("create", "namespace", ns, check=False).returncode == 0
+    ]
+    try:
+        yield
+    finally:
+        for ns in made:
+            cluster.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_overlay_applies_on_the_apiserver(
+    cluster: KubeCluster, crd: None, namespaces: None, overlay: str
+) -> None:
+    built = cluster.kubectl("kustomize", str(REPO / "manifests" / overlay))  # kubectl's own kustomize
+    assert "kind: Deployment" in built.stdout
+    applied = cluster.kubectl(
+        "apply", "-k", str(REPO / "manifests" / overlay), "--dry-run=server", check=False
+    )
+    assert applied.returncode == 0, applied.stderr
+    for what in (
+        "namespace/aitj-system",
+        "serviceaccount/aitj-operator",
+        "clusterrole.rbac.authorization.k8s.io/aitj-operator",
+        "deployment.apps/aitj-operator",
+        "service/aitj-operator-metrics",
+    ):
+        assert what in applied.stdout, applied.stdout
+    if overlay == "single-namespace":
+        assert "role.rbac.authorization.k8s.io/aitj-operator" in applied.stdout
+
+
+def test_the_liveness_endpoint_answers_while_the_operator_runs(cluster: KubeCluster, namespace: str) -> None:
+    port = free_port()
+    # Its own empty namespace, so it never acts on the jobs the session's operator runs.
+    command = [
+        sys.executable,
+        "-m",
+        "aitj",
+        "run",
+        f"--kubeconfig={cluster.kubeconfig}",
+        "--metrics-port=0",
+        f"--namespace={namespace}",
+        f"--liveness=http://127.0.0.1:{port}/healthz",
+    ]
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        try:
+            wait_for(lambda: _status(f"http://127.0.0.1:{port}/healthz") == 200, 60, "/healthz answering 200")
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+def _status(url: str) -> int | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return None
