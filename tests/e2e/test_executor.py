@@ -1,0 +1,219 @@
+"""The executor against the real apiserver: what each step's answers mean (AlreadyExists,
+NotFound, a failed version test, a namespace being deleted), with the operator stopped so that
+only the executor writes. The order of the steps is the pure ``walk`` over ``STEPS``
+(tests/unit/test_executor.py); here every call goes to a real server."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import REGISTRY
+
+from aitj.controller.executor import KubeExecutor, NamespaceTerminating, StaleJob, Written
+from aitj.core import api
+from aitj.core.api import RestartScope
+from aitj.core.observed import TRACKING_FINALIZER
+from aitj.core.planner.lifecycle import JobRef
+from aitj.core.planner.types import (
+    DeleteReason,
+    Event,
+    Manifest,
+    ObjectKind,
+    Plan,
+    PodCreate,
+    PodDelete,
+    RestartRecord,
+)
+from aitj.core.policy import Failure, FailureKind
+from tests.clusters import KubeCluster
+from tests.jobs import create_job, get_job, seed_variant
+from tests.operator_process import OperatorProcess
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+NAME = "exec"
+
+
+@pytest.fixture
+def quiet(live_operator: OperatorProcess) -> Iterator[None]:
+    """quiet: the session operator stopped for the test (only the executor under test writes),
+    started again afterwards for the tests that share it."""
+    live_operator.stop()
+    try:
+        yield
+    finally:
+        live_operator.start()
+
+
+def target(cluster: KubeCluster, namespace: str) -> JobRef:
+    """target: a job created for the test, as the executor names it (with its version)."""
+    job = create_job(cluster, namespace, seed_variant(NAME))
+    meta = job["metadata"]
+    return JobRef(namespace, NAME, meta["uid"], meta["resourceVersion"])
+
+
+def pod(name: str, finalizer: bool = False) -> dict[str, Any]:
+    """pod: a minimal real pod manifest."""
+    meta: dict[str, Any] = {"name": name, "labels": {api.LABEL_JOB: NAME}}
+    if finalizer:
+        meta["finalizers"] = [TRACKING_FINALIZER]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+    }
+
+
+def configmap(name: str, data: str) -> Manifest:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"hosts": data}}
+    return Manifest(ObjectKind.CONFIGMAP, name, body)
+
+
+def budget(name: str, min_available: int) -> Manifest:
+    body = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {api.LABEL_JOB: NAME}}},
+    }
+    return Manifest(ObjectKind.PDB, name, body)
+
+
+def test_a_plan_sent_twice_is_carried_out_once_and_the_second_time_is_no_error(
+    cluster: KubeCluster, namespace: str, quiet: None
+) -> None:
+    job = target(cluster, namespace)
+    plan = Plan(
+        creates=(PodCreate("exec-trainer-abcde-0", "trainer", 0, 0, pod("exec-trainer-abcde-0")),),
+        discovery=configmap("exec-discovery", "a"),
+        budgets=(budget("exec-trainer", 1),),
+        events=(Event("Normal", "Tested", "once", f"{NAME}.{uuid.uuid4().hex[:8]}"),),
+    )
+    executor = KubeExecutor(cluster.new_api())
+    executor.execute(job, plan)
+    executor.execute(job, plan)  # AlreadyExists, a named Event already there: both fine
+    core = cluster.core
+    assert core.read_namespaced_pod("exec-trainer-abcde-0", namespace).metadata.name
+    assert core.read_namespaced_config_map("exec-discovery", namespace).data == {"hosts": "a"}
+    pdb: Any = client.PolicyV1Api(cluster.api).read_namespaced_pod_disruption_budget(
+        "exec-trainer", namespace
+    )
+    assert pdb.spec.min_available == 1
+    tested = [e for e in core.list_namespaced_event(namespace).items if e.reason == "Tested"]
+    assert len(tested) == 1
+
+
+def test_a_missing_discovery_configmap_or_budget_is_created_and_an_existing_one_rewritten(
+    cluster: KubeCluster, namespace: str, quiet: None
+) -> None:
+    job = target(cluster, namespace)
+    executor = KubeExecutor(cluster.new_api())
+    executor.execute(job, Plan(discovery=configmap("exec-discovery", "a"), budgets=(budget("exec-b", 1),)))
+    executor.execute(job, Plan(discovery=configmap("exec-discovery", "b"), budgets=(budget("exec-b", 2),)))
+    assert cluster.core.read_namespaced_config_map("exec-discovery", namespace).data == {"hosts": "b"}
+    pdb: Any = client.PolicyV1Api(cluster.api).read_namespaced_pod_disruption_budget("exec-b", namespace)
+    assert pdb.spec.min_available == 2
+
+
+def test_a_status_write_from_a_stale_version_raises_and_changes_nothing(
+    cluster: KubeCluster, namespace: str, quiet: None
+) -> None:
+    job = target(cluster, namespace)
+    executor = KubeExecutor(cluster.new_api())
+    written = Written()
+    executor.execute(job, Plan(status={"phase": "Running"}), written)
+    assert get_job(cluster, namespace, NAME)["status"]["phase"] == "Running"
+    assert [j["status"]["phase"] for j in written.jobs] == ["Running"]  # what the cache is told
+    with pytest.raises(StaleJob):  # planned from the version before the write above
+        executor.execute(job, Plan(status={"phase": "Failed"}))
+    assert get_job(cluster, namespace, NAME)["status"]["phase"] == "Running"
+
+
+def test_a_stale_status_write_has_posted_the_restart_event_and_counted_nothing(
+    cluster: KubeCluster, namespace: str, quiet: None
+) -> None:
+    job = target(cluster, namespace)
+    executor = KubeExecutor(cluster.new_api())
+    executor.execute(job, Plan(status={"phase": "Running"}))
+    at = datetime.now(UTC)
+    record = RestartRecord(
+        "trainer",
+        0,
+        0,
+        "exec-trainer-abcde-0",
+        Failure(FailureKind.POD_FAILED, "x", at=at),
+        "r",
+        RestartScope.POD,
+        at,
+    )
+    event = Event("Warning", "TrainingJobRestarting", "p failed", f"{NAME}.restart-trainer-0-0")
+    plan = Plan(restart_events=(event,), status={"phase": "Restarting"}, restarts=(record,))
+    with pytest.raises(StaleJob):
+        executor.execute(job, plan)
+    reasons = [e.reason for e in cluster.core.list_namespaced_event(namespace).items]
+    assert reasons.count("TrainingJobRestarting") == 1
+    assert restarts_counted(namespace) == 0  # counted only after the status write recording it
+    assert get_job(cluster, namespace, NAME)["status"]["phase"] == "Running"
+
+
+def restarts_counted(namespace: str) -> float:
+    """restarts_counted: this process's aitj_restarts_total for the test's restart."""
+    labels = {"namespace": namespace, "job": NAME, "replica": "trainer", "cause": "PodFailed", "scope": "Pod"}
+    return REGISTRY.get_sample_value("aitj_restarts_total", labels) or 0.0
+
+
+def test_gone_pods_are_neither_deleted_nor_released_in_error(
+    cluster: KubeCluster, namespace: str, quiet: None
+) -> None:
+    job = target(cluster, namespace)
+    executor = KubeExecutor(cluster.new_api())
+    written = Written()
+    executor.execute(
+        job,
+        Plan(deletes=(PodDelete("nobody", "u-1", None, DeleteReason.UNWANTED, "gone"),), release=("nobody",)),
+        written,
+    )
+    assert set(written.gone_pods) == {"nobody"}  # the cache is told it is gone
+
+
+def test_a_create_in_a_namespace_being_deleted_says_so(cluster: KubeCluster, quiet: None) -> None:
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    core = cluster.core
+    core.create_namespace({"metadata": {"name": namespace}})
+    wait_for(
+        lambda: any(
+            sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items
+        ),
+        30,
+        "the default service account",
+    )
+    job = target(cluster, namespace)
+    core.create_namespaced_pod(namespace, pod("held", finalizer=True))  # keeps it Terminating
+    core.delete_namespace(namespace)
+    try:
+        with pytest.raises(NamespaceTerminating):
+            KubeExecutor(cluster.new_api()).execute(
+                job,
+                Plan(
+                    creates=(PodCreate("exec-trainer-abcde-1", "trainer", 1, 0, pod("exec-trainer-abcde-1")),)
+                ),
+            )
+    finally:
+        core.patch_namespaced_pod("held", namespace, {"metadata": {"finalizers": None}})
+
+    def gone() -> bool:
+        try:
+            core.read_namespace(namespace)
+        except ApiException as e:
+            return bool(e.status == 404)
+        return False
+
+    wait_for(gone, 60, f"namespace {namespace} gone")
