@@ -20,7 +20,7 @@ from typing import Any
 from kubernetes import client
 
 from aitj.controller.kubeclient import api_client
-from aitj.devcluster.cluster import ClusterConfig, LocalCluster, Ports, port_free
+from aitj.devcluster.cluster import ClusterConfig, LocalCluster, free_base
 from aitj.devcluster.versions import run_kubectl
 
 TEST_NODES = 4
@@ -58,15 +58,6 @@ class KubeCluster:
         return client.CoreV1Api(self.api)
 
 
-def free_base(start: int) -> int:
-    base = start
-    while base < 60000:
-        if all(port_free(p) for p in Ports.from_base(base).by_component().values()):
-            return base
-        base += 10
-    raise RuntimeError("no free ports for the test cluster")
-
-
 def free_port() -> int:
     """free_port is a loopback port nothing listens on right now."""
     with socket.socket() as s:
@@ -81,7 +72,7 @@ def start_local() -> KubeCluster:
     cfg = ClusterConfig(
         nodes=TEST_NODES,
         node_profile=TEST_PROFILE,
-        base_port=free_base(37443),
+        base_port=free_base(17443),
         node_grace_seconds=16,
         node_lease_seconds=8,
     )

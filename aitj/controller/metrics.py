@@ -18,7 +18,7 @@ RESTARTS = Counter(
 )
 RESTART_DETECTION = Histogram(
     "aitj_restart_detection_seconds",
-    "From the failure (as the cluster reports its time) to the replacement pod's create call.",
+    "From the failure (as the cluster reports its time) to the pass that decided its restart.",
     ["cause"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120),
 )

@@ -29,6 +29,7 @@ from aitj.devcluster.build import ensure_built, tail
 from aitj.devcluster.config import (
     COMPONENTS,
     DEFAULT_BASE_PORT,
+    EPHEMERAL_PORTS_START,
     ClusterConfig,
     ClusterError,
     Ports,
@@ -43,6 +44,7 @@ __all__ = [
     "ClusterError",
     "LocalCluster",
     "Ports",
+    "free_base",
     "port_free",
 ]
 
@@ -271,6 +273,17 @@ def port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def free_base(start: int) -> int:
+    """free_base: the first base port from ``start`` (in steps of 10) whose ports are all free,
+    below Linux's ephemeral range (EPHEMERAL_PORTS_START): a port in that range may be taken by
+    any outgoing connection (the apiserver's to etcd, say) between this check and the bind of
+    the component that was given it."""
+    for base in range(start, EPHEMERAL_PORTS_START - 10, 10):
+        if all(port_free(p) for p in Ports.from_base(base).by_component().values()):
+            return base
+    raise ClusterError(f"no free ports for a cluster between {start} and {EPHEMERAL_PORTS_START}")
 
 
 def _check_ports_free(ports: Ports) -> None:

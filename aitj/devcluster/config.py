@@ -20,7 +20,10 @@ from aitj.devcluster.versions import KUBERNETES_COMPONENT, KWOK_COMPONENT, etcd_
 STAGES_DIR = Path(__file__).parent / "stages"
 # Start order; stopped in reverse.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-DEFAULT_BASE_PORT = 36443
+# Below Linux's ephemeral ports (32768-60999 by default): a port in that range can be taken by
+# an outgoing connection of another component before its own server binds it.
+EPHEMERAL_PORTS_START = 32768
+DEFAULT_BASE_PORT = 16443
 SCHEDULER_NAMES = ("default-scheduler", "volcano")
 
 

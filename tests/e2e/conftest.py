@@ -10,6 +10,7 @@ import pytest
 from kubernetes import client
 
 from tests.clusters import KubeCluster, free_port
+from tests.e2e.pools import Pool
 from tests.operator_process import OperatorProcess
 from tests.seeds import REPO
 from tests.waiting import wait_for
@@ -59,3 +60,12 @@ def live_operator(operator: OperatorProcess, cluster: KubeCluster) -> Iterator[O
     print(cluster.kubectl("get", "pods", "-A", "-o", "wide", check=False).stdout)
     print(cluster.kubectl("get", "nodes", "--show-labels", check=False).stdout)
     operator.assert_alive()
+
+
+@pytest.fixture
+def pool(cluster: KubeCluster) -> Iterator[Pool]:
+    """pool: nodes of the test's own (tests/e2e/pools.py), deleted afterwards."""
+    p = Pool(cluster)
+    yield p
+    for node in p.nodes:
+        cluster.core.delete_node(node)

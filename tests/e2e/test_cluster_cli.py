@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from aitj.devcluster.cluster import ClusterConfig, ClusterError, LocalCluster
-from tests.clusters import KubeCluster, free_base
+from aitj.devcluster.cluster import ClusterConfig, ClusterError, LocalCluster, free_base
+from tests.clusters import KubeCluster
 
 pytestmark = pytest.mark.e2e
 
@@ -21,14 +21,14 @@ def test_cluster_up_refuses_when_the_cluster_is_already_running(cluster: KubeClu
     if cluster.local is None:
         pytest.skip("needs the local control plane")
     with pytest.raises(ClusterError, match="already running"):
-        cluster.local.up(ClusterConfig(base_port=free_base(41443)))
+        cluster.local.up(ClusterConfig(base_port=free_base(18443)))
     assert cluster.local.unhealthy() == []  # the refusal left the running cluster alone
 
 
 def test_cluster_commands_bring_a_cluster_up_report_it_and_take_it_down(cluster: KubeCluster) -> None:
     if cluster.local is None:
         pytest.skip("needs the local control plane")
-    base = free_base(42443)
+    base = free_base(19443)
     try:
         up = aitj("cluster", "up", "--name", "clitest", "--nodes", "2", "--base-port", str(base))
         assert up.returncode == 0, up.stderr

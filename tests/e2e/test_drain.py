@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from aitj.core import api
 from aitj.devcluster.versions import kubectl_binary
 from tests.clusters import KubeCluster
-from tests.e2e.test_fault_tolerance import Pool
+from tests.e2e.pools import Pool
 from tests.jobs import Doc, create_job, events_for, get_job, job_pods, running, seed_variant, wait_phase
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
@@ -22,14 +21,6 @@ from tests.waiting import wait_for
 pytestmark = pytest.mark.e2e
 NAME = "drain-job"
 DRAIN = ("--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s")
-
-
-@pytest.fixture
-def pool(cluster: KubeCluster) -> Iterator[Pool]:
-    p = Pool(cluster)
-    yield p
-    for node in p.nodes:
-        cluster.core.delete_node(node)
 
 
 def spread(doc: Doc) -> None:

@@ -3,16 +3,14 @@ replacement checked by index, name and restart count."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from aitj.core import api
 from aitj.devcluster import faults
-from aitj.devcluster.nodes import node_manifest, profile
 from tests.clusters import KubeCluster
+from tests.e2e.pools import Pool
 from tests.jobs import (
     Doc,
     conditions,
@@ -31,7 +29,6 @@ from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 NAME = "ft-job"
-POOL_LABEL = "test.aitj.dev/pool"
 
 
 def by_index(pods: list[Any]) -> dict[int, str]:
@@ -40,39 +37,6 @@ def by_index(pods: list[Any]) -> dict[int, str]:
 
 def restart_count(cluster: KubeCluster, namespace: str, replica: str) -> int:
     return int(get_job(cluster, namespace, NAME)["status"]["RestartCount"][replica])
-
-
-class Pool:
-    """Nodes of a test's own, reachable through a label no other node has."""
-
-    def __init__(self, cluster: KubeCluster) -> None:
-        self.cluster = cluster
-        self.value = uuid.uuid4().hex[:8]
-        self.nodes: list[str] = []
-
-    def add(self, labelled: bool = True) -> str:
-        name = f"ft-{uuid.uuid4().hex[:6]}"
-        body = node_manifest(name, profile("cce"))
-        if labelled:
-            body["metadata"]["labels"][POOL_LABEL] = self.value
-        self.cluster.core.create_node(body)
-        self.nodes.append(name)
-        wait_for(lambda: self.cluster.core.read_node(name).status.conditions, 30, f"node {name} initialised")
-        return name
-
-    def label(self, node: str, on: bool) -> None:
-        self.cluster.core.patch_node(node, {"metadata": {"labels": {POOL_LABEL: self.value if on else None}}})
-
-    def pin(self) -> Callable[[Doc], None]:
-        return set_path("spec.replicaSpecs.trainer.template.spec.nodeSelector", {POOL_LABEL: self.value})
-
-
-@pytest.fixture
-def pool(cluster: KubeCluster) -> Iterator[Pool]:
-    p = Pool(cluster)
-    yield p
-    for node in p.nodes:
-        cluster.core.delete_node(node)
 
 
 def start(cluster: KubeCluster, namespace: str, doc: Doc) -> dict[int, str]:

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,7 +16,7 @@ import pytest
 from aitj.core import api, naming
 from aitj.devcluster import faults
 from tests.clusters import KubeCluster
-from tests.e2e.test_fault_tolerance import Pool
+from tests.e2e.pools import Pool
 from tests.jobs import (
     Doc,
     conditions,
@@ -41,14 +41,6 @@ SEED_SCALING = (
     "trainingJob {ns}/{job} {op} Operation {op} scale num {n} scale pods [{pods}], "
     "replicas name trainer job version {v}"
 )
-
-
-@pytest.fixture
-def pool(cluster: KubeCluster) -> Iterator[Pool]:
-    p = Pool(cluster)
-    yield p
-    for node in p.nodes:
-        cluster.core.delete_node(node)
 
 
 def trainers(cluster: KubeCluster, namespace: str) -> dict[int, Any]:

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from aitj.cli import main
 from aitj.devcluster import build
-from aitj.devcluster.cluster import Ports
+from aitj.devcluster.cluster import Ports, free_base
+from aitj.devcluster.config import EPHEMERAL_PORTS_START
 from aitj.devcluster.versions import ETCD_COMPONENT
 
 
@@ -58,3 +59,9 @@ def test_a_failed_build_shows_the_tail_of_its_log(tmp_path: Path, monkeypatch: p
     assert "building broken" in message
     assert "main.go:3" in message  # the compiler's own words, from the log's tail
     assert not broken.bin_dir.exists()  # a failed build never looks complete
+
+
+def test_a_free_base_keeps_every_port_below_the_ephemeral_range() -> None:
+    base = free_base(17443)
+    ports = Ports.from_base(base).by_component().values()
+    assert base >= 17443 and all(p < EPHEMERAL_PORTS_START for p in ports)

@@ -17,7 +17,7 @@ from typing import Any
 
 from aitj.core import api
 from aitj.core.wire import format_time
-from aitj.devcluster.cluster import ClusterConfig, LocalCluster, Ports, port_free
+from aitj.devcluster.cluster import ClusterConfig, LocalCluster, free_base
 from aitj.tools.bench import apimetrics, peer, procstat, report
 from aitj.tools.bench import scenarios as sc
 from aitj.tools.bench.figures import NO_LEADER_ELECTION, Measurements, checks
@@ -37,6 +37,9 @@ from aitj.tools.bench.workload import (
     wait_nodes_ready,
 )
 from aitj.tools.demo import REPO, install_crd
+
+# The bench cluster's apiserver port, or the first free one after it (devcluster.free_base).
+BENCH_BASE_PORT = 21443
 
 WARMUP_NS = "bench-warmup"
 
@@ -84,7 +87,10 @@ def run_bench(
     cluster = LocalCluster(cluster_name)
     cluster.down()
     up = time.monotonic()
-    cluster.up(ClusterConfig(nodes=shape.nodes, node_profile="cpu", base_port=_free_base()), say=stamped)
+    cluster.up(
+        ClusterConfig(nodes=shape.nodes, node_profile="cpu", base_port=free_base(BENCH_BASE_PORT)),
+        say=stamped,
+    )
     notes.append(f"aitj cluster up ({shape.nodes} nodes) to healthy: {time.monotonic() - up:.1f}s")
     s: Session | None = None
     try:
@@ -276,11 +282,3 @@ def _namespaces(s: Session) -> None:
 def _load() -> str:
     """_load: the machine's load averages, as uptime prints them."""
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def _free_base(start: int = 38443) -> int:
-    """_free_base: the first base port from ``start`` (in steps of 10) whose ports are all free."""
-    for base in range(start, 60000, 10):
-        if all(port_free(p) for p in Ports.from_base(base).by_component().values()):
-            return base
-    raise RuntimeError("no free ports for the bench cluster")
