@@ -100,7 +100,7 @@ def story(cluster: LocalCluster) -> None:
     cluster.kubectl("delete", "aitj", name, "-n", ns, "--ignore-not-found", "--wait=true", "--timeout=60s")
 
     step("4. the CCE seed manifest, applied unchanged")
-    console.print(cluster.kubectl("apply", "-f", str(EXAMPLE)).stdout.strip())
+    print_plain(cluster.kubectl("apply", "-f", str(EXAMPLE)).stdout.strip())
     wait(lambda: phase(cluster, name, ns) == api.Phase.RUNNING, 60, "the job Running")
     show(cluster, "get", "aitj,pods", "-n", ns, "-o", "wide")
     show_conditions(cluster, name, ns)
@@ -175,7 +175,7 @@ def show_conditions(cluster: LocalCluster, name: str, ns: str) -> None:
     )
     out = cluster.kubectl("get", "aitj", name, "-n", ns, "-o", "yaml").stdout
     status = (yaml.safe_load(out) or {}).get("status", {})
-    console.print(
+    print_plain(
         yaml.safe_dump(
             {"status": {"RestartCount": status.get("RestartCount"), "conditions": status.get("conditions")}},
             sort_keys=False,
@@ -183,10 +183,16 @@ def show_conditions(cluster: LocalCluster, name: str, ns: str) -> None:
     )
 
 
+def print_plain(text: str) -> None:
+    """print_plain prints cluster output as it is: rich would take ``[launcher]`` in a condition
+    message for markup and drop it."""
+    console.print(text, highlight=False, markup=False)
+
+
 def show(cluster: LocalCluster, *args: str) -> None:
     """show prints a kubectl command and its output."""
     console.print(f"[bold]$ kubectl {' '.join(args)}[/bold]")
-    console.print(cluster.kubectl(*args, check=False).stdout.rstrip(), highlight=False, markup=False)
+    print_plain(cluster.kubectl(*args, check=False).stdout.rstrip())
 
 
 def step(title: str) -> None:
