@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -35,9 +34,10 @@ from kubernetes import client, watch
 
 from aitj.controller.kubeclient import api_client
 from aitj.core import api
+from aitj.tools.bench import procstat
+from aitj.tools.bench.workload import running
 
 NAMESPACE = "perf"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def job_manifest(name: str, replicas: int) -> dict[str, Any]:
@@ -96,11 +96,6 @@ def jobs(api_c: client.ApiClient) -> list[dict[str, Any]]:
     return list(raw(api_c, f"/apis/{api.GROUP}/{api.VERSION}/namespaces/{NAMESPACE}/{api.PLURAL}"))
 
 
-def running(pod: dict[str, Any]) -> bool:
-    """running: Running and not being deleted."""
-    return pod.get("status", {}).get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp")
-
-
 def wait(what: str, probe: Callable[[], bool], timeout: float, every: float = 1.0) -> float:
     """wait: seconds until ``probe`` holds (raises after ``timeout``)."""
     started = time.monotonic()
@@ -127,13 +122,11 @@ class Operator:
 
     def rss_mb(self) -> float:
         """rss_mb: resident memory, from /proc."""
-        text = Path(f"/proc/{self.proc.pid}/status").read_text()
-        return int(re.search(r"VmRSS:\s+(\d+)", text).group(1)) / 1024  # type: ignore[union-attr]
+        return procstat.rss_bytes(self.proc.pid) / 2**20
 
     def cpu_s(self) -> float:
         """cpu_s: user+system CPU seconds so far, from /proc."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return procstat.cpu_seconds(self.proc.pid)
 
     def metric(self, name: str) -> float:
         """metric: the sum of a metric's samples on /metrics."""
