@@ -1,40 +1,198 @@
-"""Prometheus metrics of the operator. Counted only after the effect succeeded.
+"""Prometheus metrics of the operator: the catalogue every dashboard panel and alert is checked
+against. Counters move only after the effect succeeded, once per restart.
 
-Label values are constants with documented possible values:
-- ``cause``: a policy failure kind (``exitCode``, ``nodeNotReady``, ``PodForceDeleted``,
-  ``PodEvicted``, ``PodPreempted``, ``RestartTimeout`` ...), as the planner reports it;
-- ``scope``: ``Pod``, ``Replica``, ``All``;
-- ``phase``: a job phase (``Succeeded``, ``Failed``, ``Timeout``).
+Every family is declared once in ``CATALOGUE`` (name, kind, labels); the dashboards, the alert
+rules and their tests read it, so a panel naming a metric or label the operator does not export
+fails a test. Label values are constants, listed in ``LABEL_VALUES`` where the set is closed:
+- ``cause``: a policy failure kind (``aitj.core.policy.FailureKind``);
+- ``scope``: ``Pod``, ``Replica``, ``All`` (``aitj.core.api.RestartScope``);
+- ``phase``: a job phase (``aitj.core.api.Phase``);
+- ``state``: desired, running, pending, vacant (``ReplicaState``);
+- ``direction``: out, in (``ScaleDirection``); ``result``: succeeded, failed, rolledBack;
+- ``stage``: stale, execute (``ErrorStage``);
+- ``kind`` (pods deleted): restart, stuck, unwanted, cleanup (``DeleteReason``).
+``namespace``, ``job``, ``replica`` and ``reason`` are open sets: the cluster's names and the
+condition reasons.
 """
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram, start_http_server
+import enum
+from dataclasses import dataclass
 
-RESTARTS = Counter(
-    "aitj_restarts_total",
-    "Restarts carried out, by replica type, cause and scope.",
-    ["namespace", "job", "replica", "cause", "scope"],
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+from aitj.core.api import Phase, RestartScope
+from aitj.core.planner.types import DeleteReason
+from aitj.core.policy import FailureKind
+
+
+class ReplicaState(enum.StrEnum):
+    """ReplicaState: the ``state`` label of ``aitj_job_replicas``."""
+
+    DESIRED = "desired"  # spec.replicaSpecs.<name>.replicas
+    RUNNING = "running"  # pods Running (and not being deleted)
+    PENDING = "pending"  # pods that exist but are not Running yet
+    VACANT = "vacant"  # desired indexes with no pod at all
+
+
+class ScaleDirection(enum.StrEnum):
+    """ScaleDirection: the ``direction`` label of ``aitj_scaling_operations_total``."""
+
+    OUT = "out"
+    IN = "in"
+
+
+class ScaleResult(enum.StrEnum):
+    """ScaleResult: the ``result`` label of ``aitj_scaling_operations_total``."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ROLLED_BACK = "rolledBack"
+
+
+class ErrorStage(enum.StrEnum):
+    """ErrorStage: the ``stage`` label of ``aitj_reconcile_errors_total``; dashboards match the values."""
+
+    STALE = "stale"  # the job changed under the pass: planned again at once
+    EXECUTE = "execute"  # an API call failed: retried with backoff
+
+
+class Kind(enum.StrEnum):
+    COUNTER = "counter"
+    GAUGE = "gauge"
+    HISTOGRAM = "histogram"
+
+
+@dataclass(frozen=True)
+class Family:
+    """Family: one exported metric family. ``name`` is the family name as Prometheus shows it
+    (a counter's series carry ``_total``; a histogram's ``_bucket``, ``_sum``, ``_count``)."""
+
+    name: str
+    kind: Kind
+    help: str
+    labels: tuple[str, ...] = ()
+
+    def series_names(self) -> tuple[str, ...]:
+        """series_names: the names a query may use for this family."""
+        if self.kind is Kind.HISTOGRAM:
+            return (f"{self.name}_bucket", f"{self.name}_sum", f"{self.name}_count")
+        return (self.name,)
+
+
+JOB = ("namespace", "job")
+# Recovery time spans sub-second pod replacements to an hour of waiting for a node.
+RECOVERY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+DETECTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+
+CATALOGUE: tuple[Family, ...] = (
+    Family("aitj_build_info", Kind.GAUGE, "Always 1; the operator's version.", ("version",)),
+    Family("aitj_leader", Kind.GAUGE, "1 on the replica that leads (acts), 0 on a standby."),
+    Family(
+        "aitj_restarts_total",
+        Kind.COUNTER,
+        "Restarts carried out, by replica type, cause and scope.",
+        (*JOB, "replica", "cause", "scope"),
+    ),
+    Family(
+        "aitj_recovery_seconds",
+        Kind.HISTOGRAM,
+        "From the fault observed by the operator to the replacement pod Running.",
+        ("cause", "scope"),
+    ),
+    Family(
+        "aitj_fault_detection_seconds",
+        Kind.HISTOGRAM,
+        "From the fault's own timestamp (where the cluster gives one) to the replacement's create.",
+        ("cause",),
+    ),
+    Family(
+        "aitj_jobs", Kind.GAUGE, "Jobs the operator holds, by phase (at scrape time).", ("namespace", "phase")
+    ),
+    Family(
+        "aitj_jobs_finished_total",
+        Kind.COUNTER,
+        "Jobs that reached a final phase, by the condition reason.",
+        ("namespace", "phase", "reason"),
+    ),
+    Family(
+        "aitj_scaling_operations_total",
+        Kind.COUNTER,
+        "Scaling operations finished, by direction and result.",
+        (*JOB, "direction", "result"),
+    ),
+    Family(
+        "aitj_job_replicas",
+        Kind.GAUGE,
+        "Replicas of each type by state (at scrape time).",
+        (*JOB, "replica", "state"),
+    ),
+    Family(
+        "aitj_restart_budget_used_ratio",
+        Kind.GAUGE,
+        "RestartCount / restartLimit of each replica type that has a limit (at scrape time).",
+        (*JOB, "replica"),
+    ),
+    Family(
+        "aitj_lost_gpu_seconds_total",
+        Kind.COUNTER,
+        "GPUs of each restarted pod times the seconds from its fault to its replacement Running.",
+        (*JOB, "cause"),
+    ),
+    Family("aitj_reconcile_seconds", Kind.HISTOGRAM, "One reconcile pass: plan and carry out."),
+    Family(
+        "aitj_reconcile_errors_total", Kind.COUNTER, "Passes that failed and will be retried.", ("stage",)
+    ),
+    Family("aitj_pods_created_total", Kind.COUNTER, "Pods created.", ("replica",)),
+    Family("aitj_pods_deleted_total", Kind.COUNTER, "Pods deleted, by why.", ("kind",)),
 )
-RESTART_DETECTION = Histogram(
-    "aitj_restart_detection_seconds",
-    "From the failure (as the cluster reports its time) to the pass that decided its restart.",
-    ["cause"],
-    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120),
-)
-JOBS_FINISHED = Counter("aitj_jobs_finished_total", "Jobs that reached a final phase.", ["phase"])
-RECONCILE_SECONDS = Histogram(
-    "aitj_reconcile_seconds",
-    "One reconcile pass: plan and carry out.",
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
-)
-# stage: stale, execute (aitj.controller.reconciler.ErrorStage).
-RECONCILE_ERRORS = Counter(
-    "aitj_reconcile_errors_total", "Passes that failed and will be retried.", ["stage"]
-)
-PODS_CREATED = Counter("aitj_pods_created_total", "Pods created.", ["replica"])
-# kind: restart, stuck, unwanted, cleanup (aitj.core.planner.types.DeleteReason).
-PODS_DELETED = Counter("aitj_pods_deleted_total", "Pods deleted, by why.", ["kind"])
+BY_NAME = {f.name: f for f in CATALOGUE}
+
+# The closed label sets (tests and docs read these; the dashboards use them for legends).
+LABEL_VALUES: dict[str, tuple[str, ...]] = {
+    "cause": tuple(k.value for k in FailureKind),
+    "scope": tuple(s.value for s in RestartScope),
+    "phase": tuple(p.value for p in Phase),
+    "state": tuple(s.value for s in ReplicaState),
+    "direction": tuple(d.value for d in ScaleDirection),
+    "result": tuple(r.value for r in ScaleResult),
+    "stage": tuple(s.value for s in ErrorStage),
+    "kind": tuple(k.value for k in DeleteReason),
+}
+
+
+def _counter(name: str) -> Counter:
+    family = BY_NAME[name]
+    # prometheus_client adds the _total suffix itself.
+    return Counter(name.removesuffix("_total"), family.help, family.labels)
+
+
+def _histogram(name: str, buckets: tuple[float, ...]) -> Histogram:
+    family = BY_NAME[name]
+    return Histogram(name, family.help, family.labels, buckets=buckets)
+
+
+def _gauge(name: str) -> Gauge:
+    family = BY_NAME[name]
+    return Gauge(name, family.help, family.labels)
+
+
+BUILD_INFO = _gauge("aitj_build_info")
+LEADER = _gauge("aitj_leader")
+RESTARTS = _counter("aitj_restarts_total")
+RECOVERY = _histogram("aitj_recovery_seconds", RECOVERY_BUCKETS)
+FAULT_DETECTION = _histogram("aitj_fault_detection_seconds", DETECTION_BUCKETS)
+JOBS_FINISHED = _counter("aitj_jobs_finished_total")
+SCALING_OPERATIONS = _counter("aitj_scaling_operations_total")
+LOST_GPU_SECONDS = _counter("aitj_lost_gpu_seconds_total")
+RECONCILE_SECONDS = _histogram("aitj_reconcile_seconds", RECONCILE_BUCKETS)
+RECONCILE_ERRORS = _counter("aitj_reconcile_errors_total")
+PODS_CREATED = _counter("aitj_pods_created_total")
+PODS_DELETED = _counter("aitj_pods_deleted_total")
+# aitj_jobs, aitj_job_replicas and aitj_restart_budget_used_ratio are computed at scrape time
+# from the operator's cache by a collector (never incremented and decremented).
 
 
 def serve(port: int, address: str = "127.0.0.1") -> None:

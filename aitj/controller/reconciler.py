@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import datetime as dt
-import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from aitj.controller.executor import (
     sends,
 )
 from aitj.controller.logs import log
+from aitj.controller.metrics import ErrorStage
 from aitj.core.planner import lifecycle, resources
 from aitj.core.planner import plan as make_plan
 from aitj.core.planner.types import Plan, Settings, SshKeys
@@ -58,15 +58,6 @@ MIN_REQUEUE_SECONDS = 0.2
 # this was measured): past it, more threads only queue on the GIL and the apiserver.
 PASS_WORKERS = 16
 R = TypeVar("R")
-
-
-class ErrorStage(enum.StrEnum):
-    """ErrorStage: the ``stage`` label of aitj_reconcile_errors_total. Possible values: stale
-    (the job changed since the snapshot; planned again shortly), execute (a step failed;
-    retried). Dashboards match them: do not change them."""
-
-    STALE = "stale"
-    EXECUTE = "execute"
 
 
 def new_keys(job_name: str) -> SshKeys:

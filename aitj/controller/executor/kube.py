@@ -230,7 +230,7 @@ class _Pass:
             cause = r.failure.kind.value
             metrics.RESTARTS.labels(job.namespace, job.name, r.replica, cause, str(r.scope)).inc()
             if r.latency_seconds is not None:
-                metrics.RESTART_DETECTION.labels(cause).observe(r.latency_seconds)
+                metrics.FAULT_DETECTION.labels(cause).observe(r.latency_seconds)
             self.log.warning(
                 "restart",
                 replica=r.replica,
@@ -246,7 +246,8 @@ class _Pass:
 
     def send_outcome(self, outcome: Outcome) -> None:
         """send_outcome counts and logs the job's end."""
-        metrics.JOBS_FINISHED.labels(str(outcome.phase)).inc()
+        job = self.job
+        metrics.JOBS_FINISHED.labels(job.namespace, str(outcome.phase), outcome.reason).inc()
         self.log.info(
             "job finished", phase=str(outcome.phase), reason=outcome.reason, message=outcome.message
         )
