@@ -35,6 +35,7 @@ from kubernetes.client.exceptions import ApiException
 
 from aitj.controller.executor import Written
 from aitj.controller.informer import Change, Delta, Informer, Item, Kind, Sync
+from aitj.controller.kubeclient import release
 from aitj.core import api
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner.types import ObjectKind, ObjectRef, Owned
@@ -347,8 +348,10 @@ class InformerCache:
 def job_exists(api_client: client.ApiClient, namespace: str, name: str) -> bool:
     """job_exists reads the job from the API server (the cache may only be late)."""
     try:
-        client.CustomObjectsApi(api_client).get_namespaced_custom_object(
-            api.GROUP, api.VERSION, namespace, api.PLURAL, name, _preload_content=False
+        release(
+            client.CustomObjectsApi(api_client).get_namespaced_custom_object(
+                api.GROUP, api.VERSION, namespace, api.PLURAL, name, _preload_content=False
+            )
         )
     except ApiException as e:
         if e.status == 404:

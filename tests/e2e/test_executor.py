@@ -25,6 +25,7 @@ from aitj.core.planner.types import (
     Event,
     Manifest,
     ObjectKind,
+    ObjectRef,
     Plan,
     PodCreate,
     PodDelete,
@@ -109,6 +110,31 @@ def test_a_plan_sent_twice_is_carried_out_once_and_the_second_time_is_no_error(
     assert pdb.spec.min_available == 1
     tested = [e for e in core.list_namespaced_event(namespace).items if e.reason == "Tested"]
     assert len(tested) == 1
+
+
+def connections_opened(api_client: client.ApiClient) -> int:
+    """connections_opened: how many connections the client's pools have opened so far."""
+    pools = api_client.rest_client.pool_manager.pools
+    # urllib3's RecentlyUsedContainer refuses plain iteration; keys() is its way.
+    return sum(pools[key].num_connections for key in pools.keys())  # noqa: SIM118
+
+
+def test_calls_in_a_row_reuse_one_connection(cluster: KubeCluster, namespace: str, quiet: None) -> None:
+    # Each answer is read to its end, so its connection goes back to the pool: sequential
+    # calls need one connection, not a TLS handshake each (an unread answer keeps its own).
+    job = target(cluster, namespace)
+    api_client = cluster.new_api()
+    executor = KubeExecutor(api_client)
+    for i in range(5):
+        executor.execute(
+            job,
+            Plan(
+                discovery=configmap("exec-discovery", str(i)),
+                events=(Event("Normal", "Tested", f"call {i}"),),
+                removes=(ObjectRef(ObjectKind.CONFIGMAP, "exec-discovery"),),
+            ),
+        )
+    assert connections_opened(api_client) == 1
 
 
 def test_a_missing_discovery_configmap_or_budget_is_created_and_an_existing_one_rewritten(

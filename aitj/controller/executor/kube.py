@@ -21,7 +21,7 @@ from aitj.controller.executor.steps import (
     Written,
     walk,
 )
-from aitj.controller.kubeclient import error_text
+from aitj.controller.kubeclient import error_text, release
 from aitj.controller.logs import log
 from aitj.core import api
 from aitj.core.observed import TRACKING_FINALIZER
@@ -119,8 +119,10 @@ class _Pass:
     def send_discovery(self, m: Manifest) -> None:
         """send_discovery replaces the discovery ConfigMap, or creates it when NotFound."""
         try:
-            self.core.replace_namespaced_config_map(
-                m.name, self.job.namespace, m.body, _preload_content=False
+            release(
+                self.core.replace_namespaced_config_map(
+                    m.name, self.job.namespace, m.body, _preload_content=False
+                )
             )
         except ApiException as e:
             if e.status != 404:
@@ -292,6 +294,8 @@ class _Pass:
             raise StepFailed(f"deleting {what}: {error_text(e)}") from e
         if pod:
             self._pod_written(response)
+        else:
+            release(response)
         return True
 
     def _job_written(self, response: Any) -> None:
@@ -334,7 +338,7 @@ class _Pass:
             "reportingComponent": "aitj-operator",
         }
         try:
-            self.core.create_namespaced_event(job.namespace, body, _preload_content=False)
+            release(self.core.create_namespaced_event(job.namespace, body, _preload_content=False))
         except ApiException as e:
             if event.name is not None and e.status == 409:
                 return  # recorded by an earlier pass

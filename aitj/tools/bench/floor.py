@@ -19,7 +19,7 @@ from typing import Any
 
 from kubernetes import client
 
-from aitj.controller.kubeclient import api_client
+from aitj.controller.kubeclient import api_client, release
 from aitj.tools.bench.watcher import lines
 from aitj.tools.bench.workload import BURST, FLOOR_SLOT, IMAGE
 
@@ -68,8 +68,10 @@ def serve(kubeconfig: Path, namespace: str) -> None:
                 continue
             if event["type"] == "DELETED" or phase == "Failed":
                 handled.add(uid)
-                core.create_namespaced_pod(
-                    namespace, floor_pod(meta["labels"][FLOOR_SLOT]), _preload_content=False
+                release(
+                    core.create_namespaced_pod(
+                        namespace, floor_pod(meta["labels"][FLOOR_SLOT]), _preload_content=False
+                    )
                 )
                 if event["type"] != "DELETED":
                     core.delete_namespaced_pod(meta["name"], namespace, grace_period_seconds=0)
@@ -92,7 +94,7 @@ def create_sequentially(core: Any, namespace: str, burst: str, count: int) -> No
     for _ in range(count):
         pod = floor_pod("burst")
         pod["metadata"]["labels"] = {BURST: burst}
-        core.create_namespaced_pod(namespace, pod, _preload_content=False)
+        release(core.create_namespaced_pod(namespace, pod, _preload_content=False))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aitj.controller.kubeclient import release
 from aitj.tools.bench.workload import IMAGE, NS_PEER
 
 
@@ -42,7 +43,7 @@ def indexed_job(name: str, pods: int) -> dict[str, Any]:
 def create_jobs(batch: Any, names: list[str], pods: int) -> None:
     """create_jobs creates an Indexed Job of ``pods`` pods for each name, one call after another."""
     for name in names:
-        batch.create_namespaced_job(NS_PEER, indexed_job(name, pods), _preload_content=False)
+        release(batch.create_namespaced_job(NS_PEER, indexed_job(name, pods), _preload_content=False))
 
 
 def delete_jobs(batch: Any) -> None:

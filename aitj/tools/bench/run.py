@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from aitj.controller.kubeclient import release
 from aitj.core import api
 from aitj.core.wire import format_time
 from aitj.devcluster.cluster import ClusterConfig, LocalCluster, free_base
@@ -130,7 +131,7 @@ def _measure(s: Session, shape: Shape, m: Measurements, notes: list[str]) -> Non
     """_measure runs the scenarios in order, filling ``m``."""
     say = s.say
     for i in range(TRAINERS):
-        s.core.create_namespaced_pod(NS_FLOOR, floor_pod(str(i)), _preload_content=False)
+        release(s.core.create_namespaced_pod(NS_FLOOR, floor_pod(str(i)), _preload_content=False))
     s.start_floor(NS_FLOOR)
     s.settle(NS_FLOOR, TRAINERS)
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from aitj.controller.kubeclient import release
 from aitj.core import api
 from aitj.devcluster.faults import force_delete, node_not_ready, node_ready, pod_exit
 from aitj.tools.bench import peer
@@ -206,8 +207,10 @@ def bring_up(
 def create_jobs(s: Session, names: list[str], f4_to: int) -> None:
     """create_jobs creates the bench's AITrainingJobs, one call after another."""
     for name in names:
-        s.custom.create_namespaced_custom_object(
-            api.GROUP, api.VERSION, NS_OURS, api.PLURAL, training_job(name, f4_to), _preload_content=False
+        release(
+            s.custom.create_namespaced_custom_object(
+                api.GROUP, api.VERSION, NS_OURS, api.PLURAL, training_job(name, f4_to), _preload_content=False
+            )
         )
 
 
