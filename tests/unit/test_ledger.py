@@ -120,3 +120,11 @@ def test_merging_records_is_idempotent_and_order_free() -> None:
     b = Ledger.from_annotation(Ledger().annotation([other, RECORD]))
     assert a.merge(b) == b.merge(a) == a.merge(b, b, a)
     assert a.merge(b).unrecorded() == (other, RECORD)
+
+
+def test_merging_many_at_once_equals_merging_them_one_by_one() -> None:
+    a = Ledger.from_json({"trainer": {"epoch": 2, "seen": [3, 0], "restarts": {"0": [2, 1]}}})
+    b = Ledger.from_annotation(Ledger().annotation([RECORD]))
+    c = Ledger.from_json({"launcher": {"epoch": 1, "seen": [1]}, "trainer": {"ended": {"1": 4}}})
+    assert a.merge(b, c) == a.merge(b).merge(c) == c.merge(b).merge(a)
+    assert a.merge(b, c).replica("trainer").index(1) == IndexHistory(seen=0, ended=4)

@@ -84,21 +84,32 @@ class ReplicaHistory:
     indices: tuple[tuple[int, IndexHistory], ...] = ()
     records: tuple[RestartRecord, ...] = ()
 
+    @functools.cached_property
+    def _by_index(self) -> dict[int, IndexHistory]:
+        # A pass asks for every index of a replica: a dict, not a scan per question.
+        return dict(self.indices)
+
     def index(self, i: int) -> IndexHistory:
-        for j, record in self.indices:
-            if j == i:
-                return record
-        return IndexHistory()
+        return self._by_index.get(i) or IndexHistory()
 
     def merge(self, other: ReplicaHistory) -> ReplicaHistory:
-        merged = dict(self.indices)
-        for i, record in other.indices:
-            merged[i] = merged[i].merge(record) if i in merged else record
+        return ReplicaHistory.merged((self, other))
+
+    @staticmethod
+    def merged(histories: Sequence[ReplicaHistory]) -> ReplicaHistory:
+        """merged: the merge of all ``histories`` at once (one sort, not one per pair)."""
+        if len(histories) == 1:
+            return histories[0]
+        merged: dict[int, IndexHistory] = {}
+        for h in histories:
+            for i, record in h.indices:
+                merged[i] = merged[i].merge(record) if i in merged else record
+        every = [r for h in histories for r in h.records]
         records: dict[tuple[str, int, int], RestartRecord] = {}
-        for r in sorted(self.records + other.records, key=lambda r: format_time(r.time), reverse=True):
+        for r in sorted(every, key=lambda r: format_time(r.time), reverse=True):
             records[r.key] = r  # one pass decides a restart; the earliest copy wins all the same
         return ReplicaHistory(
-            max(self.epoch, other.epoch),
+            max(h.epoch for h in histories),
             tuple(sorted(merged.items())),
             tuple(records[k] for k in sorted(records)),
         )
@@ -121,11 +132,11 @@ class Ledger:
         return ReplicaHistory()
 
     def merge(self, *others: Ledger) -> Ledger:
-        merged = dict(self.replicas)
-        for other in others:
-            for name, record in other.replicas:
-                merged[name] = merged[name].merge(record) if name in merged else record
-        return Ledger(tuple(sorted(merged.items())))
+        groups: dict[str, list[ReplicaHistory]] = {}
+        for ledger in (self, *others):
+            for name, record in ledger.replicas:
+                groups.setdefault(name, []).append(record)
+        return Ledger(tuple(sorted((name, ReplicaHistory.merged(h)) for name, h in groups.items())))
 
     def with_index(self, replica: str, index: int, record: IndexHistory) -> Ledger:
         """with_index merges ``record`` into the replica's index record."""
