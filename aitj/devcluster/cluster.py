@@ -33,6 +33,7 @@ from aitj.devcluster.config import (
     ClusterConfig,
     ClusterError,
     Ports,
+    audit_log_file,
     write_files,
 )
 from aitj.devcluster.versions import run_kubectl, state_dir
@@ -77,6 +78,12 @@ class LocalCluster:
 
     def log(self, component: str) -> Path:
         return self.logs / f"{component}.log"
+
+    @property
+    def audit_logs(self) -> list[Path]:
+        """audit_logs: the apiserver's audit log files, oldest first (rotated ones, then the current)."""
+        current = audit_log_file(self.dir)
+        return [*sorted(current.parent.glob(f"{current.stem}-*{current.suffix}")), current]
 
     def recorded(self) -> dict[str, Any]:
         """recorded: ``cluster.json`` (config, ports, commands); a ClusterError if never set up."""

@@ -1,8 +1,9 @@
 """What the local control plane is told: its settings, ports, files and command lines.
 
 Nothing here starts a process (``cluster`` does). ``write_files`` writes a cluster's
-kubeconfigs and its scheduler and kwok configuration into the cluster's state folder and
-returns each component's command line, which ``cluster`` records in ``cluster.json`` and runs.
+kubeconfigs, its scheduler and kwok configuration and the apiserver's audit policy into the
+cluster's state folder and returns each component's command line, which ``cluster`` records in
+``cluster.json`` and runs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 EPHEMERAL_PORTS_START = 32768
 DEFAULT_BASE_PORT = 16443
 SCHEDULER_NAMES = ("default-scheduler", "volcano")
+# The user the operator runs as when installed from manifests/ (its ServiceAccount): the only
+# user the apiserver's audit log records, so the log stays small and says exactly what the
+# operator asked for (tests/e2e/test_rbac_audit.py reads it against the ClusterRole).
+AUDITED_USER = "system:serviceaccount:aitj-system:aitj-operator"
+AUDIT_LOG_MAX_MB = 50
+AUDIT_LOG_BACKUPS = 2
 
 
 class ClusterError(RuntimeError):
@@ -67,9 +74,9 @@ class ClusterConfig:
 
 
 def write_files(name: str, state: Path, config: ClusterConfig, ports: Ports) -> dict[str, list[str]]:
-    """write_files writes the kubeconfigs (one per identity, and the admin's as ``kubeconfig``)
-    and the scheduler's and kwok's configuration under ``state``, whose ``pki`` folder holds
-    the certificates; it returns each component's command line."""
+    """write_files writes the kubeconfigs (one per identity, and the admin's as ``kubeconfig``),
+    the scheduler's and kwok's configuration and the audit policy under ``state``, whose ``pki``
+    folder holds the certificates; it returns each component's command line."""
     cfg = state / "config"
     for ident in pki.IDENTITIES:
         write_kubeconfig(cfg / f"{ident.file}.kubeconfig", name, state / "pki", ident.file, ports)
@@ -79,6 +86,7 @@ def write_files(name: str, state: Path, config: ClusterConfig, ports: Ports) -> 
     kwok_cfg = cfg / "kwok.yaml"
     kwok_cfg.write_text(kwok_config(config, pod_log_file(state)))
     pod_log_file(state).write_text(POD_LOG_SEED)
+    (cfg / "audit-policy.yaml").write_text(yaml.safe_dump(audit_policy()))
     return commands(state, config, ports, sched, kwok_cfg)
 
 
@@ -161,6 +169,12 @@ def commands(
             # (127.0.0.1) and its daemonEndpoints port; kwok's serving certificate is not checked
             # (no --kubelet-certificate-authority), as kwokctl does.
             "--kubelet-preferred-address-types=InternalIP",
+            # Auditing (audit_policy): the operator's requests only, rotated so it stays small.
+            f"--audit-policy-file={cfg / 'audit-policy.yaml'}",
+            f"--audit-log-path={audit_log_file(state)}",
+            "--audit-log-format=json",
+            f"--audit-log-maxsize={AUDIT_LOG_MAX_MB}",
+            f"--audit-log-maxbackup={AUDIT_LOG_BACKUPS}",
             "--v=1",
         ],
         "kube-controller-manager": [
@@ -217,6 +231,25 @@ def scheduler_config(kubeconfig: Path) -> dict[str, Any]:
         "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
         "leaderElection": {"leaderElect": False},
         "profiles": [{"schedulerName": n} for n in SCHEDULER_NAMES],
+    }
+
+
+def audit_log_file(state: Path) -> Path:
+    """audit_log_file: the apiserver's audit log (JSON lines; rotated files sit beside it, named
+    ``audit-<time>.log``)."""
+    return state / "logs" / "audit.log"
+
+
+def audit_policy() -> dict[str, Any]:
+    """audit_policy: the apiserver's audit Policy: every request of AUDITED_USER at Metadata
+    level (who, verb, resource, response code; no bodies), nothing of anyone else. Without
+    RequestReceived, a request is one event when it completes; a watch is also one when its
+    response starts, so a watch still open is in the log too."""
+    return {
+        "apiVersion": "audit.k8s.io/v1",
+        "kind": "Policy",
+        "omitStages": ["RequestReceived"],
+        "rules": [{"level": "Metadata", "users": [AUDITED_USER]}, {"level": "None"}],
     }
 
 

@@ -1,7 +1,14 @@
-"""End-to-end fixtures: the CRD installed and the operator running as a process."""
+"""End-to-end fixtures: the CRD installed and the operator running as a process, as the
+ServiceAccount manifests/ installs (tests/e2e/rbac.py), not as the cluster's admin.
+
+``AITJ_TEST_OPERATOR_AS=admin`` runs the session's operator with the admin's kubeconfig
+instead: to tell an RBAC gap from a bug. No test needs it; the one operator started as admin is
+tests/e2e/test_manifests.py's liveness check, on purpose (it checks the endpoint, not the
+permissions)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,12 +17,22 @@ import pytest
 from kubernetes import client
 
 from tests.clusters import KubeCluster, free_port
+from tests.e2e import rbac
 from tests.e2e.pools import Pool
 from tests.operator_process import OperatorProcess
 from tests.seeds import REPO
 from tests.waiting import wait_for
 
 CRDS = REPO / "crds"
+# Read last: the audit log then holds every request the session's scenarios made the operator send.
+LAST = "test_rbac_audit.py"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """pytest_collection_modifyitems moves the audit test (LAST) after every other test."""
+    items.sort(key=lambda item: item.path.name == LAST)
+
+
 CRD_NAME = "aitrainingjobs.kongming.cce.baiudbce.com"
 
 
@@ -33,11 +50,22 @@ def _established(cluster: KubeCluster) -> bool:
 
 
 @pytest.fixture(scope="session")
+def operator_kubeconfig(cluster: KubeCluster, crd: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """operator_kubeconfig: the ServiceAccount's kubeconfig (its RBAC objects applied first), or
+    the admin's under AITJ_TEST_OPERATOR_AS=admin."""
+    if os.environ.get("AITJ_TEST_OPERATOR_AS") == "admin":
+        return cluster.kubeconfig
+    rbac.apply_rbac(cluster)
+    return rbac.token_kubeconfig(cluster, tmp_path_factory.mktemp("credentials") / "operator.kubeconfig")
+
+
+@pytest.fixture(scope="session")
 def operator(
-    cluster: KubeCluster, crd: None, tmp_path_factory: pytest.TempPathFactory
+    cluster: KubeCluster, operator_kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
-    """operator runs ``aitj run`` against the test cluster for the whole session."""
-    proc = OperatorProcess(cluster.kubeconfig, Path(tmp_path_factory.mktemp("operator")), free_port())
+    """operator runs ``aitj run`` against the test cluster for the whole session, with
+    ``operator_kubeconfig``."""
+    proc = OperatorProcess(operator_kubeconfig, Path(tmp_path_factory.mktemp("operator")), free_port())
     proc.start()
     try:
         yield proc

@@ -1,0 +1,239 @@
+"""Least privilege, proven by the apiserver (issue 13): the session's operator runs as the
+ServiceAccount from manifests/ (tests/e2e/conftest.py), and the local control plane's audit log
+records every request of that user (aitj.devcluster.config.audit_policy). Over the session,
+every permission the ClusterRole grants is used at least once, every resource request the
+operator made is one the ClusterRole grants, and the authorizer denied none.
+
+This module runs last (tests/e2e/conftest.py orders it), so the log holds every scenario the
+session ran; it also drives a compact scenario of its own first, so run alone it still covers
+each grant: a job's life to the end under cleanPodPolicy All, a force-deleted trainer, a
+drained node, a scale-out rolled back, and a job deleted while running.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aitj.core import api
+from aitj.devcluster import faults
+from aitj.devcluster.config import AUDITED_USER
+from tests.clusters import KubeCluster
+from tests.e2e import rbac
+from tests.e2e.pools import Pool
+from tests.jobs import (
+    create_job,
+    delete_job,
+    get_job,
+    job_pods,
+    live,
+    patch_job,
+    running,
+    seed_variant,
+    set_path,
+    wait_phase,
+)
+from tests.operator_process import OperatorProcess
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+# An audit event's verb is the request's Kubernetes verb for a resource request (RBAC's own
+# words: a GET of a collection is list, with ?watch=true watch; PUT is update; POST create), and
+# the lower-cased HTTP method for a non-resource URL (discovery, /version), which no ClusterRole
+# rule of ours names. Any other verb on a resource is a request this test does not understand.
+RBAC_VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"})
+
+Permission = tuple[str, str, str, str]  # (apiGroup, resource, subresource, verb)
+
+
+@dataclass(frozen=True)
+class Request:
+    """Request: one audited request of the operator: what it asked, and what it was answered."""
+
+    permission: Permission | None  # None: a non-resource URL
+    uri: str
+    code: int
+    decision: str  # the authorizer's: allow or forbid
+    causes: tuple[str, ...]  # the refusal's reasons, if any (NamespaceTerminating, ...)
+
+
+def requests(lines: Iterable[str], user: str) -> Iterator[Request]:
+    """requests: the audit events of ``user`` at their last stage (a watch's ResponseStarted
+    when it is still open), as Requests."""
+    for line in lines:
+        event = json.loads(line)
+        if event["user"]["username"] != user or event["stage"] not in ("ResponseStarted", "ResponseComplete"):
+            continue
+        if event["stage"] == "ResponseStarted" and event["verb"] != "watch":
+            continue  # its ResponseComplete follows
+        ref, status = event.get("objectRef"), event.get("responseStatus") or {}
+        permission = None
+        if ref is not None:
+            assert event["verb"] in RBAC_VERBS, f"an audit verb with no RBAC verb: {event['verb']}"
+            permission = (ref.get("apiGroup", ""), ref["resource"], ref.get("subresource", ""), event["verb"])
+        yield Request(
+            permission,
+            event["requestURI"],
+            int(status.get("code", 0)),
+            (event.get("annotations") or {}).get("authorization.k8s.io/decision", ""),
+            tuple(c.get("reason", "") for c in (status.get("details") or {}).get("causes") or ()),
+        )
+
+
+def grants(role: dict[str, Any]) -> set[Permission]:
+    """grants: every permission the role's rules spell out ("pods/status" is a subresource)."""
+    out: set[Permission] = set()
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                name, _, sub = resource.partition("/")
+                out |= {(group, name, sub, verb) for verb in rule["verbs"]}
+    return out
+
+
+def denied(request: Request) -> bool:
+    """denied: the request was refused for want of a permission. A 403 the authorizer allowed
+    is an admission refusal instead: NamespaceLifecycle refuses anything new in a namespace
+    being deleted (an Event about a job whose namespace goes), whoever asks."""
+    if request.decision == "forbid":
+        return True
+    return request.code == 403 and request.causes != ("NamespaceTerminating",)
+
+
+# ---- the compact scenario -------------------------------------------------------------------
+
+NAME, DELETED = "audited", "audited-deleted"
+DRAIN = ("--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s")
+
+
+def trainers(cluster: KubeCluster, namespace: str) -> dict[int, Any]:
+    return {
+        int(p.metadata.labels[api.LABEL_INDEX]): p
+        for p in running(job_pods(cluster, namespace, NAME, "trainer"))
+    }
+
+
+def replaced(cluster: KubeCluster, namespace: str, index: int, old: str) -> bool:
+    found = trainers(cluster, namespace).get(index)
+    return found is not None and found.metadata.name != old and len(trainers(cluster, namespace)) == 3
+
+
+@pytest.fixture(scope="module")
+def audited(cluster: KubeCluster, operator: OperatorProcess) -> Iterator[None]:
+    """audited: the compact scenario, run by the session's operator in a namespace of its own."""
+    if cluster.local is None:
+        pytest.skip("the audit log is the local control plane's (AITJ_KUBECONFIG names another cluster)")
+    if operator.proc is None:
+        operator.start()
+    namespace = f"audit-{uuid.uuid4().hex[:6]}"
+    cluster.core.create_namespace({"metadata": {"name": namespace}})
+    wait_for(lambda: cluster.core.list_namespaced_service_account(namespace).items, 30, "its default account")
+    pool = Pool(cluster)
+    try:
+        _scenario(cluster, namespace, pool)
+        operator.assert_alive()
+        yield
+    finally:
+        cluster.core.delete_namespace(namespace)
+        for node in pool.nodes:
+            cluster.core.delete_node(node)
+
+
+def _scenario(cluster: KubeCluster, namespace: str, pool: Pool) -> None:
+    """_scenario: each step is there for the calls it makes the operator send."""
+    for _ in range(3):
+        pool.add()
+    doc = seed_variant(
+        NAME,
+        pin=pool.pin(),
+        clean=set_path("spec.cleanPodPolicy", "All"),  # the end deletes the Service
+        timeout=set_path("spec.replicaSpecs.trainer.scaleTimeout", 3),
+    )
+    # Pods, Service, Secret, ConfigMap and budgets created; the host list rewritten; status, Events.
+    create_job(cluster, namespace, doc)
+    wait_phase(cluster, namespace, NAME, "Running")
+    wait_for(lambda: len(trainers(cluster, namespace)) == 3, 30, "3 trainers running")
+    # Fault tolerance: a lost trainer replaced, the budgets and the host list rewritten.
+    old = trainers(cluster, namespace)[0].metadata.name
+    faults.force_delete(cluster.api, namespace, old)
+    wait_for(lambda: replaced(cluster, namespace, 0, old), 30, "trainer 0 replaced")
+    # A drain of trainer 1's node: evicted under the budgets, it comes back on another node.
+    old = trainers(cluster, namespace)[1]
+    cluster.kubectl("drain", old.spec.node_name, *DRAIN)
+    wait_for(lambda: replaced(cluster, namespace, 1, old.metadata.name), 30, "trainer 1 replaced")
+    # Scaling: no node takes a new trainer (the pool's label is gone), so the scale-out is
+    # rolled back after scaleTimeout (the job's replicas patched back) and its pod deleted.
+    for node in pool.nodes:
+        pool.label(node, on=False)
+    patch_job(cluster, namespace, NAME, {"spec": {"replicaSpecs": {"trainer": {"replicas": 4}}}})
+    wait_for(
+        lambda: get_job(cluster, namespace, NAME)["spec"]["replicaSpecs"]["trainer"]["replicas"] == 3,
+        60,
+        "replicas set back to 3",
+    )
+    wait_for(
+        lambda: len(live(job_pods(cluster, namespace, NAME, "trainer"))) == 3, 30, "the 4th trainer gone"
+    )
+    # The end: Succeeded under cleanPodPolicy All, so every pod deleted and released, the
+    # Service and the budgets deleted.
+    launcher = job_pods(cluster, namespace, NAME, "launcher")[0].metadata.name
+    faults.pod_exit(cluster.api, namespace, launcher, 0)
+    wait_phase(cluster, namespace, NAME, "Succeeded")
+    wait_for(lambda: not job_pods(cluster, namespace, NAME), 60, "every pod of the job gone")
+    wait_for(lambda: not cluster.core.list_namespaced_service(namespace).items, 30, "the Service gone")
+    # A job deleted while it runs: its pods, held by the operator's finalizer, are released once
+    # the operator has read from the apiserver that the job is gone (not only late in its cache).
+    for node in pool.nodes:
+        pool.label(node, on=True)
+    create_job(cluster, namespace, seed_variant(DELETED, pin=pool.pin()))
+    wait_phase(cluster, namespace, DELETED, "Running")
+    delete_job(cluster, namespace, DELETED)
+    wait_for(lambda: not job_pods(cluster, namespace, DELETED), 60, "the deleted job's pods gone")
+
+
+# ---- the proof --------------------------------------------------------------------------------
+
+
+def audit_log(cluster: KubeCluster) -> list[Request]:
+    assert cluster.local is not None
+    namespace, name = rbac.service_account(cluster)
+    assert rbac.user(namespace, name) == AUDITED_USER, "the audit policy records another user"
+    lines: list[str] = []
+    for path in cluster.local.audit_logs:
+        lines += Path(path).read_text().splitlines() if path.exists() else []
+    found = list(requests(lines, AUDITED_USER))
+    assert found, f"no request of {AUDITED_USER} in {cluster.local.audit_logs}"
+    return found
+
+
+def cluster_role(cluster: KubeCluster) -> dict[str, Any]:
+    (role,) = [doc for doc in rbac.rbac_documents(cluster) if doc["kind"] == "ClusterRole"]
+    return role
+
+
+def test_every_permission_the_cluster_role_grants_is_used_by_the_operator(
+    cluster: KubeCluster, audited: None
+) -> None:
+    used = {r.permission for r in audit_log(cluster) if r.permission is not None}
+    unused = grants(cluster_role(cluster)) - used
+    assert not unused, f"granted, never used (remove them, or the scenarios miss a path): {sorted(unused)}"
+
+
+def test_every_resource_request_of_the_operator_is_one_the_cluster_role_grants(
+    cluster: KubeCluster, audited: None
+) -> None:
+    granted = grants(cluster_role(cluster))
+    used = {r.permission for r in audit_log(cluster) if r.permission is not None}
+    assert not used - granted, f"used but not granted by the ClusterRole: {sorted(used - granted)}"
+
+
+def test_no_request_of_the_operator_was_denied(cluster: KubeCluster, audited: None) -> None:
+    refused = [r for r in audit_log(cluster) if denied(r)]
+    assert not refused, "\n".join(f"{r.code} {r.decision} {r.uri}" for r in refused[:20])
