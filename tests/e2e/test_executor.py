@@ -131,7 +131,8 @@ def test_calls_in_a_row_reuse_one_connection(cluster: KubeCluster, namespace: st
             Plan(
                 discovery=configmap("exec-discovery", str(i)),
                 events=(Event("Normal", "Tested", f"call {i}"),),
-                removes=(ObjectRef(ObjectKind.CONFIGMAP, "exec-discovery"),),
+                budgets=(budget(f"exec-b{i}", 1),),
+                removes=(ObjectRef(ObjectKind.PDB, f"exec-b{i - 1}"),),
             ),
         )
     assert connections_opened(api_client) == 1
