@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from aitj.cli import main
 from aitj.controller import leader
 from aitj.controller.leader import Act, Record, Seen, decide, election_config, lease_spec, observe
+from tests.seeds import REPO
 
 ME = "op-a_1"
 OTHER = "op-b_7"
@@ -138,3 +140,26 @@ def test_run_refuses_a_renew_deadline_not_under_the_lease_duration_with_one_line
     )
     assert result.exit_code == 2
     assert "leader election: the lease duration must exceed the renew deadline" in result.output
+
+
+def test_the_ha_overlay_runs_two_electing_replicas_on_different_nodes_with_only_the_lease_verbs_used() -> (
+    None
+):
+    ha = REPO / "manifests" / "ha"
+    role = yaml.safe_load((ha / "role.yaml").read_text())
+    grants = {(v, tuple(r.get("resourceNames") or ())) for r in role["rules"] for v in r["verbs"]}
+    assert {r["apiGroups"][0] for r in role["rules"]} == {"coordination.k8s.io"}
+    # The Elector reads (get), makes (create) and writes (update: take, renew, release) the Lease.
+    name = (leader.DEFAULT_LEASE_NAME,)
+    assert grants == {("create", ()), ("get", name), ("update", name)}
+    kustomization = yaml.safe_load((ha / "kustomization.yaml").read_text())
+    ops = {op["path"]: op["value"] for op in yaml.safe_load(kustomization["patches"][0]["patch"])}
+    assert ops["/spec/replicas"] == 2
+    assert ops["/spec/template/spec/containers/0/args/-"] == "--leader-elect"
+    (term,) = ops["/spec/template/spec/affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    pdb = yaml.safe_load((ha / "poddisruptionbudget.yaml").read_text())
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert pdb["spec"]["selector"] == term["labelSelector"]
