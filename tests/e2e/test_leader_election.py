@@ -1,7 +1,8 @@
 """Leader election on the real control plane: two ``aitj run --leader-elect`` processes on one
 Lease. Exactly one acts; a SIGKILLed leader is replaced by the standby, which replaces a pod
 force-deleted at the kill exactly once; a SIGTERMed leader releases the Lease; a leader that
-finds the Lease taken from it exits.
+finds the Lease taken from it exits, and one cut off from the apiserver (a TCP proxy that stops
+passing bytes, so its calls hang) exits before the standby takes over.
 
 Both operators watch only the test's namespace, and the session's operator is stopped for the
 module: a third operator acting on the same jobs would make "exactly one acts" meaningless.
@@ -9,8 +10,11 @@ module: a third operator acting on the same jobs would make "exactly one acts" m
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -192,3 +196,115 @@ def test_a_leader_that_finds_the_lease_taken_from_it_stops_acting_and_exits(
     finally:
         only.proc = None if only.proc is not None and only.proc.poll() is not None else only.proc
         only.stop()
+
+
+class Partition:
+    """Partition: a TCP proxy in front of the apiserver that can stop passing bytes
+    (``cut``): every call through it then hangs, as behind a network partition, instead of
+    failing fast. The real apiserver answers everything that does get through."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.cut = threading.Event()
+        self.closed = threading.Event()
+        self.sockets: list[socket.socket] = []
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.server.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return  # closed
+            self.sockets.append(conn)
+            threading.Thread(target=self._connect, args=(conn,), daemon=True).start()
+
+    def _connect(self, conn: socket.socket) -> None:
+        while self.cut.is_set() and not self.closed.is_set():  # behind the partition: never answered
+            time.sleep(0.05)
+        if self.closed.is_set():
+            return
+        up = socket.create_connection(self.upstream)
+        self.sockets.append(up)
+        for src, dst in ((conn, up), (up, conn)):
+            threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while not self.closed.is_set():
+                if self.cut.is_set():  # leave the bytes in the kernel's buffers
+                    time.sleep(0.05)
+                    continue
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def kubeconfig(self, original: Path, into: Path) -> Path:
+        """kubeconfig: ``original`` with its server address pointed at the proxy."""
+        host, port = self.upstream
+        into.write_text(
+            original.read_text().replace(f"https://{host}:{port}", f"https://127.0.0.1:{self.port}")
+        )
+        return into
+
+    def close(self) -> None:
+        """close stops accepting and closes every connection (shut down first: that wakes a
+        thread blocked reading it)."""
+        self.closed.set()
+        self.server.close()
+        for s in self.sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+
+def test_a_leader_cut_off_from_the_apiserver_exits_before_the_standby_takes_the_lease(
+    cluster: KubeCluster, namespace: str, tmp_path: Path
+) -> None:
+    server = str(cluster.api.configuration.host)  # https://127.0.0.1:PORT
+    host, _, port = server.removeprefix("https://").partition(":")
+    partition = Partition((host, int(port)))
+    lease = f"aitj-{uuid.uuid4().hex[:6]}"
+    cut_off = candidate(cluster, namespace, tmp_path / "a", lease)
+    cut_off.kubeconfig = partition.kubeconfig(cluster.kubeconfig, tmp_path / "through-proxy.kubeconfig")
+    standby = candidate(cluster, namespace, tmp_path / "b", lease)
+    try:
+        cut_off.start()
+        wait_for(lambda: leader_gauge(cut_off) == 1.0, 90, "the first candidate leading")
+        standby.start()
+        wait_for(
+            lambda: leader_gauge(standby) == 0.0 and "cache synced" in standby.logs(), 90, "a warm standby"
+        )
+        partition.cut.set()
+        assert cut_off.proc is not None
+        exited = led = None
+        deadline = time.monotonic() + 60
+        while (exited is None or led is None) and time.monotonic() < deadline:
+            if exited is None and cut_off.proc.poll() is not None:
+                exited = time.monotonic()
+            if led is None and leader_gauge(standby) == 1.0:
+                led = time.monotonic()
+            time.sleep(0.02)
+        assert exited is not None and led is not None, (exited, led)
+        # The order is the point, not the speed: the old leader was gone before the new one led.
+        assert exited < led
+        assert cut_off.proc.returncode == EXIT_LEASE_LOST
+        assert "leader election lost" in cut_off.logs()
+        assert holder(cluster, namespace, lease) == identity(standby)
+    finally:
+        partition.cut.clear()
+        for p in (cut_off, standby):
+            print(f"---- {p.log_dir.name} ----\n{p.logs()[-4000:]}")
+            if p.proc is not None and p.proc.poll() is not None:
+                p.proc = None
+            p.stop()
+        partition.close()
