@@ -22,6 +22,8 @@ recovery path.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import threading
 import time
 from typing import Any
 
@@ -69,7 +71,7 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
         LEADER.set(0)
         elector = leader.Elector(
             memo.election,
-            new_api_client(memo.kubeconfig),  # its own connections: never queued behind passes
+            client.configuration,  # a client of its own: never queued behind the passes' calls
             on_leading=lambda: _lead_soon(loop, leading),
         )
     STATE.update(cache=store, reconciler=reconciler, informers=informers, elector=elector)
@@ -141,7 +143,21 @@ async def cleanup(**_: Any) -> None:
         await reconciler.close()
     elector = STATE.get("elector")
     if elector is not None:
-        await asyncio.to_thread(elector.stop)
+        # A pass abandoned by ``close`` may still have a call on its thread: release only once
+        # every pass thread has ended, else let the Lease expire (the standby waits it out).
+        drained = reconciler is None or await asyncio.to_thread(_drained, reconciler.pool, 2.0)
+        if not drained:
+            log.warning("a pass is still sending: the Lease is left to expire")
+        await asyncio.to_thread(elector.stop, drained)
+
+
+def _drained(pool: concurrent.futures.ThreadPoolExecutor, timeout: float) -> bool:
+    """_drained: every thread of ``pool`` (already shut) ended within ``timeout`` seconds. The
+    wait is on a daemon thread, so a call that never returns cannot hold the exit."""
+    waiter = threading.Thread(target=pool.shutdown, kwargs={"wait": True}, daemon=True)
+    waiter.start()
+    waiter.join(timeout)
+    return not waiter.is_alive()
 
 
 @kopf.on.login()

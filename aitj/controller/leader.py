@@ -29,6 +29,7 @@ and its configuration refuses periods under a second and calls ``sys.exit`` from
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import enum
 import json
@@ -221,19 +222,24 @@ def lost(config: ElectionConfig) -> None:
 
 class Elector:
     """Elector: the candidate's loop, on a thread. ``on_leading`` is called (on that thread)
-    once the Lease is taken; ``on_lost`` once a leader misses its renew deadline."""
+    once the Lease is taken; ``on_lost`` once a leader misses its renew deadline. Its calls go
+    through a client of its own, made from ``configuration`` (the operator's credentials)."""
 
     def __init__(
         self,
         config: ElectionConfig,
-        api: client.ApiClient,
+        configuration: client.Configuration,
         *,
         on_leading: Callable[[], None],
         on_lost: Callable[[ElectionConfig], None] = lost,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
-        self.api = client.CoordinationV1Api(api)
+        own = copy.deepcopy(configuration)
+        # No retries inside a call (urllib3 would send a timed-out GET again, up to 3 times):
+        # the loop tries again itself, every retry period, and its timing stays its own.
+        own.retries = False
+        self.api = client.CoordinationV1Api(client.ApiClient(own))
         self.on_leading = on_leading
         self.on_lost = on_lost
         self.clock = clock
