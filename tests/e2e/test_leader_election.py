@@ -45,14 +45,11 @@ def session_operator_stopped(operator: OperatorProcess) -> Iterator[None]:
 
 @pytest.fixture
 def pair(cluster: KubeCluster, crd: None, namespace: str, tmp_path: Path) -> Iterator[list[OperatorProcess]]:
-    """pair: two candidates on the Lease ``aitj-<random>`` of the test's namespace, started
-    one after the other (the first usually leads); stopped afterwards."""
-    procs = [
-        candidate(cluster, namespace, tmp_path / name, lease=f"aitj-{uuid.uuid4().hex[:6]}") for name in "ab"
-    ]
-    lease = procs[0].args[-1]
+    """pair: two candidates on the Lease ``aitj-<random>`` of the test's namespace; stopped
+    afterwards."""
+    lease = f"aitj-{uuid.uuid4().hex[:6]}"
+    procs = [candidate(cluster, namespace, tmp_path / name, lease) for name in "ab"]
     for p in procs:
-        p.args[-1] = lease
         p.start()
     try:
         yield procs

@@ -5,7 +5,9 @@ against the real apiserver (tests/e2e/test_leader_election.py)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 
 from aitj.cli import main
-from aitj.controller import leader
+from aitj.controller import handlers, leader
 from aitj.controller.leader import Act, Record, Seen, decide, election_config, lease_spec, observe
 from tests.seeds import REPO
 
@@ -163,3 +165,13 @@ def test_the_ha_overlay_runs_two_electing_replicas_on_different_nodes_with_only_
     pdb = yaml.safe_load((ha / "poddisruptionbudget.yaml").read_text())
     assert pdb["spec"]["maxUnavailable"] == 1
     assert pdb["spec"]["selector"] == term["labelSelector"]
+
+
+def test_a_leader_releases_the_lease_only_once_every_pass_thread_has_ended() -> None:
+    busy = threading.Event()
+    pool = concurrent.futures.ThreadPoolExecutor(2)
+    pool.submit(busy.wait, 30)  # a call still hanging on a pass thread
+    pool.shutdown(wait=False, cancel_futures=True)  # as the reconciler's close leaves it
+    assert handlers._drained(pool, 0.1) is False
+    busy.set()
+    assert handlers._drained(pool, 5.0) is True
