@@ -8,14 +8,18 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 
 class OperatorProcess:
-    def __init__(self, kubeconfig: Path, log_dir: Path, metrics_port: int = 0) -> None:
+    def __init__(
+        self, kubeconfig: Path, log_dir: Path, metrics_port: int = 0, args: Sequence[str] = ()
+    ) -> None:
         self.kubeconfig = kubeconfig
         self.log_dir = log_dir
         self.metrics_port = metrics_port
+        self.args = list(args)  # more ``aitj run`` options (--namespace, --leader-elect, ...)
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -36,6 +40,7 @@ class OperatorProcess:
                     "run",
                     f"--kubeconfig={self.kubeconfig}",
                     f"--metrics-port={self.metrics_port}",
+                    *self.args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

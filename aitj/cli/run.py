@@ -10,10 +10,15 @@ from pathlib import Path
 import click
 
 from aitj.cli.options import example, kubeconfig_option
+from aitj.controller import leader
 
 
 @click.command(
-    "run", epilog=example("aitj run --kubeconfig ~/.kube/config --metrics-address 0.0.0.0 --json-logs")
+    "run",
+    epilog=example(
+        "aitj run --kubeconfig ~/.kube/config --metrics-address 0.0.0.0 --json-logs",
+        "aitj run --leader-elect --leader-election-namespace aitj-system   # one of several replicas",
+    ),
 )
 @kubeconfig_option
 @click.option(
@@ -49,6 +54,46 @@ from aitj.cli.options import example, kubeconfig_option
     metavar="URL",
     help="Serve kopf's health endpoint at URL, e.g. http://0.0.0.0:8081/healthz (default: off).",
 )
+@click.option(
+    "--leader-elect",
+    is_flag=True,
+    help="Act only while holding a Lease, so several replicas can run: one acts, the others stand by warm.",
+)
+@click.option(
+    "--leader-election-namespace",
+    metavar="NS",
+    help="The Lease's namespace (default: the pod's own in a cluster, else default).",
+)
+@click.option(
+    "--leader-election-id",
+    default=leader.DEFAULT_LEASE_NAME,
+    show_default=True,
+    help="The Lease's name; replicas sharing it elect one leader.",
+)
+@click.option(
+    "--leader-elect-lease-duration",
+    default=leader.DEFAULT_LEASE_SECONDS,
+    show_default=True,
+    type=click.IntRange(1),
+    metavar="SECONDS",
+    help="How long a standby waits after the leader's last renewal before taking the Lease.",
+)
+@click.option(
+    "--leader-elect-renew-deadline",
+    default=leader.DEFAULT_RENEW_DEADLINE,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="A leader that has not renewed for this long exits (must be under the lease duration).",
+)
+@click.option(
+    "--leader-elect-retry-period",
+    default=leader.DEFAULT_RETRY_PERIOD,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="How often the leader renews and a standby tries.",
+)
 def run_operator(
     kubeconfig: Path | None,
     namespaces: tuple[str, ...],
@@ -57,6 +102,12 @@ def run_operator(
     priority_classes: tuple[str, ...],
     json_logs: bool,
     liveness: str | None,
+    leader_elect: bool,
+    leader_election_namespace: str | None,
+    leader_election_id: str,
+    leader_elect_lease_duration: int,
+    leader_elect_renew_deadline: float,
+    leader_elect_retry_period: float,
 ) -> None:
     """Run the operator: reconcile AITrainingJobs until interrupted."""
     from aitj.controller.runner import run
@@ -69,6 +120,19 @@ def run_operator(
                 f"{item!r}: expected high=CLASS, normal=CLASS or low=CLASS", param_hint="--priority-class"
             )
         mapping[key] = value
+    election = None
+    if leader_elect:
+        try:
+            election = leader.election_config(
+                namespace=leader_election_namespace or leader.default_namespace(),
+                name=leader_election_id,
+                identity=leader.default_identity(),
+                lease_seconds=leader_elect_lease_duration,
+                renew_deadline=leader_elect_renew_deadline,
+                retry_period=leader_elect_retry_period,
+            )
+        except ValueError as e:
+            raise click.UsageError(f"leader election: {e}") from None
     run(
         kubeconfig=kubeconfig,
         namespaces=namespaces,
@@ -77,4 +141,5 @@ def run_operator(
         priority_classes=mapping,
         json_logs=json_logs,
         liveness=liveness,
+        election=election,
     )

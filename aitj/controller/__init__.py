@@ -12,6 +12,7 @@ runs one pass per job at a time, and carries each Plan out.
 - ``reconciler``: one pass per job at a time; kicks coalesce; requeues; a bounded pass pool.
 - ``executor``: sends what a Plan holds and handles errors; the executor contract.
 - ``runner``: ``aitj run``: the API client and kopf's operator loop.
+- ``leader``: leader election on a Lease (``--leader-elect``): pure decisions, one thread.
 - ``metrics``, ``logs``: Prometheus metrics and structlog.
 - ``sshkeys``: fresh key pairs for the ssh plugin (randomness stays out of the core).
 - ``kubeclient``: the API client, the apiserver's error text, the context namespace (the CLI

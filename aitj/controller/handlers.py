@@ -8,6 +8,12 @@ kind instead (``aitj.controller.cache``, ``aitj.controller.informer``); a pass s
 once every kind is listed, then every job is planned once, and a resync task plans each job
 again every ``RESYNC_SECONDS`` in case a change was missed.
 
+With leader election (``memo.election``, ``aitj.controller.leader``) a standby lists and
+watches like the leader, so its cache is warm, but its cache kicks nothing and no pass runs
+until it holds the Lease; it contends only once synced, so a warm standby, not a restarted
+replica still listing, is the one that takes over. Then it plans every job at once, as at
+start-up.
+
 No kopf create/update/timer handlers either: they would put kopf's finalizer on every job (a
 job could not be deleted while the operator is down) and add progress annotations to the
 recovery path.
@@ -16,15 +22,18 @@ recovery path.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import threading
 import time
 from typing import Any
 
 import kopf
 
-from aitj.controller import cache
+from aitj.controller import cache, leader
 from aitj.controller.executor import KubeExecutor
 from aitj.controller.kubeclient import api_client as new_api_client
 from aitj.controller.logs import log
+from aitj.controller.metrics import LEADER
 from aitj.controller.reconciler import Reconciler
 
 RESYNC_SECONDS = 300.0
@@ -53,13 +62,42 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
         settings=memo.settings,
         written=store.written,
     )
-    store.kick = reconciler.spawn
-    STATE.update(cache=store, reconciler=reconciler, informers=informers)
-    STATE["resync"] = loop.create_task(_run(store, reconciler, started))
+    leading = asyncio.Event()
+    elector = None
+    if memo.election is None:
+        leading.set()
+        LEADER.set(1)
+    else:
+        LEADER.set(0)
+        elector = leader.Elector(
+            memo.election,
+            client.configuration,  # a client of its own: never queued behind the passes' calls
+            on_leading=lambda: _lead_soon(loop, leading),
+        )
+    STATE.update(cache=store, reconciler=reconciler, informers=informers, elector=elector)
+    STATE["resync"] = loop.create_task(_run(store, reconciler, started, leading, elector))
 
 
-async def _run(store: cache.InformerCache, reconciler: Reconciler, started: float) -> None:
-    """_run: wait until every kind is listed, plan every job once, then resync forever."""
+def _lead_soon(loop: asyncio.AbstractEventLoop, leading: asyncio.Event) -> None:
+    """_lead_soon: from the Lease's thread, have the event loop start leading."""
+    loop.call_soon_threadsafe(_lead, leading)
+
+
+def _lead(leading: asyncio.Event) -> None:
+    """_lead: the Lease is this process's (called on the event loop)."""
+    LEADER.set(1)
+    leading.set()
+
+
+async def _run(
+    store: cache.InformerCache,
+    reconciler: Reconciler,
+    started: float,
+    leading: asyncio.Event,
+    elector: leader.Elector | None,
+) -> None:
+    """_run: wait until every kind is listed and this process leads, plan every job once,
+    then resync forever."""
     await store.synced.wait()
     log.info(
         "cache synced",
@@ -68,6 +106,11 @@ async def _run(store: cache.InformerCache, reconciler: Reconciler, started: floa
         pods=len(store.pods.items),
         nodes=len(store.nodes.items),
     )
+    if elector is not None:
+        elector.start()
+        await leading.wait()
+    # From here on a change kicks its job; until now the cache kicked nothing (a standby).
+    store.kick = reconciler.spawn
     # Jobs with a pod that ended or is being deleted first: after a restart, those are the ones
     # waiting for a replacement; the others' passes usually send nothing.
     urgent = store.jobs_with_pods_ending()
@@ -87,7 +130,9 @@ async def _run(store: cache.InformerCache, reconciler: Reconciler, started: floa
 
 @kopf.on.cleanup()
 async def cleanup(**_: Any) -> None:
-    """cleanup: stop watching, stop taking kicks, let the passes in flight end (SIGTERM)."""
+    """cleanup: stop watching, stop taking kicks, let the passes in flight end (SIGTERM); then,
+    and only then, release the Lease, so a standby takes over at once and never overlaps a
+    pass of this process (the Lease is renewed meanwhile)."""
     for informer in STATE.get("informers", ()):
         informer.stop()
     task = STATE.get("resync")
@@ -96,6 +141,23 @@ async def cleanup(**_: Any) -> None:
     reconciler = STATE.get("reconciler")
     if reconciler is not None:
         await reconciler.close()
+    elector = STATE.get("elector")
+    if elector is not None:
+        # A pass abandoned by ``close`` may still have a call on its thread: release only once
+        # every pass thread has ended, else let the Lease expire (the standby waits it out).
+        drained = reconciler is None or await asyncio.to_thread(_drained, reconciler.pool, 2.0)
+        if not drained:
+            log.warning("a pass is still sending: the Lease is left to expire")
+        await asyncio.to_thread(elector.stop, drained)
+
+
+def _drained(pool: concurrent.futures.ThreadPoolExecutor, timeout: float) -> bool:
+    """_drained: every thread of ``pool`` (already shut) ended within ``timeout`` seconds. The
+    wait is on a daemon thread, so a call that never returns cannot hold the exit."""
+    waiter = threading.Thread(target=pool.shutdown, kwargs={"wait": True}, daemon=True)
+    waiter.start()
+    waiter.join(timeout)
+    return not waiter.is_alive()
 
 
 @kopf.on.login()

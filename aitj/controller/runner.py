@@ -12,6 +12,7 @@ import kopf
 
 from aitj.controller import metrics
 from aitj.controller.kubeclient import api_client
+from aitj.controller.leader import ElectionConfig
 from aitj.controller.logs import configure
 from aitj.core.planner.types import Settings
 
@@ -27,9 +28,11 @@ def run(
     liveness: str | None = None,
     stop_flag: threading.Event | None = None,
     ready_flag: threading.Event | None = None,
+    election: ElectionConfig | None = None,
 ) -> None:
     """run blocks, operating on the given namespaces (all when empty) until stopped; with
-    ``liveness`` (``http://0.0.0.0:8081/healthz``) kopf serves its health endpoint there."""
+    ``liveness`` (``http://0.0.0.0:8081/healthz``) kopf serves its health endpoint there; with
+    ``election`` it acts only while it holds that Lease (``aitj.controller.leader``)."""
     configure(json=json_logs)
     import aitj.controller.handlers  # noqa: F401  (registers the handlers)
 
@@ -39,6 +42,7 @@ def run(
         kubeconfig=kubeconfig,
         namespaces=list(namespaces),
         settings=Settings(dict(priority_classes)),
+        election=election,
     )
     asyncio.run(_main(namespaces, memo, stop_flag, ready_flag, liveness))
 

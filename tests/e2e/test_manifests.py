@@ -17,7 +17,7 @@ from tests.seeds import REPO
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
-OVERLAYS = ("cluster-wide", "single-namespace", "monitoring")
+OVERLAYS = ("cluster-wide", "single-namespace", "monitoring", "ha")
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +57,13 @@ def test_every_overlay_applies_on_the_apiserver(
         assert what in applied.stdout, applied.stdout
     if overlay == "single-namespace":
         assert "role.rbac.authorization.k8s.io/aitj-operator" in applied.stdout
+    if overlay == "ha":
+        for what in (
+            "role.rbac.authorization.k8s.io/aitj-operator-leader-election",
+            "rolebinding.rbac.authorization.k8s.io/aitj-operator-leader-election",
+            "poddisruptionbudget.policy/aitj-operator",
+        ):
+            assert what in applied.stdout, applied.stdout
 
 
 def test_the_liveness_endpoint_answers_while_the_operator_runs(cluster: KubeCluster, namespace: str) -> None:

@@ -21,7 +21,7 @@ from packaging.markers import Marker
 from tests.seeds import REPO
 
 MANIFESTS = REPO / "manifests"
-OVERLAYS = ("cluster-wide", "single-namespace", "monitoring")
+OVERLAYS = ("cluster-wide", "single-namespace", "monitoring", "ha")
 RBAC_KEYS = ("verbs", "resources", "apiGroups", "resourceNames", "nonResourceURLs")
 
 

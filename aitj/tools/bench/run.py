@@ -3,7 +3,8 @@
 Order: the cluster and its node pools; the floor's pods and process; the Job controller's
 bring-up (F10, on the empty cluster, then removed); the operator and its bring-up (F10); idle
 (F6, F7); F0, F1 (F5 and F6 counted over it), F2, F3, F4; P1; then, in the full run only, the
-growth to 10,000 pods (F11), idle there (F6, F7) and the restart (F8). F9 has its hook.
+growth to 10,000 pods (F11), idle there (F6, F7) and the restart (F8); last, the leader
+takeover (F9) at the run's largest scale.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from aitj.core.wire import format_time
 from aitj.devcluster.cluster import ClusterConfig, LocalCluster, free_base
 from aitj.tools.bench import apimetrics, peer, procstat, report
 from aitj.tools.bench import scenarios as sc
-from aitj.tools.bench.figures import NO_LEADER_ELECTION, Measurements, checks
+from aitj.tools.bench.figures import Measurements, checks
 from aitj.tools.bench.floor import floor_pod
 from aitj.tools.bench.session import Say, Session
 from aitj.tools.bench.watcher import CountReaches
@@ -60,6 +61,7 @@ class Shape:
     f3_rounds: int = 20  # one node at a time; all F3 nodes at once: a quarter of it
     f4_rounds: int = 5
     idle_seconds: float = 30  # at least one resync period (30 s)
+    kills: int = 5  # F9: the leader's SIGKILLs
     timeout: float = 300  # a bring-up, a restart
 
 
@@ -68,7 +70,16 @@ class Shape:
 FULL = Shape(pods=1000, nodes=30, big_pods=10000, big_nodes=100)
 QUICK = Shape(pods=200, nodes=8, f3_rounds=10, f4_rounds=3)
 SMOKE = Shape(
-    pods=32, nodes=2, f3_nodes=2, f4_to=16, trials=5, f3_rounds=1, f4_rounds=1, idle_seconds=1, timeout=60
+    pods=32,
+    nodes=2,
+    f3_nodes=2,
+    f4_to=16,
+    trials=5,
+    f3_rounds=1,
+    f4_rounds=1,
+    idle_seconds=1,
+    kills=1,
+    timeout=60,
 )
 
 
@@ -186,9 +197,9 @@ def _measure(s: Session, shape: Shape, m: Measurements, notes: list[str]) -> Non
     else:
         sc.peer_teardown(s)
         _big(s, shape, m, names, notes)
-    m.takeover = sc.leader_takeover(s)
-    if not m.takeover:
-        m.why["F9"] = NO_LEADER_ELECTION
+    say(f"F9: two operators under leader election, the leader SIGKILLed {shape.kills} times")
+    m.takeover_pods = shape.pods if shape.big_pods is None else shape.big_pods
+    m.takeover, m.takeover_leader = sc.leader_takeover(s, shape.kills, shape.timeout)
 
 
 def _f1(s: Session, shape: Shape, m: Measurements, names: list[str]) -> None:

@@ -19,7 +19,7 @@ from aitj.core import api
 from aitj.devcluster.faults import force_delete, node_not_ready, node_ready, pod_exit
 from aitj.tools.bench import peer
 from aitj.tools.bench.floor import create_sequentially
-from aitj.tools.bench.session import Session, timed, uid
+from aitj.tools.bench.session import Candidate, Session, timed, uid
 from aitj.tools.bench.watcher import CountReaches, Matches, Obj
 from aitj.tools.bench.workload import (
     BURST,
@@ -273,9 +273,47 @@ def restart(s: Session, names: list[str], timeout: float) -> tuple[float | None,
     return first, status
 
 
-def leader_takeover(s: Session) -> list[float]:
-    """leader_takeover: F9, the hook for leader election (the reliability issue). There is no
-    leader election yet, so nothing is measured. Once there is: run two operators at 10,000
-    pods, SIGKILL the leader five times, and time each kill to the standby's first replacement
-    of a pod deleted at the kill."""
-    return []
+def leader_takeover(s: Session, kills: int, timeout: float) -> tuple[list[float], list[float]]:
+    """leader_takeover: F9. The operator is replaced by two candidates under leader election
+    (``aitj run --leader-elect``); ``kills`` times, once the standby's cache is synced, the
+    leader gets SIGKILL and right after it a trainer is force-deleted. Returns, per kill, the
+    kill to the replacement seen created and the kill to ``aitj_leader`` 1 on the standby
+    (polled every 20 ms); the killed one starts again as the next standby."""
+    s.stop_operator()
+    pair = [s.start_candidate("a"), s.start_candidate("b")]
+    to_pod: list[float] = []
+    to_gauge: list[float] = []
+    for _ in range(kills):
+        leader, standby = _roles(s, pair, timeout)
+        live = s.live_running(NS_OURS)
+        victim = next(p for k, p in live.items() if str(k[1]).startswith("job-"))  # type: ignore[index]
+        created = s.pods.expect(s.replaced([victim]))
+        again = s.pods.expect(s.running_again([victim]))
+        start = time.monotonic()
+        leader.kill()
+        strike_delete(s, victim)
+        deadline = start + timeout
+        while standby.leader() != 1.0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        to_gauge.append(time.monotonic() - start)
+        to_pod += timed(start, created, timeout)
+        leader.start()
+        again.wait(timeout)
+        s.pods.forget(created)
+        s.pods.forget(again)
+    s.stop_candidates()
+    return to_pod, to_gauge
+
+
+def _roles(s: Session, pair: list[Candidate], timeout: float) -> tuple[Candidate, Candidate]:
+    """_roles waits until one candidate leads and the other stands by with its cache synced;
+    returns (leader, standby)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        gauges = [c.leader() for c in pair]
+        if sorted(g for g in gauges if g is not None) == [0.0, 1.0]:
+            leader, standby = pair if gauges[0] == 1.0 else pair[::-1]
+            if standby.synced():
+                return leader, standby
+        time.sleep(0.2)
+    raise TimeoutError(f"F9: no leader with a synced standby within {timeout:.0f}s")

@@ -8,17 +8,21 @@ rate limit; its watches are its own (``watcher``).
 
 from __future__ import annotations
 
+import re
 import subprocess
+import sys
 import time
+import urllib.request
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client
 
 from aitj.controller.kubeclient import api_client
 from aitj.core import api
-from aitj.devcluster.cluster import LocalCluster
+from aitj.devcluster.cluster import LocalCluster, port_free
 from aitj.tools.bench import procstat
 from aitj.tools.bench.floor import start_floor
 from aitj.tools.bench.watcher import Matches, Obj, Watcher
@@ -26,6 +30,8 @@ from aitj.tools.bench.workload import NS_OURS, job_classes, pod_classes, running
 from aitj.tools.demo import start_operator
 
 Say = Callable[[str], None]
+LEASE_NAMESPACE = "default"  # F9's candidates elect on a Lease there
+CANDIDATE_PORTS = range(28080, 28200)  # F9's candidates' /metrics (below the ephemeral range)
 
 
 def uid(obj: Obj) -> str:
@@ -45,6 +51,7 @@ class Session:
     sampler: procstat.Sampler = field(init=False)
     operator: subprocess.Popen[bytes] | None = None
     floor: subprocess.Popen[bytes] | None = None
+    candidates: list[Candidate] = field(default_factory=list)  # F9's operators under leader election
 
     def __post_init__(self) -> None:
         self.api = api_client(self.cluster.kubeconfig)
@@ -97,13 +104,30 @@ class Session:
             self.operator.wait()
         self.operator = None
 
+    def start_candidate(self, name: str) -> Candidate:
+        """start_candidate runs ``aitj run --leader-elect`` as a process (F9), /metrics on a
+        port of its own, logging to the cluster's logs folder."""
+        taken = {c.port for c in self.candidates}
+        port = next(p for p in CANDIDATE_PORTS if p not in taken and port_free(p))
+        c = Candidate(name, port, self.cluster.logs / f"operator-{name}.log", self.cluster.kubeconfig)
+        c.start()
+        self.candidates.append(c)
+        return c
+
+    def stop_candidates(self) -> None:
+        """stop_candidates sends each candidate SIGTERM and waits."""
+        for c in self.candidates:
+            c.stop()
+        self.candidates.clear()
+
     def start_floor(self, namespace: str) -> None:
         """start_floor runs the floor client as a process."""
         self.floor = start_floor(self.cluster.kubeconfig, namespace, self.cluster.logs / "floor.log")
 
     def close(self) -> None:
-        """close stops the operator, the floor, the sampler and the watches."""
+        """close stops the operator, the candidates, the floor, the sampler and the watches."""
         self.stop_operator()
+        self.stop_candidates()
         if self.floor is not None:
             self.floor.terminate()
             self.floor.wait(timeout=15)
@@ -161,6 +185,63 @@ class Session:
             timeout,
             f"{pods} pods Running in {namespace}",
         )
+
+
+@dataclass
+class Candidate:
+    """Candidate: one ``aitj run --leader-elect`` process of F9, killed and started again."""
+
+    name: str
+    port: int
+    log: Path
+    kubeconfig: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """start runs the process (a fresh log each time: ``synced`` reads it)."""
+        command = [sys.executable, "-m", "aitj", "run", f"--kubeconfig={self.kubeconfig}"]
+        command += [
+            f"--metrics-port={self.port}",
+            "--leader-elect",
+            f"--leader-election-namespace={LEASE_NAMESPACE}",
+        ]
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+
+    def kill(self) -> None:
+        """kill: SIGKILL, as a crash or a lost node."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def stop(self, timeout: float = 60) -> None:
+        """stop: SIGTERM (the leader releases its Lease), SIGKILL after ``timeout``."""
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def leader(self) -> float | None:
+        """leader: the process's aitj_leader (None while /metrics does not answer)."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2) as r:
+                text = r.read().decode()
+        except OSError:
+            return None
+        found = re.search(r"^aitj_leader ([0-9.]+)$", text, re.MULTILINE)
+        return float(found.group(1)) if found else None
+
+    def synced(self) -> bool:
+        """synced: the process has listed every kind (its log says so)."""
+        return self.log.exists() and b"cache synced" in self.log.read_bytes()
 
 
 def timed(start: float, expectation: Matches, timeout: float) -> list[float]:
