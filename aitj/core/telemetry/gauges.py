@@ -38,13 +38,21 @@ class JobGauges:
     budgets: tuple[tuple[str, float], ...]
 
 
+_PHASES = {p.value: p for p in Phase}
+
+
+def _specs(body: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """_specs: ``spec.replicaSpecs`` by replica name."""
+    return {str(n): mapping(s) for n, s in mapping(mapping(body.get("spec")).get("replicaSpecs")).items()}
+
+
 def desired_replicas(body: Mapping[str, Any]) -> dict[str, int]:
     """desired_replicas: ``spec.replicaSpecs.<name>.replicas`` by replica name (1 when unset)."""
-    specs = mapping(mapping(body.get("spec")).get("replicaSpecs"))
-    return {
-        str(name): max(as_int(mapping(spec).get("replicas"), DEFAULT_REPLICAS) or 0, 0)
-        for name, spec in specs.items()
-    }
+    return _desired(_specs(body))
+
+
+def _desired(specs: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    return {name: max(as_int(spec.get("replicas"), DEFAULT_REPLICAS) or 0, 0) for name, spec in specs.items()}
 
 
 def newest(pods: Iterable[PodView]) -> dict[tuple[str, int], PodView]:
@@ -69,11 +77,9 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
     successor yet), and vacant (``desired`` less the indexes that have a pod, finished or not;
     never below 0). A finished job wants no pods: nothing of it is vacant."""
     status = mapping(body.get("status"))
-    try:
-        phase = Phase(str(status.get("phase")))
-    except ValueError:
-        phase = Phase.PENDING
-    desired = desired_replicas(body)
+    phase = _PHASES.get(str(status.get("phase")), Phase.PENDING)
+    specs = _specs(body)
+    desired = _desired(specs)
     held: dict[str, list[PodView]] = {name: [] for name in desired}
     for (replica, _), pod in newest(pods).items():
         if replica in held:
@@ -81,23 +87,28 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
     counts = []
     for name, want in desired.items():
         mine = held[name]
-        running = sum(1 for p in mine if p.running)
-        pending = sum(1 for p in mine if not p.running and not p.terminal)
+        running = pending = 0
+        for p in mine:
+            if p.running:
+                running += 1
+            elif not p.terminal:
+                pending += 1
         vacant = 0 if phase in FINISHED_PHASES else max(want - len(mine), 0)
         counts.append(ReplicaCount(name, want, running, pending, vacant))
-    return JobGauges(phase, tuple(counts), _budgets(body, status))
+    return JobGauges(phase, tuple(counts), _budgets(specs, status))
 
 
-def _budgets(body: Mapping[str, Any], status: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+def _budgets(
+    specs: Mapping[str, Mapping[str, Any]], status: Mapping[str, Any]
+) -> tuple[tuple[str, float], ...]:
     """_budgets: RestartCount / restartLimit per replica type with a limit. A limit of 0 allows
     no restart at all: its budget is used up (1.0) from the start."""
-    specs = mapping(mapping(body.get("spec")).get("replicaSpecs"))
     used = mapping(status.get("RestartCount"))
     out = []
     for name, spec in specs.items():
-        limit = as_int(mapping(spec).get("restartLimit"))
+        limit = as_int(spec.get("restartLimit"))
         if limit is None or limit < 0:
             continue
         count = max(as_int(used.get(name), 0) or 0, 0)
-        out.append((str(name), count / limit if limit else 1.0))
+        out.append((name, count / limit if limit else 1.0))
     return tuple(out)
