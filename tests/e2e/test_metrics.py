@@ -174,3 +174,60 @@ def test_scale_out_and_scale_in_are_each_counted_once_when_they_finish(
     ]
     wait_phase(cluster, namespace, NAME, "Running")
     assert value(samples(live_operator), ops, **job) == 2
+
+
+@pytest.mark.parametrize("scope", ["Replica", "All"])
+def test_a_scope_restart_is_one_restart_and_one_recovery_once_every_pod_it_took_down_runs(
+    cluster: KubeCluster, namespace: str, live_operator: OperatorProcess, scope: str
+) -> None:
+    start(
+        cluster,
+        namespace,
+        scope=set_path("spec.replicaSpecs.trainer.faultTolerantPolicy.0.restartScope", scope),
+    )
+    labels = {"cause": "PodForceDeleted", "scope": scope}
+    before = samples(live_operator)
+    faults.force_delete(
+        cluster.api, namespace, live(job_pods(cluster, namespace, NAME, "trainer"))[1].metadata.name
+    )
+
+    def recovered(s: Samples) -> bool:
+        return value(s, "aitj_recovery_seconds_count", **labels) > value(
+            before, "aitj_recovery_seconds_count", **labels
+        )
+
+    after = eventually(live_operator, recovered, f"the {scope} recovery observed")
+    # Only once every pod it restarted runs again.
+    assert len(running(job_pods(cluster, namespace, NAME))) == 4
+    assert (
+        value(after, "aitj_recovery_seconds_count", **labels)
+        - value(before, "aitj_recovery_seconds_count", **labels)
+        == 1
+    )
+    assert value(after, "aitj_restarts_total", job=NAME, namespace=namespace) == 1
+    assert value(after, "aitj_lost_gpu_seconds_total", job=NAME, namespace=namespace) > 0
+
+
+def test_an_exit_code_restart_is_detected_from_the_containers_finish(
+    cluster: KubeCluster, namespace: str, live_operator: OperatorProcess
+) -> None:
+    start(cluster, namespace)
+    labels = {"cause": "exitCode"}
+    before = samples(live_operator)
+    faults.pod_exit(
+        cluster.api, namespace, job_pods(cluster, namespace, NAME, "launcher")[0].metadata.name, 129
+    )
+
+    def recovered(s: Samples) -> bool:
+        return value(s, "aitj_recovery_seconds_count", scope="Pod", **labels) > value(
+            before, "aitj_recovery_seconds_count", scope="Pod", **labels
+        )
+
+    after = eventually(live_operator, recovered, "the launcher's recovery observed")
+    for name in ("aitj_recovery_seconds_count", "aitj_fault_detection_seconds_count"):
+        assert value(after, name, **labels) - value(before, name, **labels) == 1, name
+    assert (
+        value(after, "aitj_restarts_total", job=NAME, replica="launcher", namespace=namespace, **labels) == 1
+    )
+    # The launcher asks for no GPU: its restart costs none, and makes no series.
+    assert value(after, "aitj_lost_gpu_seconds_total", job=NAME, namespace=namespace) == 0
