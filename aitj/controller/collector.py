@@ -30,8 +30,13 @@ from aitj.core.telemetry import JobGauges, ReplicaState, job_gauges
 class CacheSource(Protocol):
     """CacheSource: what the collector reads: every job's body, and a job's pods."""
 
-    def jobs(self) -> Iterable[tuple[JobKey, Mapping[str, Any]]]: ...
-    def pods(self, key: JobKey) -> Iterable[PodView]: ...
+    def jobs(self) -> Iterable[tuple[JobKey, Mapping[str, Any]]]:
+        """jobs: (key, body) of every job held."""
+        ...
+
+    def pods(self, key: JobKey) -> Iterable[PodView]:
+        """pods: the job's pods."""
+        ...
 
 
 class InformerSource:

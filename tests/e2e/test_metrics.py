@@ -56,6 +56,7 @@ def eventually(operator: OperatorProcess, check: Callable[[Samples], bool], what
     """eventually: /metrics once ``check`` holds of it."""
 
     def ready() -> Samples | None:
+        """ready: /metrics when ``check`` holds of it."""
         try:
             found = samples(operator)
         except OSError:  # a restarted operator is not serving yet
@@ -67,6 +68,7 @@ def eventually(operator: OperatorProcess, check: Callable[[Samples], bool], what
 
 
 def start(cluster: KubeCluster, namespace: str, **changes: Callable[[dict[str, object]], None]) -> None:
+    """start: the seed (with ``changes``) as NAME, every pod Running."""
     create_job(cluster, namespace, seed_variant(NAME, **changes))
     wait_phase(cluster, namespace, NAME, "Running")
     wait_for(lambda: len(running(job_pods(cluster, namespace, NAME))) == 4, 60, "every pod Running")
@@ -90,6 +92,7 @@ def test_a_force_delete_is_one_restart_one_recovery_one_detection_and_costs_gpu_
     faults.force_delete(cluster.api, namespace, victim)
 
     def recovered(s: Samples) -> bool:
+        """recovered: one more recovery observed than before the fault."""
         return value(s, "aitj_recovery_seconds_count", scope="Pod", **cause) > value(
             before, "aitj_recovery_seconds_count", scope="Pod", **cause
         )
@@ -192,6 +195,7 @@ def test_a_scope_restart_is_one_restart_and_one_recovery_once_every_pod_it_took_
     )
 
     def recovered(s: Samples) -> bool:
+        """recovered: one more recovery observed than before the fault."""
         return value(s, "aitj_recovery_seconds_count", **labels) > value(
             before, "aitj_recovery_seconds_count", **labels
         )
@@ -219,6 +223,7 @@ def test_an_exit_code_restart_is_detected_from_the_containers_finish(
     )
 
     def recovered(s: Samples) -> bool:
+        """recovered: one more recovery observed than before the fault."""
         return value(s, "aitj_recovery_seconds_count", scope="Pod", **labels) > value(
             before, "aitj_recovery_seconds_count", scope="Pod", **labels
         )

@@ -65,6 +65,7 @@ class Chatty:
     """Chatty: an executor that logs everything it is handed, as a careless one would."""
 
     def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None:
+        """execute logs the target and the Plan, whole."""
         log.info("executing", target=repr(target), plan=repr(plan), ensure=[repr(m) for m in plan.ensure])
         log.info("plan", plan=plan)
 
@@ -73,6 +74,7 @@ def test_a_pass_that_makes_the_ssh_key_pair_logs_no_key_material() -> None:
     made: list[SshKeys] = []
 
     def keygen(name: str) -> SshKeys:
+        """keygen: a real key pair, kept to look for in the logs."""
         made.append(SshKeys(*sshkeys.generate_keypair(f"aitj@{name}")))
         return made[-1]
 

@@ -57,11 +57,13 @@ class OneJob:
     """OneJob: a cache source holding the seed job, with one pod per index."""
 
     def jobs(self) -> Iterable[tuple[tuple[str, str], Mapping[str, Any]]]:
+        """jobs: the seed, Running."""
         doc = seed_body()
         doc["status"] = {"phase": "Running"}
         return [(("ns", "one"), doc)]
 
     def pods(self, key: tuple[str, str]) -> Iterable[PodView]:
+        """pods: the seed's four pods, Running."""
         return [p.view() for p in running_seed()]
 
 
@@ -129,6 +131,7 @@ def test_deleting_a_job_removes_its_series_and_only_its_own() -> None:
 
 
 def families_of(source: collector.CacheSource) -> dict[str, list[Any]]:
+    """families_of: what one scrape of ``source`` exports, by family: (labels, value) pairs."""
     found = collector.CacheCollector(source).collect()
     return {f.name: [(s.labels, s.value) for s in f.samples] for f in found}
 
@@ -189,6 +192,7 @@ def test_a_scrape_at_10000_pods_reads_the_cache_once_and_prints_its_cost(
 
 
 def cluster(scope: RestartScope = RestartScope.POD) -> Cluster:
+    """cluster: the seed on the test double, trainers with 4 GPUs restarted with ``scope``, Running."""
     rule = event_rule("nodeNotReady,PodForceDeleted", scope)
     c = Cluster(seed_job(trainer(rules=(rule,), template=GPU), launcher()), running_seed())
     c.step(10)
@@ -205,6 +209,7 @@ def body_of(c: Cluster) -> dict[str, Any]:
 
 
 def recovery_count(cause: str = "PodForceDeleted", scope: str = "Pod") -> float:
+    """recovery_count: recoveries observed so far for ``cause`` and ``scope``."""
     return sample("aitj_recovery_seconds_count", cause=cause, scope=scope)
 
 

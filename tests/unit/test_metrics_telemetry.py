@@ -52,6 +52,7 @@ def test_gpus_counts_nvidia_and_cce_cards_of_a_template() -> None:
 
 
 def body(phase: str | None = "Running", **status: Any) -> dict[str, Any]:
+    """body: the seed's manifest with a status of ``phase`` (none when None) and ``status``."""
     doc = seed_body()
     doc["status"] = {"phase": phase, **status} if phase else {}
     return doc
@@ -142,10 +143,12 @@ def restart(cluster: Cluster, index: int = 0, at_s: float = 100) -> Plan:
 
 
 def ledger(cluster: Cluster) -> Ledger:
+    """ledger: the restart ledger of the double's status."""
     return Ledger.from_json(cluster.status.get("restartLedger"))
 
 
 def views(cluster: Cluster) -> list[Any]:
+    """views: the double's pods, as the operator's cache holds them."""
     return [p.view() for p in cluster.pods.values()]
 
 
@@ -214,6 +217,7 @@ def test_a_fault_without_a_time_is_not_a_detection_and_costs_from_the_decision()
 
 
 def entry(operation: str, reason: str, source: int, target: int, version: int = 1) -> dict[str, Any]:
+    """entry: a status.scaleHistory entry."""
     return {"operation": operation, "reason": reason, "from": source, "to": target, "replica": "trainer",
             "version": version, "time": "2026-11-22T17:00:00Z"}  # fmt: skip
 

@@ -52,6 +52,7 @@ def desired_replicas(body: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _desired(specs: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """_desired: each replica spec's ``replicas`` (1 when unset, never below 0)."""
     return {name: max(as_int(spec.get("replicas"), DEFAULT_REPLICAS) or 0, 0) for name, spec in specs.items()}
 
 
