@@ -6,7 +6,7 @@ and reports what they are now, so nothing is ever incremented or decremented, an
 job's series vanish with it. The arithmetic is ``aitj.core.telemetry.job_gauges``.
 
 Cost: one pass over the cache's jobs and, through the cache's per-job index, over each job's
-pods: O(jobs + pods), a few microseconds per pod (docs/metrics.md gives the figure measured at
+pods: O(jobs + pods), about ten microseconds per pod (docs/metrics.md gives the figure measured at
 10,000 pods). The scrape runs in the metrics server's thread while the event loop changes the
 cache: it copies each dict it reads first (``list(d.items())`` is one C call under the GIL, so
 it never sees a dict changing size), and reads the immutable values it holds.
