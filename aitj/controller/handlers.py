@@ -29,11 +29,10 @@ from typing import Any
 
 import kopf
 
-from aitj.controller import cache, leader
+from aitj.controller import cache, collector, leader, metrics
 from aitj.controller.executor import KubeExecutor
 from aitj.controller.kubeclient import api_client as new_api_client
 from aitj.controller.logs import log
-from aitj.controller.metrics import LEADER
 from aitj.controller.reconciler import Reconciler
 
 RESYNC_SECONDS = 300.0
@@ -47,6 +46,7 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     settings.peering.standalone = True
     client = memo.api_client
     store = cache.InformerCache()
+    collector.install(store)  # aitj_jobs, aitj_job_replicas, ...: read from the cache at scrape time
     # The listings first: they wait on the server while the rest is set up (building the API
     # classes the executor uses takes seconds). The watches hold their connections for
     # minutes: a client of their own keeps them out of the pool the passes' calls use.
@@ -66,9 +66,9 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     elector = None
     if memo.election is None:
         leading.set()
-        LEADER.set(1)
+        metrics.set_leader(True)  # no leader election: this, the only replica, acts
     else:
-        LEADER.set(0)
+        metrics.set_leader(False)
         elector = leader.Elector(
             memo.election,
             client.configuration,  # a client of its own: never queued behind the passes' calls
@@ -85,7 +85,7 @@ def _lead_soon(loop: asyncio.AbstractEventLoop, leading: asyncio.Event) -> None:
 
 def _lead(leading: asyncio.Event) -> None:
     """_lead: the Lease is this process's (called on the event loop)."""
-    LEADER.set(1)
+    metrics.set_leader(True)
     leading.set()
 
 

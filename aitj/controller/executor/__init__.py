@@ -17,10 +17,12 @@ step is idempotent:
    is named after its restart, so it is posted once however many passes send it: before the
    status, so a pass that fails after its creates has said it all the same.
 6. ``status``: write the whole status in one JSON patch that first tests the job's
-   resourceVersion is the one the pass planned from; a failed test raises StaleJob.
+   resourceVersion is the one the pass planned from; a failed test raises StaleJob. Once
+   written, the scale operations it finished (the ``scaleHistory`` entries it adds) are counted.
 7. ``restarts``: count and log the restarts this status write recorded first, right after
-   it (never fails): a pass whose status write fails counts nothing, and the pass that then
-   records them counts them (docs/semantics.md, "Each restart is recorded once").
+   it (never fails), and follow their recovery (``aitj.controller.recovery``): a pass whose
+   status write fails counts nothing, and the pass that then records them counts them
+   (docs/semantics.md, "Each restart is recorded once"); a job found gone counts nothing.
 8. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
    JSON patch of the job that first tests the value it replaces, so that a newer edit wins;
    a failed test (or the job gone) is not an error: the next pass sees the new spec.
