@@ -91,6 +91,7 @@ class FaultProxy:
 
     @property
     def url(self) -> str:
+        """url: where the proxy listens, for a kubeconfig."""
         return f"https://127.0.0.1:{self.port}"
 
     # ---- control, from the test -----------------------------------------------------------
@@ -145,6 +146,7 @@ class FaultProxy:
         return target
 
     def _close_streams(self, path: str, how: str) -> int:
+        """_close_streams marks the matching watches ``how`` to end and wakes their relays."""
         with self.lock:
             streams = [s for s in self._streams if re.fullmatch(path, s.request.path)]
         for stream in streams:
@@ -164,6 +166,7 @@ class FaultProxy:
             return rule
 
     def record(self, req: Request, fault: Fault | None, status: int | None) -> None:
+        """record adds a request to ``seen``, with what the client got."""
         with self.lock:
             self.seen.append(Seen(time.monotonic(), req, fault, status))
 
@@ -187,6 +190,7 @@ class _Server(http.server.ThreadingHTTPServer):
         super().__init__(address, handler)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
+        """finish_request: the TLS handshake, then the connection's requests."""
         try:
             tls = self.proxy.server_tls.wrap_socket(request, server_side=True)
         except (OSError, ssl.SSLError):
@@ -210,11 +214,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         """log_message: silent (the proxy records what it saw in ``seen``)."""
 
     def do_GET(self) -> None:
+        """do_GET (and every other method): ``_serve``."""
         self._serve()
 
     do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
 
     def _serve(self) -> None:
+        """_serve: one request: the rule for it, held if it says so, then answered by the
+        rule or forwarded (the apiserver down: the connection is closed unanswered)."""
         proxy = self.server.proxy
         req = Request.of(self.command, self.path)
         body = self._body()
@@ -253,6 +260,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _forward(
         self, upstream: http.client.HTTPSConnection, req: Request, body: bytes, rule: Rule | None
     ) -> None:
+        """_forward sends the request to the apiserver and passes its answer on (a watch event
+        by event), or loses the answer as the rule says."""
         proxy, fault = self.server.proxy, rule.fault if rule is not None else None
         headers = {k: v for k, v in self.headers.items() if k.lower() not in DROPPED}
         upstream.request(self.command, self.path, body=body or None, headers=headers)
@@ -325,6 +334,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _answer(
         self, status: int, data: bytes, rule: Rule | None, headers: Sequence[tuple[str, str]] = ()
     ) -> None:
+        """_answer writes a whole answer: the apiserver's (its ``headers``), or the rule's own."""
         self.send_response_only(status)
         for key, value in headers:
             if key.lower() not in HOP_BY_HOP:
@@ -339,6 +349,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _stream_head(self, status: int, headers: Sequence[tuple[str, str]] = ()) -> None:
+        """_stream_head starts a chunked answer (a watch), closed when it ends."""
         self.send_response_only(status)
         for key, value in headers:
             if key.lower() not in HOP_BY_HOP:

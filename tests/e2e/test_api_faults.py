@@ -117,12 +117,14 @@ def start(cluster: KubeCluster, namespace: str) -> dict[int, str]:
 
 
 def restart_count(cluster: KubeCluster, namespace: str) -> int:
+    """restart_count: the job's RestartCount.trainer (0 before any)."""
     return int(
         ((get_job(cluster, namespace, NAME).get("status") or {}).get("RestartCount") or {}).get("trainer", 0)
     )
 
 
 def restart_events(cluster: KubeCluster, namespace: str) -> list[Any]:
+    """restart_events: the Events about the force-deleted trainer's restart."""
     return [e for e in events_for(cluster, namespace, NAME) if "PodForceDeleted" in (e.message or "")]
 
 
