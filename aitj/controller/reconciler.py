@@ -51,7 +51,12 @@ from aitj.core.planner import lifecycle, resources
 from aitj.core.planner import plan as make_plan
 from aitj.core.planner.types import Plan, Settings, SshKeys
 
-RETRY_SECONDS = 2.0
+# A failed pass (a refused call, the apiserver unreachable) is retried after RETRY_SECONDS,
+# doubled for each failure in a row up to MAX_RETRY_SECONDS, and never sooner than the
+# server's Retry-After; kicks in between wait too (``retry_delay``): a job whose calls keep
+# failing costs one attempt per delay, however busy its watch is.
+RETRY_SECONDS = 1.0
+MAX_RETRY_SECONDS = 30.0
 STALE_RETRY_SECONDS = 0.5
 # How long a pass may lag behind a requeue request it could not serve (timer coalescing).
 MIN_REQUEUE_SECONDS = 0.2
@@ -59,6 +64,24 @@ MIN_REQUEUE_SECONDS = 0.2
 # this was measured): past it, more threads only queue on the GIL and the apiserver.
 PASS_WORKERS = 16
 R = TypeVar("R")
+
+
+def retry_delay(failures: int, retry_after: float | None = None) -> float:
+    """retry_delay: how long a job waits after its ``failures``-th failed pass in a row (1: the
+    first): RETRY_SECONDS, doubled per earlier failure, at most MAX_RETRY_SECONDS, and never
+    less than the server's ``retry_after``."""
+    delay: float = min(MAX_RETRY_SECONDS, RETRY_SECONDS * 2 ** min(max(failures - 1, 0), 16))
+    return max(delay, retry_after or 0.0)
+
+
+def retry_after(e: BaseException) -> float | None:
+    """retry_after: the Retry-After seconds of the API error that failed a pass (None: none)."""
+    cause = e if isinstance(e, ApiException) else e.__cause__
+    value = (getattr(cause, "headers", None) or {}).get("Retry-After")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:  # an HTTP date: not sent by the apiserver
+        return None
 
 
 def new_keys(job_name: str) -> SshKeys:
@@ -71,6 +94,8 @@ class _JobState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     dirty: bool = False
     timer: asyncio.TimerHandle | None = None
+    failures: int = 0  # failed passes in a row
+    retry_at: float = 0.0  # loop time before which no pass runs (after a failed pass)
 
 
 class Reconciler:
@@ -142,6 +167,10 @@ class Reconciler:
         async with state.lock:
             state.dirty = True
             while state.dirty and not self.closing:
+                wait = state.retry_at - asyncio.get_running_loop().time()
+                if wait > 0:  # backing off: the kick is served when the wait is over
+                    self._requeue(key, state, wait)
+                    break
                 state.dirty = False
                 await self._pass(key, state)
 
@@ -211,14 +240,16 @@ class Reconciler:
             return
         except (StepFailed, ApiException) as e:
             metrics.RECONCILE_ERRORS.labels(ErrorStage.EXECUTE.value).inc()
-            log.warning(
-                "pass failed, retrying", namespace=key[0], job=key[1], error=str(e), retry_s=RETRY_SECONDS
-            )
-            self._requeue(key, state, RETRY_SECONDS)
+            state.failures += 1
+            delay = retry_delay(state.failures, retry_after(e))
+            state.retry_at = asyncio.get_running_loop().time() + delay
+            log.warning("pass failed, retrying", namespace=key[0], job=key[1], error=str(e), retry_s=delay)
+            self._requeue(key, state, delay)
             return
         finally:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
             self.written(key, written)
+        state.failures, state.retry_at = 0, 0.0
         if plan.requeue_after is not None:
             self._requeue(key, state, max(MIN_REQUEUE_SECONDS, plan.requeue_after))
 

@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from aitj.controller.cache import Snapshot
 from aitj.controller.executor import NamespaceTerminating, StaleJob, StepFailed, Target, Written
-from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler
+from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler, retry_after, retry_delay
 from aitj.core import naming
 from aitj.core.api import Job
 from aitj.core.observed import TRACKING_FINALIZER, PodView
@@ -200,7 +201,7 @@ def test_a_terminating_namespace_releases_every_tracked_pod() -> None:
     ("error", "delay"),
     [
         pytest.param(StaleJob("changed"), 0.5, id="a stale snapshot is planned again in half a second"),
-        pytest.param(StepFailed("boom"), 2.0, id="a failed step is retried after two seconds"),
+        pytest.param(StepFailed("boom"), 1.0, id="a failed step is retried after a second"),
     ],
 )
 def test_a_pass_that_fails_is_requeued(error: Exception, delay: float) -> None:
@@ -218,6 +219,62 @@ def test_a_pass_that_fails_is_requeued(error: Exception, delay: float) -> None:
     due = asyncio.run(run())
     assert delay - 0.1 < due <= delay
     assert len(planner.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("failures", "server", "delay"),
+    [
+        pytest.param(1, None, 1.0, id="the first failure waits a second"),
+        pytest.param(2, None, 2.0, id="each failure in a row doubles the wait"),
+        pytest.param(4, None, 8.0, id="the fourth waits eight seconds"),
+        pytest.param(9, None, 30.0, id="the wait is at most thirty seconds"),
+        pytest.param(10_000, None, 30.0, id="however many failures there were"),
+        pytest.param(1, 5.0, 5.0, id="a longer Retry-After from the server is honoured"),
+        pytest.param(4, 5.0, 8.0, id="a shorter Retry-After does not cut the backoff"),
+    ],
+)
+def test_a_job_s_retry_waits_longer_with_each_failure_in_a_row(
+    failures: int, server: float | None, delay: float
+) -> None:
+    assert retry_delay(failures, server) == delay
+
+
+def test_the_retry_after_of_a_throttled_call_is_read_from_the_error_behind_the_failed_step() -> None:
+    throttled = ApiException(status=429, reason="Too Many Requests")
+    throttled.headers = {"Retry-After": "3"}
+    try:
+        raise StepFailed("creating pod p: 429") from throttled
+    except StepFailed as e:
+        assert retry_after(e) == 3.0
+    assert retry_after(throttled) == 3.0
+    assert retry_after(StepFailed("no answer")) is None
+
+
+def test_kicks_during_the_backoff_wait_for_it_and_a_pass_that_succeeds_ends_it() -> None:
+    rec = Recorder(StepFailed("boom"), StepFailed("boom"))
+    r, planner, _ = reconciler(rec, body())
+
+    async def run() -> list[float]:
+        loop = asyncio.get_running_loop()
+        await r.kick(KEY)  # fails: retried in 1 s
+        await r.kick(KEY)  # a watch event meanwhile: waits too
+        await r.kick(KEY)
+        assert len(planner.calls) == 1
+        state = r._jobs[KEY]
+        waits = [state.retry_at - loop.time()]
+        state.retry_at = 0.0  # the wait is over
+        await r.kick(KEY)  # fails again: 2 s
+        waits.append(state.retry_at - loop.time())
+        state.retry_at = 0.0
+        await r.kick(KEY)  # succeeds
+        assert (state.failures, state.retry_at) == (0, 0.0)
+        if state.timer is not None:
+            state.timer.cancel()
+        return waits
+
+    waits = asyncio.run(run())
+    assert len(planner.calls) == 3
+    assert 0.9 < waits[0] <= 1.0 and 1.9 < waits[1] <= 2.0
 
 
 def test_the_plan_s_requeue_after_schedules_the_next_pass() -> None:

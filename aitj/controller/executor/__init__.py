@@ -41,7 +41,8 @@ each pod created, deleted or released, each pod or object found gone): the recon
 it in the cache (write-through), so the next pass does not plan from a copy older than the
 operator's own writes. The executor reads nothing from it.
 
-Errors: a refused call raises StepFailed (the reconciler retries the job); a create refused
+Errors: a refused call, or one that got no answer (connection refused, dropped, timed out),
+raises StepFailed (the reconciler retries the job, backing off); a create refused
 because the namespace is being deleted raises NamespaceTerminating (the reconciler then asks
 the planner for the release plan); a stale status write raises StaleJob. Metrics are counted
 only after the call they count succeeded. Calls use ``_preload_content=False``: the client

@@ -11,6 +11,7 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError as TransportError
 
 from aitj.controller import metrics
 from aitj.controller.executor.steps import (
@@ -75,8 +76,13 @@ class KubeExecutor:
         self.recoveries = recoveries
 
     def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None:
-        """execute sends ``plan`` for ``target``, step by step (``STEPS``)."""
-        walk(plan, _Pass(self, target, written or Written()), "send_")
+        """execute sends ``plan`` for ``target``, step by step (``STEPS``). A call that got no
+        answer (the connection refused, dropped or timed out: the apiserver restarting) fails
+        the step like a refused one: the reconciler retries the job."""
+        try:
+            walk(plan, _Pass(self, target, written or Written()), "send_")
+        except (TransportError, OSError) as e:
+            raise StepFailed(f"no answer from the API server: {e}") from e
 
 
 def _body(response: Any) -> Mapping[str, Any] | None:
