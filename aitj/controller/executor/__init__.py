@@ -39,7 +39,9 @@ each pod created, deleted or released, each pod or object found gone): the recon
 it in the cache (write-through), so the next pass does not plan from a copy older than the
 operator's own writes. The executor reads nothing from it.
 
-Errors: a refused call raises StepFailed (the reconciler retries the job); a create refused
+Errors: a refused call raises StepFailed (the reconciler retries the job); a pod create the
+apiserver refuses with a 4xx raises PodRefused, a StepFailed that carries what it said
+(``lifecycle.plan_refused`` decides whether the job fails or is retried); a create refused
 because the namespace is being deleted raises NamespaceTerminating (the reconciler then asks
 the planner for the release plan); a stale status write raises StaleJob. Metrics are counted
 only after the call they count succeeded. Calls use ``_preload_content=False``: the client
@@ -54,6 +56,7 @@ from aitj.controller.executor.steps import (
     STEPS,
     Executor,
     NamespaceTerminating,
+    PodRefused,
     StaleJob,
     Step,
     StepFailed,
@@ -69,6 +72,7 @@ __all__ = [
     "Executor",
     "KubeExecutor",
     "NamespaceTerminating",
+    "PodRefused",
     "StaleJob",
     "Step",
     "StepFailed",

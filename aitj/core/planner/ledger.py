@@ -84,13 +84,17 @@ class ReplicaHistory:
     indices: tuple[tuple[int, IndexHistory], ...] = ()
     records: tuple[RestartRecord, ...] = ()
 
+    @functools.cached_property
+    def _by_index(self) -> dict[int, IndexHistory]:
+        return dict(self.indices)
+
     def index(self, i: int) -> IndexHistory:
-        for j, record in self.indices:
-            if j == i:
-                return record
-        return IndexHistory()
+        # A dict, not a scan: a pass looks up every index, and a job may have MAX_REPLICAS.
+        return self._by_index.get(i) or IndexHistory()
 
     def merge(self, other: ReplicaHistory) -> ReplicaHistory:
+        if not other.indices and not other.records:  # most pods' stamps: an epoch alone
+            return self if other.epoch <= self.epoch else replace(self, epoch=other.epoch)
         merged = dict(self.indices)
         for i, record in other.indices:
             merged[i] = merged[i].merge(record) if i in merged else record
@@ -122,7 +126,7 @@ class Ledger:
 
     def merge(self, *others: Ledger) -> Ledger:
         merged = dict(self.replicas)
-        for other in others:
+        for other in dict.fromkeys(others):  # merging is idempotent: pods share stamps
             for name, record in other.replicas:
                 merged[name] = merged[name].merge(record) if name in merged else record
         return Ledger(tuple(sorted(merged.items())))

@@ -32,7 +32,7 @@ from datetime import datetime
 from aitj.core import naming
 from aitj.core.api import Job, ReplicaSpec, ReplicaType, RestartScope
 from aitj.core.observed import NodeView, PodView
-from aitj.core.planner.ledger import IndexHistory, Ledger, pod_epoch, pod_ledger
+from aitj.core.planner.ledger import IndexHistory, Ledger, ReplicaHistory, pod_epoch, pod_ledger
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
     Fail,
@@ -140,11 +140,18 @@ class Survey:
 def observe(ledger: Ledger, job: Job, pods: Sequence[PodView]) -> Ledger:
     """observe merges what the pods tell into the ledger: their stamps and their generations."""
     names = {r.name for r in job.spec.replicas}
-    seen = Ledger()
+    seen: dict[str, dict[int, int]] = {}  # one Ledger built at once: a merge per pod is quadratic
     for p in pods:
         if p.replica in names and p.index is not None and p.index >= 0:
-            seen = seen.with_index(p.replica, p.index, IndexHistory(seen=p.generation))
-    return ledger.merge(*(pod_ledger(p) for p in pods), seen)
+            indices = seen.setdefault(p.replica, {})
+            indices[p.index] = max(indices.get(p.index, -1), p.generation)
+    generations = Ledger(
+        tuple(
+            (name, ReplicaHistory(0, tuple((i, IndexHistory(seen=g)) for i, g in sorted(indices.items()))))
+            for name, indices in sorted(seen.items())
+        )
+    )
+    return ledger.merge(*(pod_ledger(p) for p in pods), generations)
 
 
 @dataclass(frozen=True)
