@@ -10,11 +10,13 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
-from aitj.core.api import MAX_REPLICAS
+from aitj.core.api import MAX_REPLICAS, InvalidJob, parse_job
 from aitj.core.planner import Plan, plan
 from aitj.core.planner.lifecycle import MAX_MESSAGE, PodRefusal, plan_invalid, plan_refused
 from aitj.core.planner.status import MAX_LISTED, pod_list
+from tests.manifest_strategies import Hostile, hostile_manifests
 from tests.seeds import seed_job as seed_manifest
 from tests.unit.builders import T0, Pod, at, nodes, seed_job, trainer, views, with_status
 
@@ -193,3 +195,45 @@ def test_the_status_of_a_job_of_max_replicas_pods_stays_within_its_budget() -> N
         size = len(json.dumps(status))
         assert size < STATUS_BUDGET, f"status of {size} bytes"
     assert "... and" in condition(waiting)["message"]
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [
+        pytest.param({}, id="a replica otherwise fine"),
+        pytest.param({"restartPolicy": "Sometimes"}, id="a replica with another mistake"),
+        pytest.param({"maxReplicas": 2**63}, id="a replica whose maxReplicas is out of range"),
+    ],
+)
+def test_pod_names_past_63_characters_are_refused_naming_metadata_name(mistake: dict[str, Any]) -> None:
+    doc = seed_manifest()
+    doc["metadata"]["name"] = "j" * 20
+    specs = doc["spec"]["replicaSpecs"]
+    specs["r" * 40] = {**specs.pop("trainer"), **mistake}
+    with pytest.raises(InvalidJob) as refused:
+        parse_job(doc)
+    assert "metadata.name" in {e.path for e in refused.value.errors}
+
+
+# --- the hostile manifests' oracle agrees with the model ---------------------------------------
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(hostile_manifests())
+def test_the_model_refuses_what_the_hostile_oracle_says_admission_refuses(h: Hostile) -> None:
+    """The oracle of tests/manifest_strategies.py (``hostile_manifests``) is written apart from
+    the model; they must agree on every drawn job: refused naming a field the oracle expects,
+    or parsed, with the model's own refusals (MODEL_ONLY_CHECKS) as the only other failures."""
+    try:
+        parse_job(h.manifest)
+    except InvalidJob as e:
+        paths = {err.path for err in e.errors}
+        if not h.refused:
+            assert h.model_only and paths <= h.fields, f"{e} ({h.what})"
+            return
+        assert any(p == r or p.startswith((r + ".", r + "[")) for p in paths for r in h.refused), (
+            f"none of {sorted(h.refused)} in {e} ({h.what})"
+        )
+        return
+    assert not h.refused, f"parsed, but {sorted(h.refused)} is wrong ({h.what})"
+    assert not h.model_only, f"parsed a template the model refuses ({h.what})"
