@@ -10,6 +10,7 @@ while nothing changes), or a status that grows without bound.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import re
@@ -26,8 +27,16 @@ from kubernetes.client.exceptions import ApiException
 from aitj.core import api
 from tests.clusters import KubeCluster
 from tests.invalid_manifests import apiserver_path
-from tests.jobs import get_job
-from tests.manifest_strategies import FAILED, GOES_ON, UNSCHEDULABLE, Hostile, hostile_manifests
+from tests.jobs import get_job, job_pods, live
+from tests.manifest_strategies import (
+    FAILED,
+    GOES_ON,
+    REPLICA,
+    UNSCHEDULABLE,
+    Hostile,
+    hostile_base,
+    hostile_manifests,
+)
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
 
@@ -144,6 +153,27 @@ def test_hostile_jobs_are_refused_naming_the_field_or_end_as_users_expect(
     assert len(status.get("conditions") or []) <= api.MAX_STATUS_CONDITIONS
     live_operator.assert_alive()
     assert "Traceback" not in live_operator.logs(), live_operator.logs()[-4000:]
+
+
+def test_a_launcher_the_apiserver_refuses_fails_the_job_once_its_trainers_run_and_cleans_them_up(
+    cluster: KubeCluster, ns: str, live_operator: OperatorProcess
+) -> None:
+    """The trainers are made and run; the launcher (created once they run) has no image: the
+    job fails naming the launcher's image field, and its running trainers are deleted
+    (cleanPodPolicy All), not left behind."""
+    doc = hostile_base()
+    trainer = doc["spec"]["replicaSpecs"][REPLICA]
+    launcher = {**copy.deepcopy(trainer), "replicaType": "master", "replicas": 1, "maxReplicas": 1}
+    launcher["template"]["spec"]["containers"][0].pop("image")
+    doc["spec"]["replicaSpecs"]["launcher"] = launcher
+    doc["spec"]["cleanPodPolicy"] = "All"
+    name = unique(doc)
+    admitted, said = create(cluster, ns, doc)
+    assert admitted, said
+    job = wait_for(lambda: settled(cluster, ns, name, Hostile(doc, expect=FAILED)), 60, "the job Failed")
+    assert "spec.replicaSpecs.launcher.template.spec.containers[0].image" in current(job)["message"]
+    wait_for(lambda: not live(job_pods(cluster, ns, name)), 60, "the trainers deleted")
+    live_operator.assert_alive()
 
 
 def metric(operator: OperatorProcess, sample: str) -> float:
