@@ -374,7 +374,11 @@ def _exit_codes(draw: st.DrawFn, h: Hostile) -> None:
         st.one_of(
             st.text(alphabet="0123456789-, \t", max_size=70),
             st.sampled_from(ODD_EXIT_CODES),
-            st.lists(st.integers(0, 300), min_size=1, max_size=20).map(lambda c: ", ".join(map(str, c))),
+            # Mostly valid: codes, duplicates and ranges that fit 64 characters.
+            st.lists(st.integers(0, 256), min_size=1, max_size=12).map(lambda c: ",".join(map(str, c))),
+            st.tuples(st.integers(0, 255), st.integers(0, 255)).map(
+                lambda r: f" {min(r)} - {max(r)} ,{r[0]}"
+            ),
         )
     )
     _rule(h, {"exitCodes": value, "restartPolicy": "ExitCode"}, "exitCodes", exit_codes_valid(value))
@@ -490,6 +494,9 @@ def hostile_manifests(draw: st.DrawFn) -> Hostile:
     """hostile_manifests draws a small job with one or two attacks (names, when drawn, last:
     they rename the replica every other attack writes to)."""
     h = Hostile(hostile_base())
+    if draw(st.booleans()):  # the seed's plugins: an ssh Secret and a discovery ConfigMap named after the job
+        h.manifest["spec"]["plugin"] = {"ssh": [""], "discovery": [""]}
+        h.what.append("plugins ssh and discovery")
     for attack in draw(st.lists(st.sampled_from(ATTACKS), min_size=1, max_size=2, unique=True)):
         draw(attack(h))
     if draw(st.integers(0, 3)) == 0:

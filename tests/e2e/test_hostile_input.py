@@ -112,7 +112,7 @@ def settled(cluster: KubeCluster, ns: str, name: str, h: Hostile) -> dict[str, A
 
 
 @settings(
-    max_examples=30,
+    max_examples=36,
     deadline=None,
     derandomize=True,
     database=None,
