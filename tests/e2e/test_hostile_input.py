@@ -172,6 +172,9 @@ def test_a_launcher_the_apiserver_refuses_fails_the_job_once_its_trainers_run_an
     assert admitted, said
     job = wait_for(lambda: settled(cluster, ns, name, Hostile(doc, expect=FAILED)), 60, "the job Failed")
     assert "spec.replicaSpecs.launcher.template.spec.containers[0].image" in current(job)["message"]
+    # A pass made the trainers before (the launcher waits for them to run) and wrote its phase.
+    assert [c["type"] for c in job["status"]["conditions"]][-1] == "Failed"
+    assert len(job["status"]["conditions"]) >= 2, job["status"]["conditions"]
     wait_for(lambda: not live(job_pods(cluster, ns, name)), 60, "the trainers deleted")
     live_operator.assert_alive()
 
