@@ -5,6 +5,7 @@ admission allows. The end-to-end twin is tests/e2e/test_hostile_input.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import Any
@@ -18,7 +19,18 @@ from aitj.core.planner.lifecycle import MAX_MESSAGE, PodRefusal, plan_invalid, p
 from aitj.core.planner.status import MAX_LISTED, pod_list
 from tests.manifest_strategies import Hostile, hostile_manifests
 from tests.seeds import seed_job as seed_manifest
-from tests.unit.builders import T0, Pod, at, nodes, seed_job, trainer, views, with_status
+from tests.unit.builders import (
+    T0,
+    Cluster,
+    Pod,
+    at,
+    nodes,
+    seed_job,
+    trainer,
+    views,
+    with_replica,
+    with_status,
+)
 
 # The byte size a status may reach for a job of MAX_REPLICAS pods: etcd refuses objects past
 # 1.5 MiB, and the job's spec shares the object with it.
@@ -237,3 +249,17 @@ def test_the_model_refuses_what_the_hostile_oracle_says_admission_refuses(h: Hos
         return
     assert not h.refused, f"parsed, but {sorted(h.refused)} is wrong ({h.what})"
     assert not h.model_only, f"parsed a template the model refuses ({h.what})"
+
+
+def test_a_scale_out_of_many_pods_records_at_most_max_listed_of_them_in_scale_history() -> None:
+    job = with_replica(seed_job(), "trainer", replicas=3, max_replicas=200)
+    cluster = Cluster(job, [Pod("trainer", i).running() for i in range(3)] + [Pod("launcher", 0).running(2)])
+    cluster.step(10)
+    cluster.job = dataclasses.replace(with_replica(cluster.job, "trainer", replicas=103), generation=2)
+    cluster.step(20)
+    cluster.run_all(30)
+    cluster.step(30)
+    entry = cluster.status["scaleHistory"][-1]
+    assert (entry["reason"], entry["from"], entry["to"]) == ("ScaleSucceeded", 3, 103)
+    assert len(entry["pods"]) == MAX_LISTED
+    assert "... and 68 more]" in entry["message"]
