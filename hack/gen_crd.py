@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aitj.core import api, exitcodes  # noqa: E402
+from aitj.core.planner.status import MAX_LISTED  # noqa: E402
 from aitj.devcluster.versions import KUBERNETES as K8S_VERSION  # noqa: E402
 
 K8S_MINOR = ".".join(K8S_VERSION.split(".")[:2])  # v1.36
@@ -824,7 +825,9 @@ def status_schema() -> Schema:
                         "from": described(count, "replicas before."),
                         "to": described(count, "replicas asked for."),
                         "pods": {
-                            "description": "Pods added or removed.",
+                            "description": (
+                                f"Pods added or removed: the first {MAX_LISTED} (from and to say how many)."
+                            ),
                             "type": "array",
                             "x-kubernetes-list-type": "atomic",
                             "items": {"type": "string"},

@@ -58,6 +58,15 @@ def error_text(e: Exception) -> str:
     return str(message or f"{getattr(e, 'status', '')} {getattr(e, 'reason', '')}".strip())
 
 
+def error_fields(e: Exception) -> tuple[str, ...]:
+    """error_fields: the fields the causes of a refusal name (``spec.containers[0].image``)."""
+    try:
+        causes = json.loads(getattr(e, "body", None) or "").get("details", {}).get("causes") or []
+        return tuple(str(c["field"]) for c in causes if isinstance(c, dict) and c.get("field"))
+    except (TypeError, ValueError, AttributeError):
+        return ()
+
+
 def context_namespace(kubeconfig: Path | None) -> str:
     """context_namespace: the current kubeconfig context's namespace, as kubectl uses it
     ("default" when the context names none, or there is no kubeconfig: in-cluster)."""

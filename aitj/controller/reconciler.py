@@ -38,6 +38,7 @@ from aitj.controller.cache import JobKey, Snapshot
 from aitj.controller.executor import (
     Executor,
     NamespaceTerminating,
+    PodRefused,
     StaleJob,
     StepFailed,
     Target,
@@ -233,18 +234,21 @@ class Reconciler:
             metrics.RECONCILE_ERRORS.labels(ErrorStage.STALE.value).inc()
             self._requeue(key, state, STALE_RETRY_SECONDS)
             return
+        except PodRefused as e:
+            failed = lifecycle.plan_refused(snap.body or {}, e.refusal, self.clock())
+            if failed is None:  # a refusal a retry may get past (quota, throttling)
+                self._failed(key, state, e)
+                return
+            log.warning("pod refused: the job fails", namespace=key[0], job=key[1], error=str(e))
+            await self._execute(key, state, target, failed, snap)
+            return
         except NamespaceTerminating:
             # Namespace deletion removes the pods first; none can be replaced. Let them all go.
             log.info("namespace terminating: releasing the job's pods", namespace=key[0], job=key[1])
             await self._execute(key, state, target, lifecycle.release_tracked(snap.pods), snap)
             return
         except (StepFailed, ApiException) as e:
-            metrics.RECONCILE_ERRORS.labels(ErrorStage.EXECUTE.value).inc()
-            state.failures += 1
-            delay = retry_delay(state.failures, retry_after(e))
-            state.retry_at = asyncio.get_running_loop().time() + delay
-            log.warning("pass failed, retrying", namespace=key[0], job=key[1], error=str(e), retry_s=delay)
-            self._requeue(key, state, delay)
+            self._failed(key, state, e)
             return
         finally:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
@@ -252,6 +256,16 @@ class Reconciler:
         state.failures, state.retry_at = 0, 0.0
         if plan.requeue_after is not None:
             self._requeue(key, state, max(MIN_REQUEUE_SECONDS, plan.requeue_after))
+
+    def _failed(self, key: JobKey, state: _JobState, error: Exception) -> None:
+        """_failed: count and log a pass that failed, and plan the job again after a backoff
+        (``retry_delay``: doubled per failure in a row, never before the server's Retry-After)."""
+        metrics.RECONCILE_ERRORS.labels(ErrorStage.EXECUTE.value).inc()
+        state.failures += 1
+        delay = retry_delay(state.failures, retry_after(error))
+        state.retry_at = asyncio.get_running_loop().time() + delay
+        log.warning("pass failed, retrying", namespace=key[0], job=key[1], error=str(error), retry_s=delay)
+        self._requeue(key, state, delay)
 
     def _requeue(self, key: JobKey, state: _JobState, delay: float) -> None:
         """_requeue: pass the job again after ``delay`` seconds (the earlier deadline wins)."""

@@ -72,6 +72,7 @@ class PodView:
     reason: str | None = None  # status.reason: Evicted, NodeLost, UnexpectedAdmissionError, ...
     message: str | None = None  # status.message
     ledger_annotation: str | None = None  # the raw ANNOTATION_LEDGER (aitj.core.planner.ledger)
+    unschedulable: str | None = None  # the scheduler's message when it cannot place the pod
 
     @property
     def tracked(self) -> bool:
@@ -133,6 +134,7 @@ class PodView:
             reason=status.get("reason") or None,
             message=status.get("message") or None,
             ledger_annotation=ledger if isinstance(ledger, str) else None,
+            unschedulable=None if spec.get("nodeName") else _unschedulable(status),
         )
 
 
@@ -182,6 +184,20 @@ def _running_since(status: Mapping[str, Any]) -> datetime | None:
         cond = mapping(c)
         if cond.get("type") == "Ready" and cond.get("status") == "True":
             return parse_time(cond.get("lastTransitionTime"))
+    return None
+
+
+def _unschedulable(status: Mapping[str, Any]) -> str | None:
+    """_unschedulable: the message of a PodScheduled condition the scheduler set False with
+    reason Unschedulable (``0/4 nodes are available: 4 Insufficient cpu. ...``)."""
+    for c in as_list(status.get("conditions")):
+        cond = mapping(c)
+        if (cond.get("type"), cond.get("status"), cond.get("reason")) == (
+            "PodScheduled",
+            "False",
+            "Unschedulable",
+        ):
+            return str(cond.get("message") or "Unschedulable")
     return None
 
 

@@ -42,7 +42,9 @@ it in the cache (write-through), so the next pass does not plan from a copy olde
 operator's own writes. The executor reads nothing from it.
 
 Errors: a refused call, or one that got no answer (connection refused, dropped, timed out),
-raises StepFailed (the reconciler retries the job, backing off); a create refused
+raises StepFailed (the reconciler retries the job, backing off); a pod create the apiserver
+refuses with a 4xx raises PodRefused, a StepFailed that carries what it said
+(``lifecycle.plan_refused`` decides whether the job fails or is retried); a create refused
 because the namespace is being deleted raises NamespaceTerminating (the reconciler then asks
 the planner for the release plan); a stale status write raises StaleJob. Metrics are counted
 only after the call they count succeeded. Calls use ``_preload_content=False``: the client
@@ -57,6 +59,7 @@ from aitj.controller.executor.steps import (
     STEPS,
     Executor,
     NamespaceTerminating,
+    PodRefused,
     StaleJob,
     Step,
     StepFailed,
@@ -72,6 +75,7 @@ __all__ = [
     "Executor",
     "KubeExecutor",
     "NamespaceTerminating",
+    "PodRefused",
     "StaleJob",
     "Step",
     "StepFailed",

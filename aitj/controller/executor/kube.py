@@ -16,17 +16,19 @@ from urllib3.exceptions import HTTPError as TransportError
 from aitj.controller import metrics
 from aitj.controller.executor.steps import (
     NamespaceTerminating,
+    PodRefused,
     StaleJob,
     StepFailed,
     Target,
     Written,
     walk,
 )
-from aitj.controller.kubeclient import error_text, release
+from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
 from aitj.controller.recovery import RECOVERIES, Recoveries, record_restarts
 from aitj.core import api
 from aitj.core.observed import TRACKING_FINALIZER
+from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import (
     Event,
     Manifest,
@@ -123,7 +125,14 @@ class _Pass:
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
         """send_creates creates each pod, counting and logging those it made."""
         for c in creates:
-            made = self._create(f"pod {c.name}", self.core.create_namespaced_pod, c.body)
+            try:
+                made = self._create(f"pod {c.name}", self.core.create_namespaced_pod, c.body)
+            except StepFailed as e:
+                cause = e.__cause__
+                if isinstance(cause, ApiException) and 400 <= (cause.status or 0) < 500:
+                    said = PodRefusal(c.name, c.replica, cause.status, error_text(cause), error_fields(cause))
+                    raise PodRefused(str(e), said) from cause
+                raise
             if not isinstance(made, bool):
                 self.written.pods.append(made)
             if made is not False:

@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import ObjectKind, ObjectRef, Plan
 
 
@@ -99,3 +100,12 @@ class NamespaceTerminating(RuntimeError):
 
 class StepFailed(RuntimeError):
     """A step of the plan failed; the rest of the pass was skipped and the job is requeued."""
+
+
+class PodRefused(StepFailed):
+    """The apiserver refused a pod create (4xx other than a conflict or a terminating
+    namespace); ``refusal`` says what, for ``lifecycle.plan_refused`` to judge."""
+
+    def __init__(self, message: str, refusal: PodRefusal) -> None:
+        super().__init__(message)
+        self.refusal = refusal

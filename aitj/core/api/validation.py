@@ -18,6 +18,7 @@ from aitj.core.api.model import (
     DEFAULT_FAULT_TOLERANT,
     DEFAULT_JOB_COMPLETE_POLICY,
     DEFAULT_JOB_FAIL_POLICY,
+    DEFAULT_REPLICAS,
     JOB_POLICIES,
     CleanPodPolicy,
     FrameworkType,
@@ -37,12 +38,13 @@ from aitj.core.api.names import (
     MAX_POD_NAME_LENGTH,
     MAX_REPLICA_NAME_LENGTH,
     MAX_REPLICA_SPECS,
+    MAX_REPLICAS,
     MAX_SECONDS,
     is_dns1035_label,
     is_dns1123_label,
     pod_name_length,
 )
-from aitj.core.api.reader import FieldError, Fields, json_kind, quote
+from aitj.core.api.reader import FieldError, Fields, integral, json_kind, quote
 from aitj.core.api.replica import parse_replica
 from aitj.core.wire import mapping
 
@@ -69,8 +71,8 @@ def parse_job(obj: Mapping[str, Any]) -> Job:
     meta = mapping(obj.get("metadata"))
     name = _job_name(meta, errors)
     spec = _parse_spec(obj.get("spec"), errors)
-    if spec is not None and name:
-        _check_pod_names(name, spec, errors)
+    if name:
+        _check_pod_names(name, mapping(mapping(obj.get("spec")).get("replicaSpecs")), errors)
     if errors or spec is None:
         raise InvalidJob(errors)
     status = obj.get("status")
@@ -264,17 +266,20 @@ def _parse_replica_specs(spec: Fields, errors: list[FieldError]) -> tuple[Replic
 # --- cross-field checks over the whole job -----------------------------------------------------
 
 
-def _check_pod_names(job_name: str, spec: JobSpec, errors: list[FieldError]) -> None:
-    """_check_pod_names: the longest pod name of every replica must fit a DNS label."""
-    for r in spec.replicas:
-        last = max(r.replicas, r.max_replicas) - 1
-        length = pod_name_length(job_name, r.name, last)
+def _check_pod_names(job_name: str, specs: Mapping[str, Any], errors: list[FieldError]) -> None:
+    """_check_pod_names: the longest pod name of every replica must fit a DNS label. Read from
+    the raw specs, as the CRD's rule does, so a replica with another mistake is checked too."""
+    for name, body in specs.items():
+        raw = mapping(body)
+        counts = [integral(raw.get("replicas", DEFAULT_REPLICAS)), integral(raw.get("maxReplicas"))]
+        last = max([c for c in counts if type(c) is int and 1 <= c <= MAX_REPLICAS] or [1]) - 1
+        length = pod_name_length(job_name, str(name), last)
         if length > MAX_POD_NAME_LENGTH:
             errors.append(
                 FieldError(
                     "metadata.name",
                     "the job name and a replica name make pod names (<job>-<replica>-xxxxx-<index>) longer "
-                    f"than {MAX_POD_NAME_LENGTH} characters: {job_name}-{r.name}-xxxxx-{last} has {length}; "
+                    f"than {MAX_POD_NAME_LENGTH} characters: {job_name}-{name}-xxxxx-{last} has {length}; "
                     "shorten the job or replica name",
                 )
             )

@@ -9,7 +9,7 @@ the Plan that ends the pass.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +20,14 @@ from aitj.core.planner.types import Event, Outcome, Plan
 from aitj.core.wire import format_time
 
 REASON_INVALID = "InvalidSpec"
+# The apiserver's answers to a pod create that no retry can change: it could not decode the pod
+# (400) or the pod fails validation (422). Both come from the replica's template, which admission
+# of the job does not fully check (docs/semantics.md, "Input the operator cannot run").
+FINAL_REFUSALS = frozenset({400, 422})
+# Messages are quoted, not trusted to be short (a refused 300 kB annotation is echoed back in
+# the apiserver's answer): the condition and the Event keep this much of them.
+MAX_MESSAGE = 2048
+MAX_REFUSED_FIELDS = 8
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,10 @@ def triage(body: Mapping[str, Any], pods: Sequence[PodView], now: datetime) -> J
 
 def plan_invalid(body: Mapping[str, Any], message: str, now: datetime) -> Plan:
     """plan_invalid: record, once, that the job's spec cannot be run and why: phase Failed, an
-    InvalidSpec condition, a Warning Event. Nothing when the last condition already says so."""
+    InvalidSpec condition, a Warning Event. Nothing when the last condition already says so.
+    A message longer than MAX_MESSAGE is cut there, so the status stays small."""
+    if len(message) > MAX_MESSAGE:
+        message = f"{message[:MAX_MESSAGE]}... ({len(message)} characters)"
     status = dict(body.get("status") or {})
     history = status.get("conditions") or []
     conditions = advance(history, Condition(Phase.FAILED, REASON_INVALID, message), format_time(now))
@@ -82,6 +93,45 @@ def plan_invalid(body: Mapping[str, Any], message: str, now: datetime) -> Plan:
         events=(Event("Warning", REASON_INVALID, message),),
         outcome=Outcome(Phase.FAILED, REASON_INVALID, message),
     )
+
+
+@dataclass(frozen=True)
+class PodRefusal:
+    """PodRefusal: the apiserver refused to create pod ``pod`` of replica ``replica``: the HTTP
+    status, its message, and the fields its causes name, as paths in the pod
+    (``spec.containers[0].image``)."""
+
+    pod: str
+    replica: str
+    code: int
+    message: str
+    fields: tuple[str, ...] = ()
+
+
+def template_path(replica: str, pod_field: str) -> str:
+    """template_path: the job's field a pod's field comes from: ``spec.containers[0].image`` of
+    a trainer pod is ``spec.replicaSpecs.trainer.template.spec.containers[0].image``."""
+    return (
+        f"spec.replicaSpecs.{replica}.template.{pod_field}"
+        if pod_field
+        else f"spec.replicaSpecs.{replica}.template"
+    )
+
+
+def plan_refused(body: Mapping[str, Any], refusal: PodRefusal, now: datetime) -> Plan | None:
+    """plan_refused: a pod create the apiserver refused for good (FINAL_REFUSALS) fails the job
+    as an invalid spec, naming the template's fields, instead of retrying a create that can
+    never succeed; None for any other refusal (quota, throttling, a server error: retried).
+    The Plan asks for one more pass, which finds the job Failed and cleans its pods up."""
+    if refusal.code not in FINAL_REFUSALS:
+        return None
+    named = list(dict.fromkeys(refusal.fields))[:MAX_REFUSED_FIELDS] or [""]
+    fields = ", ".join(template_path(refusal.replica, f) for f in named)
+    message = (
+        f"{fields}: the apiserver refused pod {refusal.pod} of replica {refusal.replica}: {refusal.message}"
+    )
+    failed = plan_invalid(body, message, now)
+    return replace(failed, requeue_after=0.0) if failed.status is not None else failed
 
 
 def release_tracked(pods: Sequence[PodView]) -> Plan:

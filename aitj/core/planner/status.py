@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitj.core.api import LABEL_JOB, LABEL_REPLICA, MAX_STATUS_CONDITIONS, SCALE_REPLICA, Job, Phase
-from aitj.core.planner.survey import State, Survey
+from aitj.core.planner.survey import Slot, State, Survey
 
 REASON_PENDING = "TrainingJobPending"
 REASON_CREATING = "TrainingJobCreating"
@@ -67,9 +67,33 @@ def advance(conditions: Sequence[Mapping[str, Any]], want: Condition, now: str) 
     return history[-MAX_STATUS_CONDITIONS:]
 
 
+# A message names at most this many pods or restarts, then says how many more: a job of
+# 10,000 pods must not write a condition of 10,000 names (the status has to fit in etcd).
+MAX_LISTED = 32
+# The scheduler's message is quoted; it grows with the number of distinct reasons.
+MAX_QUOTED = 512
+
+
 def pod_list(names: Sequence[str]) -> str:
-    """pod_list writes pod names the way the seed's messages do: ``[a b c]``."""
+    """pod_list writes pod names the way the seed's messages do: ``[a b c]``; past MAX_LISTED
+    names, ``[a b c ... and 9968 more]``."""
+    if len(names) > MAX_LISTED:
+        return "[" + " ".join(names[:MAX_LISTED]) + f" ... and {len(names) - MAX_LISTED} more]"
     return "[" + " ".join(names) + "]"
+
+
+def unschedulable_note(slots: Sequence[Slot]) -> str:
+    """unschedulable_note: why pods wait, when the scheduler said it cannot place them
+    (``; the scheduler cannot place pod p (and 2 more): 0/4 nodes are available: ...``), so a
+    template no node fits reads as such; empty when no pod is unschedulable."""
+    stuck = [s.pod for s in slots if s.pod is not None and s.pod.unschedulable]
+    if not stuck:
+        return ""
+    more = f" (and {len(stuck) - 1} more)" if len(stuck) > 1 else ""
+    said = str(stuck[0].unschedulable)
+    if len(said) > MAX_QUOTED:
+        said = said[:MAX_QUOTED] + "..."
+    return f"; the scheduler cannot place pod {stuck[0].name}{more}: {said}"
 
 
 def live_condition(
@@ -106,10 +130,13 @@ def live_condition(
         return scaling_busy
     if not waiting:
         return Condition(Phase.RUNNING, REASON_RUNNING, running_message(survey))
+    why = unschedulable_note(waiting)
     if not started and not any(s.pod is not None and s.pod.node_name for s in survey.slots):
-        return Condition(Phase.PENDING, REASON_PENDING, MESSAGE_PENDING)
+        return Condition(Phase.PENDING, REASON_PENDING, MESSAGE_PENDING + why)
     return Condition(
-        Phase.CREATING, REASON_CREATING, f"pods {pod_list([s.name for s in waiting])} creating containers"
+        Phase.CREATING,
+        REASON_CREATING,
+        f"pods {pod_list([s.name for s in waiting])} creating containers{why}",
     )
 
 
@@ -130,10 +157,13 @@ def running_message(survey: Survey) -> str:
 
 def restart_message(survey: Survey) -> str:
     """restart_message: the Restarting condition's message, one part per restart decided."""
-    return "; ".join(
+    parts = [
         f"pod {r.pod}: {r.failure.description}; rule {r.rule} restarts scope {r.scope}"
-        for r in survey.restarts
-    )
+        for r in survey.restarts[:MAX_LISTED]
+    ]
+    if len(survey.restarts) > MAX_LISTED:
+        parts.append(f"and {len(survey.restarts) - MAX_LISTED} more restarts")
+    return "; ".join(parts)
 
 
 def replica_statuses(survey: Survey, names: Sequence[str]) -> dict[str, dict[str, int]]:

@@ -20,7 +20,7 @@ from aitj.core.planner.scaling.operation import (
     Scaling,
     vacant_indices,
 )
-from aitj.core.planner.status import REASON_SCALING, Condition, pod_list
+from aitj.core.planner.status import MAX_LISTED, REASON_SCALING, Condition, pod_list
 from aitj.core.planner.types import Event
 from aitj.core.wire import format_time
 
@@ -67,7 +67,7 @@ def _entry(h: Happening, now: datetime) -> dict[str, Any]:
         "generation": op.generation,
         "from": op.source,
         "to": op.target,
-        "pods": list(op.pods),
+        "pods": list(op.pods[:MAX_LISTED]),  # 64 entries of thousands of names would not fit etcd
         "reason": reason,
         "message": outcome_message(h),
     }

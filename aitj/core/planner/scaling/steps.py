@@ -269,8 +269,8 @@ def _choose(current: tuple[int, ...], count: int, first: Iterable[int]) -> tuple
 
 def _named(r: ReplicaSpec, pods: Sequence[PodView], current: tuple[int, ...]) -> tuple[int, ...]:
     """_named: indices of the current pods named in scaleInpods, in the order named."""
-    at = _current_pods(pods)
-    by_name = {p.name: i for i, p in at.items() if i in current}
+    at, wanted = _current_pods(pods), set(current)  # a set: a job may have MAX_REPLICAS indices
+    by_name = {p.name: i for i, p in at.items() if i in wanted}
     return tuple(by_name[n] for n in r.scale_in_pods if n in by_name)
 
 
