@@ -16,7 +16,7 @@ from typing import Any
 
 from aitj.core import api
 from aitj.core.observed import PodView
-from aitj.core.render import is_gpu_resource
+from aitj.core.render import gpus
 from aitj.core.wire import as_int, as_list, mapping, parse_time
 
 
@@ -35,19 +35,6 @@ def age(since: datetime | None, now: datetime) -> str:
         return f"{hours}h{minutes}m" if minutes and hours < 10 else f"{hours}h"
     days, hours = divmod(hours, 24)
     return f"{days}d{hours}h" if hours and days < 10 else f"{days}d"
-
-
-def gpus(pod: Mapping[str, Any]) -> int:
-    """gpus: the GPU cards a pod asks for over its containers (requests, else limits), the
-    resources the discovery plugin counts (``nvidia.com/gpu``, Baidu's ``baidu.com/*_cgpu``)."""
-    total = 0
-    for container in as_list(mapping(pod.get("spec")).get("containers")):
-        resources = mapping(mapping(container).get("resources"))
-        asked = {**mapping(resources.get("limits")), **mapping(resources.get("requests"))}
-        for name, value in asked.items():
-            if is_gpu_resource(name):
-                total += as_int(value, 0) or 0
-    return total
 
 
 # ---------------------------------------------------------------------------------------------

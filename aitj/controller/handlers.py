@@ -21,7 +21,7 @@ from typing import Any
 
 import kopf
 
-from aitj.controller import cache
+from aitj.controller import cache, collector, metrics
 from aitj.controller.executor import KubeExecutor
 from aitj.controller.kubeclient import api_client as new_api_client
 from aitj.controller.logs import log
@@ -38,6 +38,8 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     settings.peering.standalone = True
     client = memo.api_client
     store = cache.InformerCache()
+    collector.install(store)  # aitj_jobs, aitj_job_replicas, ...: read from the cache at scrape time
+    metrics.set_leader(True)  # no leader election: this, the only replica, acts
     # The listings first: they wait on the server while the rest is set up (building the API
     # classes the executor uses takes seconds). The watches hold their connections for
     # minutes: a client of their own keeps them out of the pool the passes' calls use.

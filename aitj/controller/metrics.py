@@ -8,16 +8,23 @@ fails a test. Label values are constants, listed in ``LABEL_VALUES`` where the s
 - ``scope``: ``Pod``, ``Replica``, ``All`` (``aitj.core.api.RestartScope``);
 - ``phase``: a job phase (``aitj.core.api.Phase``);
 - ``state``: desired, running, pending, vacant (``ReplicaState``);
-- ``direction``: out, in (``ScaleDirection``); ``result``: succeeded, failed, rolledBack;
+- ``direction``: out, in (``ScaleDirection``); ``result``: succeeded, failed, rolledBack,
+  cancelled (``ScaleResult``; these three live in ``aitj.core.telemetry``, re-exported here);
 - ``stage``: stale, execute (``ErrorStage``);
 - ``kind`` (pods deleted): restart, stuck, unwanted, cleanup (``DeleteReason``).
 ``namespace``, ``job``, ``replica`` and ``reason`` are open sets: the cluster's names and the
-condition reasons.
+condition reasons. docs/metrics.md says what each family means and when each counter moves.
+
+Per-job series (the counters labelled ``namespace`` and ``job``) are moved through ``per_job``,
+which remembers their label sets so that ``forget_job`` removes them when the job is deleted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import importlib.metadata
+import threading
 from dataclasses import dataclass
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
@@ -25,30 +32,9 @@ from prometheus_client import Counter, Gauge, Histogram, start_http_server
 from aitj.core.api import Phase, RestartScope
 from aitj.core.planner.types import DeleteReason
 from aitj.core.policy import FailureKind
-
-
-class ReplicaState(enum.StrEnum):
-    """ReplicaState: the ``state`` label of ``aitj_job_replicas``."""
-
-    DESIRED = "desired"  # spec.replicaSpecs.<name>.replicas
-    RUNNING = "running"  # pods Running (and not being deleted)
-    PENDING = "pending"  # pods that exist but are not Running yet
-    VACANT = "vacant"  # desired indexes with no pod at all
-
-
-class ScaleDirection(enum.StrEnum):
-    """ScaleDirection: the ``direction`` label of ``aitj_scaling_operations_total``."""
-
-    OUT = "out"
-    IN = "in"
-
-
-class ScaleResult(enum.StrEnum):
-    """ScaleResult: the ``result`` label of ``aitj_scaling_operations_total``."""
-
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    ROLLED_BACK = "rolledBack"
+from aitj.core.telemetry import ReplicaState as ReplicaState  # re-exported: the catalogue's
+from aitj.core.telemetry import ScaleDirection as ScaleDirection
+from aitj.core.telemetry import ScaleResult as ScaleResult
 
 
 class ErrorStage(enum.StrEnum):
@@ -193,6 +179,47 @@ PODS_CREATED = _counter("aitj_pods_created_total")
 PODS_DELETED = _counter("aitj_pods_deleted_total")
 # aitj_jobs, aitj_job_replicas and aitj_restart_budget_used_ratio are computed at scrape time
 # from the operator's cache by a collector (never incremented and decremented).
+
+
+# The per-job children made through ``per_job``, by (namespace, job), for ``forget_job``.
+_PER_JOB: dict[tuple[str, str], set[tuple[Counter, tuple[str, ...]]]] = {}
+_PER_JOB_LOCK = threading.Lock()  # passes of different jobs run in threads at once
+
+
+def per_job(counter: Counter, namespace: str, job: str, *rest: str) -> Counter:
+    """per_job: the child of a per-job counter (its labels start with namespace and job),
+    remembered so that ``forget_job`` removes it."""
+    labels = (namespace, job, *rest)
+    with _PER_JOB_LOCK:
+        _PER_JOB.setdefault((namespace, job), set()).add((counter, labels))
+    return counter.labels(*labels)
+
+
+def forget_job(namespace: str, job: str) -> None:
+    """forget_job removes every per-job series of a deleted job from /metrics (Prometheus sees
+    them go stale), so the page does not grow with every job ever run."""
+    with _PER_JOB_LOCK:
+        made = _PER_JOB.pop((namespace, job), set())
+    for counter, labels in made:
+        with contextlib.suppress(KeyError):  # never incremented: no child to remove
+            counter.remove(*labels)
+
+
+def version() -> str:
+    """version: the installed aitj distribution's version ("unknown" when not installed)."""
+    try:
+        return importlib.metadata.version("aitj")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def set_leader(leading: bool) -> None:
+    """set_leader: ``aitj_leader`` is 1 while this replica leads (acts), 0 on a standby. Without
+    leader election the only replica leads: handlers.startup says so."""
+    LEADER.set(1 if leading else 0)
+
+
+BUILD_INFO.labels(version()).set(1)
 
 
 def serve(port: int, address: str = "127.0.0.1") -> None:

@@ -46,6 +46,7 @@ from aitj.controller.executor import (
 )
 from aitj.controller.logs import log
 from aitj.controller.metrics import ErrorStage
+from aitj.controller.recovery import RECOVERIES, Recoveries
 from aitj.core.planner import lifecycle, resources
 from aitj.core.planner import plan as make_plan
 from aitj.core.planner.types import Plan, Settings, SshKeys
@@ -87,6 +88,7 @@ class Reconciler:
         keygen: Callable[[str], SshKeys] = new_keys,
         written: Callable[[JobKey, Written], None] = lambda _key, _w: None,
         workers: int = PASS_WORKERS,
+        recoveries: Recoveries = RECOVERIES,
     ) -> None:
         self.executor = executor
         self.snapshot = snapshot
@@ -96,6 +98,7 @@ class Reconciler:
         self.planner = planner
         self.keygen = keygen
         self.written = written
+        self.recoveries = recoveries
         self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="pass")
         self.closing = False
         self._jobs: dict[JobKey, _JobState] = {}
@@ -149,6 +152,8 @@ class Reconciler:
             await self._gone(key, state, snap)
             return
         now = self.clock()
+        # Replacements of restarts under way that run now end their recovery (metrics).
+        self.recoveries.seen(key, snap.body, snap.pods, now)
         job = lifecycle.triage(snap.body, snap.pods, now)
         if isinstance(job, Plan):
             await self._execute(key, state, lifecycle.job_ref(snap.body), job, snap)
@@ -169,11 +174,19 @@ class Reconciler:
             if state.timer:
                 state.timer.cancel()
             self._jobs.pop(key, None)
+            self._forget(key)
             return
         if await self._run(self.job_exists, *key):
             return  # the cache has not caught up yet; the job's own pass will handle the pods
+        self._forget(key)
         log.info("releasing pods of a deleted job", namespace=key[0], job=key[1], pods=list(orphans.release))
         await self._execute(key, state, lifecycle.JobRef(key[0], key[1], ""), orphans, snap)
+
+    def _forget(self, key: JobKey) -> None:
+        """_forget: the job is deleted: its per-job series leave /metrics, its recoveries are
+        dropped. Its delete event kicked this pass, so that happens as the informer sees it."""
+        metrics.forget_job(*key)
+        self.recoveries.forget(key)
 
     async def _execute(
         self, key: JobKey, state: _JobState, target: Target, plan: Plan, snap: Snapshot

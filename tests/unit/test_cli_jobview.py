@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from aitj.cli import jobview as view
+from aitj.core.render import gpus
 from aitj.core.wire import format_time
 from tests.unit.builders import JOB, NAMESPACE, T0, Pod, at
 
@@ -99,7 +100,7 @@ def test_age_reads_as_kubectl_writes_it(seconds: int | None, shown: str) -> None
     ],
 )
 def test_gpus_counts_the_cards_a_pod_asks_for(limits: dict[str, str], count: int) -> None:
-    assert view.gpus(gpu_pod("trainer", 0, limits)) == count
+    assert gpus(gpu_pod("trainer", 0, limits)) == count
 
 
 def test_replica_rows_put_workers_first_with_desired_running_restarts_and_the_last_cause() -> None:

@@ -23,6 +23,7 @@ from aitj.controller.executor.steps import (
 )
 from aitj.controller.kubeclient import error_text
 from aitj.controller.logs import log
+from aitj.controller.recovery import RECOVERIES, Recoveries, record_restarts
 from aitj.core import api
 from aitj.core.observed import TRACKING_FINALIZER
 from aitj.core.planner.types import (
@@ -37,6 +38,7 @@ from aitj.core.planner.types import (
     ReplicasPatch,
     RestartRecord,
 )
+from aitj.core.telemetry import finished_scalings
 from aitj.core.wire import format_time
 
 # Per kind: the client (``core`` or ``policy``) and its method.
@@ -59,13 +61,17 @@ class KubeExecutor:
     passes of different jobs run in threads at once, each with its own ``_Pass``."""
 
     def __init__(
-        self, api_client: client.ApiClient, clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
+        self,
+        api_client: client.ApiClient,
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        recoveries: Recoveries = RECOVERIES,
     ) -> None:
         # Typed as Any: the generated client wants model objects, we send plain dicts.
         self.core: Any = client.CoreV1Api(api_client)
         self.custom: Any = client.CustomObjectsApi(api_client)
         self.policy: Any = client.PolicyV1Api(api_client)
-        self.clock = clock  # Event timestamps only
+        self.clock = clock  # Event timestamps, and when a pod was created (metrics)
+        self.recoveries = recoveries
 
     def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None:
         """execute sends ``plan`` for ``target``, step by step (``STEPS``)."""
@@ -89,7 +95,10 @@ class _Pass:
 
     def __init__(self, ex: KubeExecutor, job: Target, written: Written) -> None:
         self.ex, self.core, self.job, self.written = ex, ex.core, job, written
+        self.key = (job.namespace, job.name)
         self.log = log.bind(namespace=job.namespace, job=job.name)
+        self.status: Mapping[str, Any] | None = None  # the status this pass wrote
+        self.created: dict[tuple[str, int], tuple[int, dt.datetime]] = {}  # pods this pass created
 
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
         """send_ensure creates each object; AlreadyExists is success."""
@@ -111,6 +120,9 @@ class _Pass:
             if not isinstance(made, bool):
                 self.written.pods.append(made)
             if made is not False:
+                at = self.ex.clock()
+                self.created[(c.replica, c.index)] = (c.generation, at)
+                self.ex.recoveries.created(self.key, c.replica, c.index, c.generation, at)
                 metrics.PODS_CREATED.labels(c.replica).inc()
                 self.log.info(
                     "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
@@ -154,6 +166,8 @@ class _Pass:
                 raise StaleJob(f"{self.job.namespace}/{self.job.name} changed since version {version}") from e
             raise StepFailed(f"writing status: {error_text(e)}") from e
         self._job_written(response)
+        self.status = status
+        self._scaled(status)
 
     def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
         """send_spec_replicas: one JSON patch that tests each value before replacing it, so a
@@ -224,24 +238,11 @@ class _Pass:
             self._event(event)
 
     def send_restarts(self, restarts: Sequence[RestartRecord]) -> None:
-        """send_restarts counts and logs the restarts the status write just recorded."""
-        job = self.job
-        for r in restarts:
-            cause = r.failure.kind.value
-            metrics.RESTARTS.labels(job.namespace, job.name, r.replica, cause, str(r.scope)).inc()
-            if r.latency_seconds is not None:
-                metrics.FAULT_DETECTION.labels(cause).observe(r.latency_seconds)
-            self.log.warning(
-                "restart",
-                replica=r.replica,
-                index=r.index,
-                generation=r.generation,
-                pod=r.pod,
-                cause=cause,
-                rule=r.rule,
-                scope=str(r.scope),
-                decided=format_time(r.time),
-                latency_s=r.latency_seconds,
+        """send_restarts counts, logs and follows the restarts the status write just recorded
+        (nothing when the job was gone: no status was written)."""
+        if self.status is not None:
+            record_restarts(
+                self.log, self.key, self.job, self.status, restarts, self.created, self.ex.recoveries
             )
 
     def send_outcome(self, outcome: Outcome) -> None:
@@ -253,6 +254,15 @@ class _Pass:
         )
 
     # ---- pieces ----------------------------------------------------------------------------
+    def _scaled(self, status: Mapping[str, Any]) -> None:
+        """_scaled counts the scale operations the status just written finished."""
+        before = self.job.status if isinstance(self.job, api.Job) else None
+        for s in finished_scalings(before, status):
+            metrics.per_job(metrics.SCALING_OPERATIONS, *self.key, s.direction.value, s.result.value).inc()
+            self.log.info(
+                "scaling finished", replica=s.replica, direction=s.direction.value, result=s.result.value
+            )
+
     def _job_path(self) -> tuple[str, str, str, str, str]:
         """_job_path: the custom-object arguments that name the job."""
         return api.GROUP, api.VERSION, self.job.namespace, api.PLURAL, self.job.name

@@ -16,7 +16,7 @@ from typing import Any
 from aitj.core.api import FINISHED_PHASES, InvalidJob, Job, Phase, parse_job, parse_phase
 from aitj.core.observed import PodView
 from aitj.core.planner.status import Condition, advance
-from aitj.core.planner.types import Event, Plan
+from aitj.core.planner.types import Event, Outcome, Plan
 from aitj.core.wire import format_time
 
 REASON_INVALID = "InvalidSpec"
@@ -76,7 +76,12 @@ def plan_invalid(body: Mapping[str, Any], message: str, now: datetime) -> Plan:
     if conditions == history:
         return Plan()
     status.update(phase=Phase.FAILED.value, conditions=conditions)
-    return Plan(status=status, events=(Event("Warning", REASON_INVALID, message),))
+    # An Outcome like any job that ends: counted in aitj_jobs_finished_total (reason InvalidSpec).
+    return Plan(
+        status=status,
+        events=(Event("Warning", REASON_INVALID, message),),
+        outcome=Outcome(Phase.FAILED, REASON_INVALID, message),
+    )
 
 
 def release_tracked(pods: Sequence[PodView]) -> Plan:

@@ -7,7 +7,8 @@ sends the result. Key material comes in as input (``aitj.controller.sshkeys`` ma
 - ``render_pod`` (``pod.py``): a replica's pod; environment in ``env.py``.
 - ``render_service`` (``service.py``): the headless Service behind the pods' DNS names.
 - ``render_ssh_secret`` (``ssh.py``): plugin.ssh, and the pod parts it needs.
-- ``render_discovery_configmap``, ``slots_for`` (``discovery.py``): plugin.discovery.
+- ``render_discovery_configmap``, ``slots_for``, ``gpus`` (``discovery.py``): plugin.discovery
+  (and the GPU count the metrics use).
 - ``render_pdb``, ``max_unavailable`` (``pdb.py``): a PodDisruptionBudget per replica type.
 - ``render_submission`` (``submit.py``, imported from there): the job ``aitj submit`` makes from flags.
 
@@ -17,6 +18,7 @@ What a pod ends up with, for users: docs/pods.md.
 from aitj.core.render.discovery import (
     DISCOVER_HOSTS_SCRIPT,
     DISCOVERY_MOUNT_PATH,
+    gpus,
     hosts_file,
     is_gpu_resource,
     render_discovery_configmap,
@@ -33,6 +35,7 @@ __all__ = [
     "DISCOVERY_MOUNT_PATH",
     "DISCOVER_HOSTS_SCRIPT",
     "SSH_DIR",
+    "gpus",
     "hosts_file",
     "is_gpu_resource",
     "job_env",

@@ -15,6 +15,7 @@ from typing import Any
 
 from aitj.core import api, naming
 from aitj.core.render._meta import object_meta
+from aitj.core.wire import as_int, as_list, mapping
 
 DISCOVERY_MOUNT_PATH = "/etc/edl"  # the path et-operator and Arena use (--host-discovery-script)
 DISCOVERY_VOLUME = "aitj-discovery"
@@ -43,6 +44,20 @@ _WHOLE = re.compile(r"[0-9]+")
 def is_gpu_resource(name: str) -> bool:
     """is_gpu_resource tells whether a resource name counts toward a pod's slots."""
     return name == GPU_RESOURCE or bool(_BAIDU_CGPU.fullmatch(name))
+
+
+def gpus(pod: Mapping[str, Any]) -> int:
+    """gpus: the GPU cards a pod (or pod template) asks for over its app containers (requests,
+    else limits), the resources ``is_gpu_resource`` counts (``nvidia.com/gpu``, Baidu's
+    ``baidu.com/*_cgpu``); 0 when none, or when a quantity is not a whole number."""
+    total = 0
+    for container in as_list(mapping(pod.get("spec")).get("containers")):
+        resources = mapping(mapping(container).get("resources"))
+        asked = {**mapping(resources.get("limits")), **mapping(resources.get("requests"))}
+        for name, value in asked.items():
+            if is_gpu_resource(name):
+                total += as_int(value, 0) or 0
+    return total
 
 
 def slots_for(pod: Mapping[str, Any]) -> int:

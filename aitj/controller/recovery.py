@@ -1,0 +1,173 @@
+"""Restarts recorded, and followed until their replacements run: the restart counters and log
+line, and the recovery figures (``aitj.core.telemetry.recovery`` does the arithmetic).
+
+``record_restarts`` is what the executor's ``restarts`` step does right after the status write
+that recorded them: count each restart, log it with the job's context, and begin its recovery.
+``Recoveries`` holds the recoveries under way, in memory, by job: the executor tells it when it
+created a pod (the end of fault detection), each pass shows it the job's pods (``seen``: the
+reconciler calls it before planning; every pod change kicks a pass, so a replacement reaching
+Running is seen by the pass its watch event starts), and it observes each recovery once, when
+all the indexes its restart took down run again. It forgets a job when the job is deleted
+(nothing is observed for it), and drops the recoveries of a job that finished first.
+
+Exactly once: a restart is handed here by the one pass whose status write first records it
+(the restart ledger's ``recorded`` marks, docs/semantics.md "Each restart is recorded once");
+a new operator process starts with no recoveries, and the restarts the previous one recorded
+are not handed to it again. So the recovery histogram's count is the number of restarts this
+process recorded whose replacements then ran.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from structlog.typing import FilteringBoundLogger
+
+from aitj.controller import metrics
+from aitj.core import api
+from aitj.core.observed import PodView
+from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.lifecycle import phase_of
+from aitj.core.planner.types import RestartRecord
+from aitj.core.telemetry import Recovery, advance, begin, desired_replicas, finished
+from aitj.core.wire import format_time
+
+JobKey = tuple[str, str]  # (namespace, name)
+Created = Mapping[tuple[str, int], tuple[int, dt.datetime]]  # (replica, index) -> (generation, when)
+
+
+class Recoveries:
+    """Recoveries: the recoveries under way, by job. Called from the passes' threads (one pass
+    per job at a time, several jobs at once): a lock guards the map."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[JobKey, list[Recovery]] = {}
+
+    def begin(
+        self,
+        key: JobKey,
+        job: api.Job,
+        status: Mapping[str, Any],
+        records: Sequence[RestartRecord],
+        created: Created,
+    ) -> None:
+        """begin follows each of ``records``, just recorded by ``status``; ``created``: the pods
+        this pass created. A job that finished in this status is not followed."""
+        if phase_of(status) in api.FINISHED_PHASES:
+            return
+        ledger = Ledger.from_json(status.get("restartLedger"))
+        started = []
+        for r in records:
+            made = created.get((r.replica, r.index))
+            at = made[1] if made is not None and made[0] > r.generation else None
+            recovery = begin(r, job, ledger, at)
+            _detected(recovery)
+            started.append(recovery)
+        with self._lock:
+            self._pending.setdefault(key, []).extend(started)
+
+    def created(self, key: JobKey, replica: str, index: int, generation: int, at: dt.datetime) -> None:
+        """created: a pass created pod ``generation`` of (``replica``, ``index``) at ``at``: the
+        end of fault detection for a recovery waiting for that replacement."""
+        with self._lock:
+            pending = self._pending.get(key)
+            if not pending:
+                return
+            for i, recovery in enumerate(pending):
+                r = recovery.record
+                if (
+                    recovery.created is None
+                    and (r.replica, r.index) == (replica, index)
+                    and generation > r.generation
+                ):
+                    pending[i] = recovery = Recovery(recovery.record, recovery.awaited, at, recovery.running)
+                    _detected(recovery)
+
+    def seen(self, key: JobKey, body: Mapping[str, Any], pods: Sequence[PodView], now: dt.datetime) -> None:
+        """seen: the job as a pass sees it at ``now``; observes the recoveries it finishes."""
+        with self._lock:
+            pending = self._pending.get(key)
+            if not pending:
+                return
+            if phase_of(body.get("status")) in api.FINISHED_PHASES:
+                del self._pending[key]  # it ended before its replacements ran: nothing to observe
+                return
+            desired = desired_replicas(body)
+            left = []
+            for recovery in pending:
+                later = advance(recovery, pods, now)
+                if recovery.created is None and later.created is not None:
+                    _detected(later)
+                if finished(later, desired):
+                    _observe(key, later)
+                else:
+                    left.append(later)
+            if left:
+                self._pending[key] = left
+            else:
+                del self._pending[key]
+
+    def forget(self, key: JobKey) -> None:
+        """forget: the job is deleted; its recoveries are dropped unobserved."""
+        with self._lock:
+            self._pending.pop(key, None)
+
+    def pending(self, key: JobKey) -> tuple[Recovery, ...]:
+        """pending: the job's recoveries under way (for tests and ``aitj`` diagnostics)."""
+        with self._lock:
+            return tuple(self._pending.get(key, ()))
+
+
+RECOVERIES = Recoveries()
+
+
+def _detected(recovery: Recovery) -> None:
+    """_detected observes fault detection, once the replacement's create is known."""
+    seconds = recovery.detection_seconds()
+    if seconds is not None:
+        metrics.FAULT_DETECTION.labels(recovery.record.failure.kind.value).observe(seconds)
+
+
+def _observe(key: JobKey, recovery: Recovery) -> None:
+    """_observe: the recovery is over: its time, and the GPU time it cost."""
+    r = recovery.record
+    cause = r.failure.kind.value
+    metrics.RECOVERY.labels(cause, r.scope.value).observe(recovery.recovery_seconds())
+    lost = recovery.lost_gpu_seconds()
+    if lost > 0:
+        metrics.per_job(metrics.LOST_GPU_SECONDS, *key, cause).inc(lost)
+
+
+def record_restarts(
+    log: FilteringBoundLogger,
+    key: JobKey,
+    job: object,
+    status: Mapping[str, Any],
+    records: Sequence[RestartRecord],
+    created: Created,
+    recoveries: Recoveries = RECOVERIES,
+) -> None:
+    """record_restarts: ``status``, just written for job ``key``, records ``records``: count and
+    log each (``log`` carries the job's context), and follow its recovery (``job``: the job the
+    pass planned; only a parsed ``api.Job`` has recoveries to follow)."""
+    for r in records:
+        cause = r.failure.kind.value
+        metrics.per_job(metrics.RESTARTS, *key, r.replica, cause, r.scope.value).inc()
+        log.warning(
+            "restart",
+            replica=r.replica,
+            index=r.index,
+            generation=r.generation,
+            pod=r.pod,
+            cause=cause,
+            rule=r.rule,
+            scope=r.scope.value,
+            decided=format_time(r.time),
+            latency_s=r.latency_seconds,
+        )
+    if isinstance(job, api.Job):
+        recoveries.begin(key, job, status, records, created)

@@ -1,0 +1,114 @@
+"""A job's gauges at scrape time: its phase, its replicas by state, its restart budgets.
+
+Pure. Read from the job's raw body (the cache's copy) and its pods without parsing the spec
+(``aitj.core.api``): a scrape reads every job the operator holds, and this is a handful of
+dict lookups per replica where a parse validates the whole spec. Anything unreadable counts as
+its default (``replicas`` 1, no ``restartLimit``, phase Pending).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aitj.core.api import DEFAULT_REPLICAS, FINISHED_PHASES, Phase
+from aitj.core.observed import PodView
+from aitj.core.wire import as_int, mapping
+
+
+@dataclass(frozen=True)
+class ReplicaCount:
+    """ReplicaCount: one replica type's ``aitj_job_replicas`` (``labels.ReplicaState``)."""
+
+    replica: str
+    desired: int
+    running: int
+    pending: int
+    vacant: int
+
+
+@dataclass(frozen=True)
+class JobGauges:
+    """JobGauges: what a scrape reports of one job. ``budgets``: (replica, RestartCount /
+    restartLimit) for each replica type that has a ``restartLimit``."""
+
+    phase: Phase
+    replicas: tuple[ReplicaCount, ...]
+    budgets: tuple[tuple[str, float], ...]
+
+
+_PHASES = {p.value: p for p in Phase}
+
+
+def _specs(body: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """_specs: ``spec.replicaSpecs`` by replica name."""
+    return {str(n): mapping(s) for n, s in mapping(mapping(body.get("spec")).get("replicaSpecs")).items()}
+
+
+def desired_replicas(body: Mapping[str, Any]) -> dict[str, int]:
+    """desired_replicas: ``spec.replicaSpecs.<name>.replicas`` by replica name (1 when unset)."""
+    return _desired(_specs(body))
+
+
+def _desired(specs: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    return {name: max(as_int(spec.get("replicas"), DEFAULT_REPLICAS) or 0, 0) for name, spec in specs.items()}
+
+
+def newest(pods: Iterable[PodView]) -> dict[tuple[str, int], PodView]:
+    """newest: per (replica, index), the pod with the highest generation (the index's current
+    pod; older ones are on their way out)."""
+    out: dict[tuple[str, int], PodView] = {}
+    for p in pods:
+        if p.replica is None or p.index is None:
+            continue
+        key = (p.replica, p.index)
+        held = out.get(key)
+        if held is None or p.generation > held.generation:
+            out[key] = p
+    return out
+
+
+def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
+    """job_gauges: the phase, each replica type's pods by state and the restart budgets.
+
+    Counted per index, on the index's newest pod: running (Running, not being deleted), pending
+    (not finished and not Running: waiting to be scheduled or started, or being deleted with no
+    successor yet), and vacant (``desired`` less the indexes that have a pod, finished or not;
+    never below 0). A finished job wants no pods: nothing of it is vacant."""
+    status = mapping(body.get("status"))
+    phase = _PHASES.get(str(status.get("phase")), Phase.PENDING)
+    specs = _specs(body)
+    desired = _desired(specs)
+    held: dict[str, list[PodView]] = {name: [] for name in desired}
+    for (replica, _), pod in newest(pods).items():
+        if replica in held:
+            held[replica].append(pod)
+    counts = []
+    for name, want in desired.items():
+        mine = held[name]
+        running = pending = 0
+        for p in mine:
+            if p.running:
+                running += 1
+            elif not p.terminal:
+                pending += 1
+        vacant = 0 if phase in FINISHED_PHASES else max(want - len(mine), 0)
+        counts.append(ReplicaCount(name, want, running, pending, vacant))
+    return JobGauges(phase, tuple(counts), _budgets(specs, status))
+
+
+def _budgets(
+    specs: Mapping[str, Mapping[str, Any]], status: Mapping[str, Any]
+) -> tuple[tuple[str, float], ...]:
+    """_budgets: RestartCount / restartLimit per replica type with a limit. A limit of 0 allows
+    no restart at all: its budget is used up (1.0) from the start."""
+    used = mapping(status.get("RestartCount"))
+    out = []
+    for name, spec in specs.items():
+        limit = as_int(spec.get("restartLimit"))
+        if limit is None or limit < 0:
+            continue
+        count = max(as_int(used.get(name), 0) or 0, 0)
+        out.append((name, count / limit if limit else 1.0))
+    return tuple(out)

@@ -1,0 +1,144 @@
+"""A restart, followed until its replacements run: recovery time, fault detection, GPU time lost.
+
+Pure and clock-free. The controller (``aitj.controller.recovery``) begins a ``Recovery`` for each
+``RestartRecord`` right after the status write that records it, feeds it the job's pods on
+every pass (``advance``), and observes the figures once it is ``finished``:
+
+- recovery time: from the pass that decided the restart (``RestartRecord.time``, when the
+  operator observed the fault) to the last replacement Running, as the operator saw it;
+- fault detection: from the fault's own time (``Failure.at``; none when the cluster gives none)
+  to the create of the failed index's replacement;
+- GPU time lost: for each restarted pod, its GPUs times the seconds from the fault
+  (``Failure.at``, else the decision) to its replacement Running.
+
+What "replaced" means follows the restart's scope (``aitj.core.planner.survey``): scope Pod
+renews one index, so its newest pod must be of a later generation than the failed one; scope
+Replica / All bumps the restart epoch of the replica / of every replica, so every index of
+those replicas must have a newest pod stamped with that epoch or a later one. One record is
+one restart and one observation, however many pods it restarted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from aitj.core.api import Job, RestartScope
+from aitj.core.observed import PodView
+from aitj.core.planner.ledger import Ledger, pod_epoch
+from aitj.core.planner.types import RestartRecord
+from aitj.core.render import gpus
+from aitj.core.telemetry.gauges import newest
+
+Index = tuple[str, int]  # (replica, index)
+
+
+@dataclass(frozen=True)
+class Awaited:
+    """Awaited: what one restarted replica type must show. ``index`` set (scope Pod): that
+    index's newest pod is of a generation above ``generation``. ``index`` None (scope Replica
+    or All): each index's newest pod carries restart epoch ``epoch`` or later. ``gpus``: per pod."""
+
+    replica: str
+    index: int | None
+    generation: int
+    epoch: int
+    gpus: int
+
+    def replaces(self, index: int, pod: PodView) -> bool:
+        """replaces: ``pod``, the newest at ``index`` of this replica, is a replacement."""
+        if self.index is not None:
+            return index == self.index and pod.generation > self.generation
+        return pod_epoch(pod) >= self.epoch
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """Recovery: one restart on its way back. ``created``: when the failed index's replacement
+    was created (None: not yet known); ``running``: each replaced index and when it was first
+    seen Running (sorted)."""
+
+    record: RestartRecord
+    awaited: tuple[Awaited, ...]
+    created: datetime | None = None
+    running: tuple[tuple[Index, datetime], ...] = ()
+
+    @property
+    def fault(self) -> datetime:
+        """fault: when the fault happened (``Failure.at``), else when it was decided on."""
+        return self.record.failure.at or self.record.time
+
+    def detection_seconds(self) -> float | None:
+        """detection_seconds: from the fault's own time to the replacement's create (None when
+        either is unknown)."""
+        at = self.record.failure.at
+        if at is None or self.created is None:
+            return None
+        return max((self.created - at).total_seconds(), 0.0)
+
+    def recovery_seconds(self) -> float:
+        """recovery_seconds: from the decision to the last replacement seen Running."""
+        end = max((t for _, t in self.running), default=self.record.time)
+        return max((end - self.record.time).total_seconds(), 0.0)
+
+    def lost_gpu_seconds(self) -> float:
+        """lost_gpu_seconds: per replaced index, its pod's GPUs times the seconds from the fault
+        to its replacement Running."""
+        per_pod = {a.replica: a.gpus for a in self.awaited}
+        return sum(
+            per_pod.get(replica, 0) * max((t - self.fault).total_seconds(), 0.0)
+            for (replica, _), t in self.running
+        )
+
+    def replaces_failed(self, index: Index, pod: PodView) -> bool:
+        """replaces_failed: ``pod`` (newest at ``index``) replaces the pod whose fault this is."""
+        r = self.record
+        return index == (r.replica, r.index) and pod.generation > r.generation
+
+
+def begin(record: RestartRecord, job: Job, ledger: Ledger, created: datetime | None = None) -> Recovery:
+    """begin: the recovery of ``record``. ``ledger``: the restart ledger of the status that
+    recorded it (its epochs say what a scope restart waits for); ``created``: when this pass
+    created the failed index's replacement, if it did."""
+    per_pod = {r.name: gpus(r.template) for r in job.spec.replicas}
+    if record.scope is RestartScope.POD:
+        one = Awaited(record.replica, record.index, record.generation, 0, per_pod.get(record.replica, 0))
+        awaited: tuple[Awaited, ...] = (one,)
+    else:
+        names = [record.replica] if record.scope is RestartScope.REPLICA else list(per_pod)
+        awaited = tuple(Awaited(n, None, -1, ledger.replica(n).epoch, per_pod.get(n, 0)) for n in names)
+    return Recovery(record, awaited, created)
+
+
+def advance(recovery: Recovery, pods: Sequence[PodView], now: datetime) -> Recovery:
+    """advance: ``recovery`` after seeing the job's ``pods`` at ``now``: replacements Running for
+    the first time are noted at ``now``; the failed index's replacement, when the operator did
+    not see its create (a pass before this process recorded the restart), counts as created at
+    its creationTimestamp."""
+    running = dict(recovery.running)
+    created = recovery.created
+    for index, pod in newest(pods).items():
+        awaited = [a for a in recovery.awaited if a.replica == index[0] and a.replaces(index[1], pod)]
+        if not awaited:
+            continue
+        if created is None and recovery.replaces_failed(index, pod):
+            created = pod.created
+        if pod.running and index not in running:
+            running[index] = now
+    if running == dict(recovery.running) and created == recovery.created:
+        return recovery
+    return replace(recovery, created=created, running=tuple(sorted(running.items())))
+
+
+def finished(recovery: Recovery, desired: Mapping[str, int]) -> bool:
+    """finished: every index the restart took down runs again: the one index (scope Pod), or
+    as many indexes as the replica type wants now (``desired``, by replica; Replica / All)."""
+    seen = [index for index, _ in recovery.running]
+    for a in recovery.awaited:
+        if a.index is not None:
+            if (a.replica, a.index) not in seen:
+                return False
+        elif sum(1 for replica, _ in seen if replica == a.replica) < desired.get(a.replica, 0):
+            return False
+    return True

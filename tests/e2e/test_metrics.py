@@ -1,0 +1,176 @@
+"""The operator's metrics on the real control plane (issue 12): each fault, scale operation and
+deletion moves /metrics exactly as docs/metrics.md says, and no key material reaches the logs."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from aitj.core import naming
+from aitj.devcluster import faults
+from tests.clusters import KubeCluster
+from tests.jobs import (
+    create_job,
+    delete_job,
+    get_job,
+    job_pods,
+    live,
+    patch_job,
+    running,
+    seed_variant,
+    set_path,
+    wait_phase,
+)
+from tests.operator_process import OperatorProcess
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+NAME = "metrics-job"
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def samples(operator: OperatorProcess) -> Samples:
+    """samples: every sample on /metrics, by (name, labels)."""
+    out: Samples = {}
+    for family in text_string_to_metric_families(operator.metrics()):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def value(found: Samples, name: str, **labels: str) -> float:
+    """value: the sum of the samples of ``name`` whose labels include ``labels`` (0: none)."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in found.items() if n == name and want <= ls)
+
+
+def series_of(found: Samples, job: str) -> list[str]:
+    """series_of: the names of the samples labelled with ``job``."""
+    return sorted({n for (n, ls), _ in found.items() if ("job", job) in ls})
+
+
+def eventually(operator: OperatorProcess, check: Callable[[Samples], bool], what: str) -> Samples:
+    """eventually: /metrics once ``check`` holds of it."""
+
+    def ready() -> Samples | None:
+        try:
+            found = samples(operator)
+        except OSError:  # a restarted operator is not serving yet
+            return None
+        return found if check(found) else None
+
+    result: Samples = wait_for(ready, 60, what)
+    return result
+
+
+def start(cluster: KubeCluster, namespace: str, **changes: Callable[[dict[str, object]], None]) -> None:
+    create_job(cluster, namespace, seed_variant(NAME, **changes))
+    wait_phase(cluster, namespace, NAME, "Running")
+    wait_for(lambda: len(running(job_pods(cluster, namespace, NAME))) == 4, 60, "every pod Running")
+
+
+def test_a_force_delete_is_one_restart_one_recovery_one_detection_and_costs_gpu_time(
+    cluster: KubeCluster, namespace: str, live_operator: OperatorProcess
+) -> None:
+    start(cluster, namespace)
+    ns = {"namespace": namespace}
+    cause = {"cause": "PodForceDeleted"}
+    before = samples(live_operator)
+    assert value(before, "aitj_jobs", phase="Running", **ns) == 1
+    assert value(before, "aitj_job_replicas", job=NAME, replica="trainer", state="desired", **ns) == 3
+    assert value(before, "aitj_job_replicas", job=NAME, replica="trainer", state="running", **ns) == 3
+    assert value(before, "aitj_restart_budget_used_ratio", job=NAME, replica="trainer", **ns) == 0
+    assert value(before, "aitj_build_info") == 1
+    assert value(before, "aitj_leader") == 1
+
+    victim = live(job_pods(cluster, namespace, NAME, "trainer"))[0].metadata.name
+    faults.force_delete(cluster.api, namespace, victim)
+
+    def recovered(s: Samples) -> bool:
+        return value(s, "aitj_recovery_seconds_count", scope="Pod", **cause) > value(
+            before, "aitj_recovery_seconds_count", scope="Pod", **cause
+        )
+
+    after = eventually(live_operator, recovered, "the recovery observed")
+    assert value(after, "aitj_restarts_total", job=NAME, replica="trainer", scope="Pod", **ns, **cause) == 1
+    for name in ("aitj_recovery_seconds_count", "aitj_fault_detection_seconds_count"):
+        assert value(after, name, **cause) - value(before, name, **cause) == 1, name
+    # One trainer (one cGPU card) was down from the delete until its replacement ran.
+    assert value(after, "aitj_lost_gpu_seconds_total", job=NAME, **ns, **cause) > 0
+    assert value(after, "aitj_restart_budget_used_ratio", job=NAME, replica="trainer", **ns) == 0.01
+
+    # Passes go on (resync, status echoes): nothing is counted twice.
+    wait_phase(cluster, namespace, NAME, "Running")
+    again = samples(live_operator)
+    for name in ("aitj_recovery_seconds_count", "aitj_fault_detection_seconds_count"):
+        assert value(again, name, **cause) == value(after, name, **cause), name
+    assert value(again, "aitj_restarts_total", job=NAME, **ns) == 1
+
+    # The plugin.ssh key pair never reaches the log, as PEM or as the Secret's base64.
+    secret = cluster.core.read_namespaced_secret(naming.ssh_secret_name(NAME), namespace)
+    logs = live_operator.logs()
+    assert "PRIVATE KEY" not in logs
+    for encoded in secret.data.values():
+        key = base64.b64decode(encoded).decode()
+        body = "".join(line for line in key.splitlines() if "-----" not in line)
+        assert encoded not in logs and body[:64] not in logs
+
+    # A new operator process counts nothing the previous one recorded.
+    live_operator.restart()
+    fresh = eventually(live_operator, lambda s: value(s, "aitj_jobs", **ns) == 1, "the new operator synced")
+    assert value(fresh, "aitj_restarts_total", job=NAME, **ns) == 0
+
+    # Deleting the job takes every series labelled with it off /metrics.
+    delete_job(cluster, namespace, NAME)
+    gone = eventually(live_operator, lambda s: not series_of(s, NAME), "the job's series gone")
+    assert value(gone, "aitj_jobs", **ns) == 0
+
+
+def test_a_restart_recorded_then_deleted_job_leaves_no_series(
+    cluster: KubeCluster, namespace: str, live_operator: OperatorProcess
+) -> None:
+    start(cluster, namespace)
+    victim = live(job_pods(cluster, namespace, NAME, "trainer"))[1].metadata.name
+    faults.force_delete(cluster.api, namespace, victim)
+    eventually(
+        live_operator,
+        lambda s: value(s, "aitj_lost_gpu_seconds_total", job=NAME, namespace=namespace) > 0,
+        "the restart recovered and its GPU time counted",
+    )
+    assert "aitj_restarts_total" in series_of(samples(live_operator), NAME)
+    delete_job(cluster, namespace, NAME)
+    eventually(live_operator, lambda s: not series_of(s, NAME), "the job's series gone")
+
+
+def test_scale_out_and_scale_in_are_each_counted_once_when_they_finish(
+    cluster: KubeCluster, namespace: str, live_operator: OperatorProcess
+) -> None:
+    start(cluster, namespace, grace=set_path("spec.replicaSpecs.trainer.scaleInGracePeriod", 0))
+    ops = "aitj_scaling_operations_total"
+    job = {"namespace": namespace, "job": NAME}
+
+    patch_job(cluster, namespace, NAME, {"spec": {"replicaSpecs": {"trainer": {"replicas": 4}}}})
+    eventually(
+        live_operator,
+        lambda s: value(s, ops, direction="out", result="succeeded", **job) == 1,
+        "the scale-out counted",
+    )
+    assert value(samples(live_operator), "aitj_job_replicas", replica="trainer", state="desired", **job) == 4
+
+    patch_job(cluster, namespace, NAME, {"spec": {"replicaSpecs": {"trainer": {"replicas": 3}}}})
+    after = eventually(
+        live_operator,
+        lambda s: value(s, ops, direction="in", result="succeeded", **job) == 1,
+        "the scale-in counted",
+    )
+    assert value(after, ops, **job) == 2
+    history = get_job(cluster, namespace, NAME)["status"]["scaleHistory"]
+    assert [(h["operation"], h["reason"]) for h in history] == [
+        ("scaleout", "ScaleSucceeded"),
+        ("scalein", "ScaleSucceeded"),
+    ]
+    wait_phase(cluster, namespace, NAME, "Running")
+    assert value(samples(live_operator), ops, **job) == 2

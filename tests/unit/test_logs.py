@@ -1,0 +1,102 @@
+"""The operator's logs (structlog, captured): a restart's line says which job it is about, and
+a pass that makes the job's ssh key pair leaves no key material in any line, however it logs
+the Plan. The whole operator's log of a real run is checked too (tests/e2e/test_metrics.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client
+from structlog.testing import capture_logs
+
+from aitj.controller import sshkeys
+from aitj.controller.cache import Snapshot
+from aitj.controller.executor import Target, Written
+from aitj.controller.executor.kube import KubeExecutor, _Pass
+from aitj.controller.logs import log
+from aitj.controller.reconciler import Reconciler
+from aitj.controller.recovery import Recoveries
+from aitj.core.api import RestartScope
+from aitj.core.planner.types import Plan, RestartRecord, SshKeys
+from aitj.core.policy import Failure, FailureKind
+from tests.seeds import seed_job
+
+NOW = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+RESTART = RestartRecord(
+    "trainer",
+    1,
+    0,
+    "job-trainer-abcde-1",
+    Failure(FailureKind.EXIT_CODE, "exit 137", 137, NOW),
+    "exitCodes 137",
+    RestartScope.POD,
+    NOW,
+)
+
+
+class Job:
+    """Job: a Target (what the executor needs of the job)."""
+
+    namespace, name, uid, resource_version = "team-a", "bert", "uid-1", "7"
+
+
+def test_a_restart_line_carries_the_job_namespace_and_name() -> None:
+    p = _Pass(KubeExecutor(client.ApiClient(), recoveries=Recoveries()), Job(), Written())
+    p.status = {"phase": "Restarting"}  # the status write that recorded it went through
+    with capture_logs() as lines:
+        p.send_restarts((RESTART,))
+    (line,) = [x for x in lines if x["event"] == "restart"]
+    assert line["namespace"] == "team-a" and line["job"] == "bert"
+    assert (line["replica"], line["index"], line["cause"], line["scope"]) == ("trainer", 1, "exitCode", "Pod")
+
+
+def test_no_restart_line_when_the_job_was_gone_before_its_status_was_written() -> None:
+    p = _Pass(KubeExecutor(client.ApiClient(), recoveries=Recoveries()), Job(), Written())
+    with capture_logs() as lines:
+        p.send_restarts((RESTART,))
+    assert lines == []
+
+
+class Chatty:
+    """Chatty: an executor that logs everything it is handed, as a careless one would."""
+
+    def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None:
+        log.info("executing", target=repr(target), plan=repr(plan), ensure=[repr(m) for m in plan.ensure])
+        log.info("plan", plan=plan)
+
+
+def test_a_pass_that_makes_the_ssh_key_pair_logs_no_key_material() -> None:
+    made: list[SshKeys] = []
+
+    def keygen(name: str) -> SshKeys:
+        made.append(SshKeys(*sshkeys.generate_keypair(f"aitj@{name}")))
+        return made[-1]
+
+    doc = seed_job()
+    doc["metadata"].update(namespace="team-a", uid="uid-1", resourceVersion="7")
+    r = Reconciler(
+        Chatty(),
+        lambda key: Snapshot(doc, [], {}, frozenset()),
+        job_exists=lambda namespace, name: True,
+        clock=lambda: NOW,
+        keygen=keygen,
+    )
+    with capture_logs() as lines:
+        asyncio.run(r.kick(("team-a", doc["metadata"]["name"])))
+    assert made, "the pass made a key pair"
+    text = "\n".join(_everything(line) for line in lines)
+    assert "plan" in text  # the Plan was logged, whole
+    private = made[0].private_pem
+    body = "".join(x for x in private.splitlines() if "-----" not in x)
+    assert "PRIVATE KEY" not in text
+    for secret in (body[:48], base64.b64encode(private.encode()).decode()[:48]):
+        assert secret not in text
+
+
+def _everything(line: Mapping[str, Any]) -> str:
+    """_everything: a captured line as any renderer would print it."""
+    return " ".join(f"{k}={v!r} {v}" for k, v in line.items())
