@@ -91,6 +91,12 @@ class PrometheusServer:
                     f"--storage.tsdb.path={self.workdir / 'data'}",
                     f"--web.listen-address=127.0.0.1:{self.port}",
                     "--storage.tsdb.retention.time=1d",
+                    # A labelled counter appears at its first increment, already at 1, so
+                    # increase() over a range would miss that increment (a job's only scale-out
+                    # would read 0). With this feature Prometheus reads each series' start time
+                    # (OpenMetrics' _created, which prometheus-client exposes) and stores a 0
+                    # there first. docs/dashboards.md asks the same of a production Prometheus.
+                    "--enable-feature=created-timestamp-zero-ingestion",
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
