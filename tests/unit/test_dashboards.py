@@ -174,7 +174,8 @@ def test_legends_and_values_read_as_grafana_shows_them() -> None:
     assert legend("", {"phase": "Running"}) == "phase=Running"
     assert fmt(0.85, "percentunit") == "85 %"
     assert fmt(12.0, "s") == "12 s"
-    assert fmt(0.123, "h") == "0.12 h"
+    assert fmt(0.00123, "h") == "0.00123 h"
+    assert fmt(0, "short") == "0"
 
 
 def test_every_panel_and_row_has_its_own_id() -> None:

@@ -19,6 +19,7 @@ from aitj.tools.dashboards.spec import Dashboard, Panel, Viz, substitute
 
 UNIT_SUFFIX = {"s": " s", "h": " h", "ops": "/s", "short": "", "percentunit": " %"}
 GRID_UNIT_INCHES = 0.36  # one grid row's height, and one column's width is 16 in / 24
+BAR_LEFT = 0.42  # where a bar gauge's bars start, in the panel's width (the names are left of it)
 PALETTE = ("#7eb26d", "#eab839", "#6ed0e0", "#ef843c", "#e24d42", "#1f78c1", "#ba43a9", "#705da0")
 
 
@@ -49,8 +50,9 @@ def fmt(value: float, unit: str) -> str:
         return "NaN"
     if unit == "percentunit":
         value *= 100
-    digits = 0 if value == int(value) and abs(value) >= 1 else (2 if abs(value) < 10 else 1)
-    return f"{value:.{digits}f}{UNIT_SUFFIX.get(unit, ' ' + unit)}"
+    # Whole numbers as they are, small ones to three significant digits (0.00123 h, not 0.00 h).
+    text = f"{value:.0f}" if value == int(value) else (f"{value:.3g}" if abs(value) < 10 else f"{value:.1f}")
+    return f"{text}{UNIT_SUFFIX.get(unit, ' ' + unit)}"
 
 
 def _instant(api: PrometheusAPI, panel: Panel, window: Window) -> list[tuple[str, float]]:
@@ -89,15 +91,19 @@ def _draw(ax: Any, api: PrometheusAPI, panel: Panel, window: Window) -> None:
             ax.text(0.5, y + 0.08, fmt(v, panel.unit), ha="center", fontsize=20, color=_color(panel, v))
             ax.text(0.5, y - 0.05, name, ha="center", fontsize=8, color="#9fa7b3")
     else:
+        # Grafana's horizontal bar gauge: the name on the left, the bar, the value at its end.
         values.sort(key=lambda nv: nv[1])
-        top = max((v for _, v in values), default=1) or 1
-        scale = 1.0 if panel.unit == "percentunit" else top
+        top = 1.0 if panel.unit == "percentunit" else max((v for _, v in values), default=1) or 1
+        size = 7 if len(values) <= 8 else 6
         for i, (name, v) in enumerate(values):
-            ax.barh(i, v / scale, color=_color(panel, v), height=0.6)
-            ax.text(0.01, i + 0.38, name, fontsize=7, color="#d8d9da", va="bottom")
-            ax.text(min(v / scale, 1) + 0.01, i, fmt(v, panel.unit), fontsize=8, color="#d8d9da", va="center")
-        ax.set_xlim(0, 1.25)
-        ax.set_ylim(-0.6, max(len(values), 3) - 0.2)
+            width = 0.45 * min(max(v / top, 0), 1)
+            ax.barh(i, width, left=BAR_LEFT, color=_color(panel, v), height=0.7)
+            ax.text(0.01, i, name, fontsize=size, color="#d8d9da", va="center")
+            ax.text(
+                BAR_LEFT + width + 0.01, i, fmt(v, panel.unit), fontsize=size, color="#d8d9da", va="center"
+            )
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.6, max(len(values), 3) - 0.4)
     _no_data(ax, not values)
 
 
@@ -149,7 +155,9 @@ def render(board: Dashboard, api: PrometheusAPI, window: Window, out: Path) -> P
         if isinstance(item, str):
             fig.text(left + 0.005, bottom + 0.3 / total, item, fontsize=11, color="#d8d9da", weight="bold")
             continue
-        pad_x, pad_y = 0.035 / (w / 4), 0.9 / total
+        # Room on the left for a time series' value axis; a stat or bar gauge has none.
+        pad_x = 0.032 if item.viz is Viz.TIMESERIES else 0.004
+        pad_y = 0.9 / total
         ax = fig.add_axes(
             (left + 0.006 + pad_x, bottom + pad_y, w / GRID_COLUMNS - 0.012 - pad_x, h / total - 1.5 / total)
         )
