@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,6 @@ from aitj.devcluster.versions import kubectl_binary, prometheus_binary
 from aitj.tools.dashboards import alerts
 from aitj.tools.dashboards.boards import DASHBOARDS
 from aitj.tools.dashboards.promql import ast_usage, usage
-from aitj.tools.dashboards.render import Window, render
 from aitj.tools.dashboards.spec import substitute
 from tests.clusters import KubeCluster
 from tests.e2e.pools import Pool
@@ -123,15 +124,20 @@ def scenario(cluster: KubeCluster, namespace: str, pool: Pool) -> None:
     assert "evicted" in drain.stdout, (placed, drain.stdout)
     settle(cluster, namespace, done + sum(1 for n in placed.values() if n == node))
 
-    patch_job(cluster, namespace, NAME, {"spec": {"replicaSpecs": {"trainer": {"replicas": 4}}}})
-    settle(cluster, namespace, 0, want_trainers=4)
-    patch_job(cluster, namespace, NAME, {"spec": {"replicaSpecs": {"trainer": {"replicas": 3}}}})
-    settle(cluster, namespace, 0, want_trainers=3)
-    wait_for(lambda: len(scale_history(cluster, namespace)) >= 2, 60, "both scalings recorded")
+    # Each scaling is waited for until it is recorded as finished: a scale-in issued while the
+    # scale-out still runs would cancel it.
+    for replicas, done_scalings in ((4, 1), (3, 2)):
+        patch_job(cluster, namespace, NAME, {"spec": {"replicaSpecs": {"trainer": {"replicas": replicas}}}})
+        wait_for(partial(scalings_recorded, cluster, namespace, done_scalings), 90, "the scaling recorded")
+        settle(cluster, namespace, 0, want_trainers=replicas)
 
 
 def scale_history(cluster: KubeCluster, namespace: str) -> list[Any]:
     return list((get_job(cluster, namespace, NAME).get("status") or {}).get("scaleHistory") or [])
+
+
+def scalings_recorded(cluster: KubeCluster, namespace: str, n: int) -> bool:
+    return len(scale_history(cluster, namespace)) >= n
 
 
 def value(series: list[dict[str, Any]]) -> float:
@@ -194,9 +200,14 @@ def test_every_panel_and_alert_evaluates_on_a_real_prometheus_after_a_scenario(
     assert {r["name"] for r in rules} == {a.name for a in alerts.ALERTS}
     assert all(r["health"] != "err" for r in rules), [r.get("lastError") for r in rules]
 
-    # The dashboards draw from the same Prometheus.
+    # The dashboards draw from the same Prometheus, through the command a user runs.
     out = Path(os.environ.get("AITJ_DASHBOARDS_PICTURES") or tmp_path)
-    window = Window(started - 30, end, {"namespace": namespace, "job": NAME, "__rate_interval": "30s"})
+    since = f"{round(time.time() - started) + 30}s"
+    command = ["dashboards", "render", f"--prometheus={prometheus.url}", f"--out={out}", f"--since={since}"]
+    command += ["--rate-interval=30s", f"--namespace={namespace}", f"--job={NAME}"]
+    drawn = subprocess.run(
+        [sys.executable, "-m", "aitj", *command], capture_output=True, text=True, timeout=300
+    )
+    assert drawn.returncode == 0, drawn.stderr
     for board in DASHBOARDS:
-        png = render(board, api_, window, out / f"{board.uid}.png")
-        assert png.stat().st_size > 20_000
+        assert (out / f"{board.uid}.png").stat().st_size > 20_000

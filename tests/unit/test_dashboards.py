@@ -174,7 +174,10 @@ def test_legends_and_values_read_as_grafana_shows_them() -> None:
     assert legend("", {"phase": "Running"}) == "phase=Running"
     assert fmt(0.85, "percentunit") == "85 %"
     assert fmt(12.0, "s") == "12 s"
-    assert fmt(0.00123, "h") == "0.00123 h"
+    assert fmt(0.0005, "h") == "1.8 s"
+    assert fmt(0.495, "s") == "495 ms"
+    assert fmt(5400, "s") == "1.5 h"
+    assert fmt(0, "h") == "0 s"
     assert fmt(0, "short") == "0"
 
 

@@ -44,15 +44,30 @@ def legend(template: str, labels: dict[str, str]) -> str:
     return text.strip() or ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "value"
 
 
+def _number(value: float) -> str:
+    # Whole numbers as they are, others to three significant digits, never in e-notation.
+    if value == int(value):
+        return f"{value:.0f}"
+    return f"{value:.3g}" if 0.001 <= abs(value) < 1000 else f"{value:.3f}"
+
+
+# Grafana's time units scale to the one that reads best: 0.0005 h shows as 1.8 s.
+_TIME_UNITS = ((3600.0, "h"), (60.0, "min"), (1.0, "s"), (0.001, "ms"))
+
+
 def fmt(value: float, unit: str) -> str:
     """fmt: a value as Grafana would label it in ``unit``."""
     if math.isnan(value):
         return "NaN"
+    if unit in ("s", "h"):
+        seconds = value * (3600 if unit == "h" else 1)
+        if not seconds:
+            return "0 s"
+        size, name = next(((f, n) for f, n in _TIME_UNITS if abs(seconds) >= f), _TIME_UNITS[-1])
+        return f"{_number(seconds / size)} {name}"
     if unit == "percentunit":
         value *= 100
-    # Whole numbers as they are, small ones to three significant digits (0.00123 h, not 0.00 h).
-    text = f"{value:.0f}" if value == int(value) else (f"{value:.3g}" if abs(value) < 10 else f"{value:.1f}")
-    return f"{text}{UNIT_SUFFIX.get(unit, ' ' + unit)}"
+    return f"{_number(value)}{UNIT_SUFFIX.get(unit, ' ' + unit)}"
 
 
 def _instant(api: PrometheusAPI, panel: Panel, window: Window) -> list[tuple[str, float]]:
