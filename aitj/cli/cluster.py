@@ -35,7 +35,7 @@ def cluster_build() -> None:
     except BuildError as e:
         raise click.ClickException(str(e)) from e
     if took == 0:
-        _say("control plane binaries already built (cached)")
+        _say("control plane and Prometheus binaries already built (cached)")
 
 
 @cluster.command("up", epilog=example("aitj cluster up --name dev --nodes 3 --node-profile gpu"))

@@ -74,7 +74,7 @@ def ensure_built(
     for component in todo:
         build(component, say=say)
     took = time.monotonic() - started
-    say(f"control plane built in {took:.0f}s (cached in {cache_dir() / 'bin'})")
+    say(f"built {', '.join(c.name for c in todo)} in {took:.0f}s (cached in {cache_dir() / 'bin'})")
     return took
 
 
