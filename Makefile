@@ -13,7 +13,8 @@ UV        := uv==0.13.8
 COMPILE    = $(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
              --custom-compile-command 'make lock' --quiet
 
-.PHONY: install lock image lint unit test e2e demo bench build-cluster cluster-up cluster-down clean
+.PHONY: install lock image lint unit test e2e demo bench build-cluster cluster-up cluster-down clean \
+        dashboards dashboards-pictures
 
 # Installs exactly the locked versions (hash-checked, no resolution), then aitj itself.
 $(STAMP): pyproject.toml $(TEST_LOCK)
@@ -29,7 +30,7 @@ lock:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet '$(UV)'
 	$(COMPILE) -o $(LOCK)
-	$(COMPILE) --extra test --extra bench --constraint $(LOCK) -o $(TEST_LOCK)
+	$(COMPILE) --extra test --extra bench --extra dashboards --constraint $(LOCK) -o $(TEST_LOCK)
 
 # The operator image (needs Docker, or any builder that reads a Dockerfile).
 image:
@@ -68,6 +69,16 @@ demo: build-cluster
 # bench/ (results.json, table.md, PNG plots). QUICK=1: 200 pods, about 5 minutes.
 bench: build-cluster
 	$(BIN)/aitj bench $(if $(QUICK),--quick)
+
+# The Grafana dashboards, the alert rules and the monitoring manifests, from aitj/tools/dashboards.
+dashboards: $(STAMP)
+	$(BIN)/aitj dashboards generate
+
+# The scenario of tests/e2e/test_prometheus.py (force delete, exit code, node NotReady, drain,
+# scale-out, scale-in) scraped by a real Prometheus, then every dashboard drawn into
+# dashboards/pictures/ (the README shows the fleet overview).
+dashboards-pictures: build-cluster
+	AITJ_DASHBOARDS_PICTURES=$(CURDIR)/dashboards/pictures $(BIN)/pytest -m e2e tests/e2e/test_prometheus.py -q -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

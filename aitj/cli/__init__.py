@@ -14,6 +14,7 @@ kubectl plugin ``kubectl-aitj`` (``kubectl aitj get JOB``).
 - ``submit``: ``aitj submit`` (Arena-like flags to an AITrainingJob).
 - ``logs``: ``aitj logs JOB``.
 - ``tools``: ``aitj demo`` / ``aitj bench``.
+- ``dashboards``: ``aitj dashboards generate|render`` (Grafana dashboards, alert rules, pictures).
 
 Helpers of the commands, not commands: ``options`` (options several commands take),
 ``output`` (stderr lines), ``explain_text`` (an Explanation as text), ``scale_progress`` (how a
@@ -30,6 +31,7 @@ from typing import Any
 import click
 
 from aitj.cli.cluster import cluster
+from aitj.cli.dashboards import dashboards
 from aitj.cli.explain import explain
 from aitj.cli.jobs import describe, get, list_jobs
 from aitj.cli.logs import logs
@@ -87,5 +89,6 @@ for command in (
     release,
     demo,
     bench,
+    dashboards,
 ):
     main.add_command(command)

@@ -15,6 +15,7 @@ from aitj.cli.output import say as _say
 from aitj.devcluster import nodes as nodes_mod
 from aitj.devcluster.build import BuildError, ensure_built
 from aitj.devcluster.cluster import ClusterConfig, ClusterError, LocalCluster
+from aitj.devcluster.versions import BUILT
 
 
 @click.group(epilog=example("aitj cluster up --nodes 3 --node-profile cce"))
@@ -28,13 +29,13 @@ _DEFAULTS = ClusterConfig()
 
 @cluster.command("build", epilog=example("aitj cluster build"))
 def cluster_build() -> None:
-    """Build (or reuse) the control plane binaries."""
+    """Build (or reuse) the control plane binaries, and Prometheus with promtool (the dashboards' tests)."""
     try:
-        took = ensure_built(say=_say)
+        took = ensure_built(BUILT, say=_say)
     except BuildError as e:
         raise click.ClickException(str(e)) from e
     if took == 0:
-        _say("control plane binaries already built (cached)")
+        _say("control plane and Prometheus binaries already built (cached)")
 
 
 @cluster.command("up", epilog=example("aitj cluster up --name dev --nodes 3 --node-profile gpu"))

@@ -74,7 +74,7 @@ def ensure_built(
     for component in todo:
         build(component, say=say)
     took = time.monotonic() - started
-    say(f"control plane built in {took:.0f}s (cached in {cache_dir() / 'bin'})")
+    say(f"built {', '.join(c.name for c in todo)} in {took:.0f}s (cached in {cache_dir() / 'bin'})")
     return took
 
 
@@ -88,7 +88,8 @@ def build(component: Component, *, say: Callable[[str], None]) -> None:
     tmp.mkdir(parents=True)
     target = str(tmp / "etcd") if component.name == "etcd" else str(tmp) + os.sep
     ldflags = " ".join(("-s", "-w", *component.ldflags))
-    cmd = ["go", "build", "-v", "-trimpath", "-ldflags", ldflags, "-o", target, *component.packages]
+    tags = ["-tags", ",".join(component.tags)] if component.tags else []
+    cmd = ["go", "build", "-v", "-trimpath", *tags, "-ldflags", ldflags, "-o", target, *component.packages]
     env = {**os.environ, "CGO_ENABLED": "0"}
     say(f"building {component.name} {component.version} ({', '.join(_outputs(component))}); log: {log_path}")
     started = time.monotonic()

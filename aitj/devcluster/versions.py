@@ -17,6 +17,9 @@ from pathlib import Path
 KUBERNETES = "v1.36.3"
 ETCD = "v3.6.16"
 KWOK = "v0.8.0"
+# Prometheus 3.16.0 is the Go module version v0.316.0 (Prometheus tags its modules 0.MINOR.PATCH).
+PROMETHEUS = "3.16.0"
+PROMETHEUS_MODULE = "v0.316.0"
 
 # Go needed by Kubernetes 1.36 and kwok 0.8 (both declare go 1.26.0).
 MIN_GO = (1, 26)
@@ -33,6 +36,7 @@ class Component:
     module_dir: Path
     packages: tuple[str, ...]
     ldflags: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
 
     @property
     def bin_dir(self) -> Path:
@@ -83,7 +87,28 @@ KWOK_COMPONENT = Component(
     module_dir=GOMOD_DIR / "kwok",
     packages=("sigs.k8s.io/kwok/cmd/kwok",),
 )
+# Prometheus and promtool check the dashboards and alert rules (tests/e2e/test_prometheus.py,
+# tests/unit/test_promtool.py). remove_all_sd drops every service-discovery plugin (static targets
+# remain): Nomad's client cannot be fetched from the proxy, and the binary is half the size.
+PROMETHEUS_COMPONENT = Component(
+    name="prometheus",
+    version=PROMETHEUS,
+    module_dir=GOMOD_DIR / "prometheus",
+    packages=(
+        "github.com/prometheus/prometheus/cmd/prometheus",
+        "github.com/prometheus/prometheus/cmd/promtool",
+    ),
+    ldflags=(
+        f"-X github.com/prometheus/common/version.Version={PROMETHEUS}",
+        "-X github.com/prometheus/common/version.Branch=HEAD",
+        "-X github.com/prometheus/common/version.BuildUser=aitj",
+    ),
+    tags=("remove_all_sd",),
+)
 COMPONENTS = (ETCD_COMPONENT, KWOK_COMPONENT, KUBERNETES_COMPONENT)
+# What `aitj cluster build` builds: the control plane, and Prometheus for the dashboards' tests
+# (`aitj cluster up` needs only the control plane and builds only that).
+BUILT = (*COMPONENTS, PROMETHEUS_COMPONENT)
 
 
 def cache_dir() -> Path:
@@ -98,6 +123,16 @@ def state_dir(cluster: str) -> Path:
 def etcd_binary() -> Path:
     # go build names the binary after the last path element of the package: "v3".
     return ETCD_COMPONENT.bin_dir / "etcd"
+
+
+def promtool_binary() -> Path:
+    """promtool_binary: where the built promtool is (it may not be built yet)."""
+    return PROMETHEUS_COMPONENT.binary("promtool")
+
+
+def prometheus_binary() -> Path:
+    """prometheus_binary: where the built prometheus server is (it may not be built yet)."""
+    return PROMETHEUS_COMPONENT.binary("prometheus")
 
 
 def kubectl_binary() -> Path:

@@ -1,0 +1,127 @@
+"""alerts: the alert rules as data, and the two files made from them: the PrometheusRule the
+Prometheus Operator loads, and the plain rules file promtool and a bare Prometheus read.
+
+Each alert's runbook is the section of docs/runbooks.md named after it. The thresholds are
+constants here so the runbooks, the promtool unit tests and the rules say the same numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aitj.tools.dashboards.boards import BUDGET_RED, recovery_quantile
+from aitj.tools.dashboards.spec import Alert
+
+# The scrape job of the operator: a ServiceMonitor names it after the metrics Service
+# (manifests/base/service.yaml); a hand-written scrape config must use the same job_name.
+SCRAPE_JOB = "aitj-operator-metrics"
+GROUP = "aitj"
+# Where the runbooks are; `aitj dashboards generate --runbook-base` points it at a served copy.
+RUNBOOK_BASE = "docs/runbooks.md"
+
+STORM_RESTARTS = 5  # restarts of one job ...
+STORM_WINDOW = "15m"  # ... within this window
+RECOVERY_P99_SECONDS = 300
+STUCK_FOR = "15m"
+RECONCILE_ERRORS = 5  # failed API calls within 10 minutes
+
+ALERTS: tuple[Alert, ...] = (
+    Alert(
+        "AitjOperatorDown",
+        # "or on ()": absent() speaks only when no target is down, so one outage is one alert.
+        f'up{{job="{SCRAPE_JOB}"}} == 0 or on () absent(aitj_build_info)',
+        "5m",
+        "critical",
+        "The aitj operator is down or not scraped.",
+        "No operator replica has exported metrics for 5 minutes: failed pods are not being "
+        "replaced and no job makes progress.",
+    ),
+    Alert(
+        "AitjRestartStorm",
+        f"sum by (namespace, job) (increase(aitj_restarts_total[{STORM_WINDOW}])) > {STORM_RESTARTS}",
+        "0m",
+        "warning",
+        "Job {{ $labels.namespace }}/{{ $labels.job }} restarts again and again.",
+        f"{{{{ $value | humanize }}}} restarts in the last {STORM_WINDOW}: a crash loop or a bad "
+        "node is eating the job's restart budget and GPU time.",
+    ),
+    Alert(
+        "AitjRestartBudgetNearLimit",
+        f"aitj_restart_budget_used_ratio > {BUDGET_RED}",
+        "1m",
+        "warning",
+        "Job {{ $labels.namespace }}/{{ $labels.job }} used most of its restart budget.",
+        "Replica {{ $labels.replica }} used {{ $value | humanizePercentage }} of its restartLimit; "
+        "at 100 % the job fails.",
+    ),
+    Alert(
+        "AitjJobStuck",
+        # aitj_jobs says which namespaces hold a job in Scaling or Restarting, aitj_job_replicas
+        # which job there still misses pods: together, the job that does not come back.
+        'sum by (namespace, job) (aitj_job_replicas{state=~"pending|vacant"}) > 0 '
+        'and on (namespace) sum by (namespace) (aitj_jobs{phase=~"Restarting|Scaling"}) > 0',
+        STUCK_FOR,
+        "warning",
+        "Job {{ $labels.namespace }}/{{ $labels.job }} is stuck Restarting or Scaling.",
+        f"{{{{ $value }}}} replicas have been pending or missing for {STUCK_FOR} while the job "
+        "restarts or scales: no node fits, an image does not pull, or a quota is full.",
+    ),
+    Alert(
+        "AitjRecoveryP99High",
+        f"{recovery_quantile(0.99, '30m')} > {RECOVERY_P99_SECONDS}",
+        "5m",
+        "warning",
+        "Recovery from {{ $labels.cause }} takes too long.",
+        "The 99th percentile of recovery time (fault observed to replacement Running) over 30 "
+        f"minutes is {{{{ $value | humanizeDuration }}}}, above {RECOVERY_P99_SECONDS} s.",
+    ),
+    Alert(
+        "AitjReconcileErrors",
+        f'sum(increase(aitj_reconcile_errors_total{{stage="execute"}}[10m])) > {RECONCILE_ERRORS}',
+        "10m",
+        "warning",
+        "The aitj operator's API calls keep failing.",
+        "{{ $value | humanize }} reconcile passes failed on an API call in 10 minutes; the "
+        "operator retries them with backoff, so jobs react late.",
+    ),
+)
+
+
+def rule_groups(runbook_base: str = RUNBOOK_BASE) -> dict[str, Any]:
+    """rule_groups: the alerts as Prometheus rule groups (the rules file's whole content, and
+    the PrometheusRule's spec)."""
+    return {
+        "groups": [
+            {
+                "name": GROUP,
+                "rules": [
+                    {
+                        "alert": a.name,
+                        "expr": a.expr,
+                        "for": a.duration,
+                        "labels": {"severity": a.severity, **a.labels},
+                        "annotations": {
+                            "summary": a.summary,
+                            "description": a.description,
+                            "runbook_url": f"{runbook_base}#{a.anchor}",
+                        },
+                    }
+                    for a in ALERTS
+                ],
+            }
+        ]
+    }
+
+
+def prometheus_rule(runbook_base: str = RUNBOOK_BASE) -> dict[str, Any]:
+    """prometheus_rule: the PrometheusRule object (monitoring.coreos.com/v1) holding the alerts."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": "aitj-operator",
+            "namespace": "aitj-system",
+            "labels": {"app.kubernetes.io/component": "operator"},
+        },
+        "spec": rule_groups(runbook_base),
+    }

@@ -1,0 +1,294 @@
+"""boards: the two dashboards, fleet overview and per-job drill-down, as data (``spec``).
+
+Every expression names only families of ``aitj.controller.metrics.CATALOGUE`` and their labels
+(a unit test parses them). ``$__rate_interval`` and ``$__range`` are Grafana's: the rate window
+it picks for the scrape interval, and the whole time range shown. Recovery time has no ``job``
+label (a histogram per job would multiply its buckets by the jobs), so the drill-down shows the
+job's restarts and lost GPU time, and the fleet overview the recovery percentiles.
+"""
+
+from __future__ import annotations
+
+from aitj.tools.dashboards.spec import Dashboard, Panel, Query, Row, Variable, Viz
+
+QUANTILES = (0.5, 0.9, 0.99)
+BUDGET_RED = 0.8  # the AitjRestartBudgetNearLimit alert's threshold
+
+
+def recovery_quantile(q: float, window: str, by: str = "cause") -> str:
+    """recovery_quantile: the q-quantile of recovery time over ``window``, per ``by``."""
+    return f"histogram_quantile({q}, sum by ({by}, le) (rate(aitj_recovery_seconds_bucket[{window}])))"
+
+
+FLEET = Dashboard(
+    uid="aitj-fleet-overview",
+    title="aitj / Fleet overview",
+    description="Every AITrainingJob the operator holds: phases, restarts, recovery time, "
+    "what failures cost in GPU time, scaling, restart budgets and the operator's own health.",
+    rows=(
+        Row(
+            "Jobs",
+            (
+                Panel(
+                    "Jobs by phase",
+                    Viz.BARGAUGE,
+                    (Query("sum by (phase) (aitj_jobs)", "{{phase}}"),),
+                    "Jobs the operator holds now, by phase (computed at scrape time).",
+                    width=8,
+                ),
+                Panel(
+                    "Jobs finished",
+                    Viz.BARGAUGE,
+                    (
+                        Query(
+                            "sum by (phase, reason) (increase(aitj_jobs_finished_total[$__range]))",
+                            "{{phase}} {{reason}}",
+                        ),
+                    ),
+                    "Jobs that reached a final phase in the time range, by phase and reason.",
+                    width=8,
+                ),
+                Panel(
+                    "Operator",
+                    Viz.STAT,
+                    (
+                        Query("sum(aitj_build_info)", "replicas up"),
+                        Query("sum(aitj_leader)", "leading"),
+                    ),
+                    "Operator replicas exporting metrics, and how many lead (exactly one should).",
+                    width=8,
+                ),
+            ),
+        ),
+        Row(
+            "Restarts and recovery",
+            (
+                Panel(
+                    "Restarts by cause",
+                    Viz.TIMESERIES,
+                    (
+                        Query(
+                            "sum by (cause) (increase(aitj_restarts_total[$__rate_interval]))",
+                            "{{cause}}",
+                        ),
+                    ),
+                    "Restarts carried out, by the failure that caused them.",
+                    topic="restarts",
+                ),
+                Panel(
+                    "Restarts in range",
+                    Viz.BARGAUGE,
+                    (
+                        Query(
+                            "sum by (cause, scope) (increase(aitj_restarts_total[$__range]))",
+                            "{{cause}} ({{scope}})",
+                        ),
+                    ),
+                    "Restarts in the time range by cause and scope (Pod, Replica, All).",
+                    topic="restarts",
+                ),
+                Panel(
+                    "Recovery time p50 / p90 / p99 by cause",
+                    Viz.TIMESERIES,
+                    tuple(
+                        Query(recovery_quantile(q, "$__rate_interval"), f"p{round(q * 100)} {{{{cause}}}}")
+                        for q in QUANTILES
+                    ),
+                    "From the fault observed by the operator to the replacement pod Running.",
+                    unit="s",
+                    topic="recovery",
+                ),
+                Panel(
+                    "Recovery time in range",
+                    Viz.BARGAUGE,
+                    tuple(
+                        Query(recovery_quantile(q, "$__range"), f"p{round(q * 100)} {{{{cause}}}}")
+                        for q in QUANTILES
+                    ),
+                    "Recovery percentiles over the whole time range, by cause.",
+                    unit="s",
+                    topic="recovery",
+                ),
+            ),
+        ),
+        Row(
+            "Cost and scaling",
+            (
+                Panel(
+                    "Lost GPU-hours",
+                    Viz.STAT,
+                    (Query("sum(increase(aitj_lost_gpu_seconds_total[$__range])) / 3600", "GPU-hours"),),
+                    "GPUs of each restarted pod times the time from its fault to its replacement "
+                    "Running, summed over the time range.",
+                    unit="h",
+                    width=6,
+                    topic="lost GPU",
+                ),
+                Panel(
+                    "Lost GPU-hours by cause",
+                    Viz.TIMESERIES,
+                    (
+                        Query(
+                            "sum by (cause) (increase(aitj_lost_gpu_seconds_total[$__rate_interval])) / 3600",
+                            "{{cause}}",
+                        ),
+                    ),
+                    "GPU time lost to failures, by cause.",
+                    unit="h",
+                    width=9,
+                    topic="lost GPU",
+                ),
+                Panel(
+                    "Scaling operations",
+                    Viz.BARGAUGE,
+                    (
+                        Query(
+                            "sum by (direction, result) (increase(aitj_scaling_operations_total[$__range]))",
+                            "{{direction}} {{result}}",
+                        ),
+                    ),
+                    "Scaling operations finished in the time range, by direction and result.",
+                    width=9,
+                    topic="scaling",
+                ),
+            ),
+        ),
+        Row(
+            "Budgets and the operator's health",
+            (
+                Panel(
+                    "Restart budgets near their limit",
+                    Viz.BARGAUGE,
+                    (
+                        Query(
+                            "topk(10, aitj_restart_budget_used_ratio)",
+                            "{{namespace}}/{{job}} {{replica}}",
+                        ),
+                    ),
+                    "RestartCount / restartLimit, the ten highest; at 100 % the job fails.",
+                    unit="percentunit",
+                    red_from=BUDGET_RED,
+                    width=8,
+                ),
+                Panel(
+                    "Reconcile passes and errors",
+                    Viz.TIMESERIES,
+                    (
+                        Query("sum(rate(aitj_reconcile_seconds_count[$__rate_interval]))", "passes"),
+                        Query(
+                            "sum by (stage) (rate(aitj_reconcile_errors_total[$__rate_interval]))",
+                            "errors {{stage}}",
+                        ),
+                    ),
+                    "Reconcile passes per second, and failed passes by stage (stale: planned "
+                    "again at once; execute: an API call failed, retried with backoff).",
+                    unit="ops",
+                    width=8,
+                ),
+                Panel(
+                    "Reconcile duration p50 / p99",
+                    Viz.TIMESERIES,
+                    tuple(
+                        Query(
+                            f"histogram_quantile({q}, sum by (le) "
+                            "(rate(aitj_reconcile_seconds_bucket[$__rate_interval])))",
+                            f"p{round(q * 100)}",
+                        )
+                        for q in (0.5, 0.99)
+                    ),
+                    "One reconcile pass: plan and carry out.",
+                    unit="s",
+                    width=8,
+                ),
+            ),
+        ),
+    ),
+)
+
+_JOB = 'namespace="$namespace", job="$job"'
+
+JOB = Dashboard(
+    uid="aitj-job",
+    title="aitj / Job",
+    description="One AITrainingJob: its replicas, restarts, restart budget, lost GPU time and scaling.",
+    variables=(
+        Variable("namespace", "Namespace", "aitj_job_replicas"),
+        Variable("job", "Job", 'aitj_job_replicas{namespace="$namespace"}'),
+    ),
+    rows=(
+        Row(
+            "Replicas",
+            (
+                Panel(
+                    "Replicas by state",
+                    Viz.TIMESERIES,
+                    (
+                        Query(
+                            f"sum by (replica, state) (aitj_job_replicas{{{_JOB}}})", "{{replica}} {{state}}"
+                        ),
+                    ),
+                    "Desired, running, pending and vacant (no pod at all) replicas of each type.",
+                    width=16,
+                ),
+                Panel(
+                    "Restart budget used",
+                    Viz.BARGAUGE,
+                    (Query(f"aitj_restart_budget_used_ratio{{{_JOB}}}", "{{replica}}"),),
+                    "RestartCount / restartLimit of each replica type that has a limit.",
+                    unit="percentunit",
+                    red_from=BUDGET_RED,
+                    width=8,
+                ),
+            ),
+        ),
+        Row(
+            "Restarts, cost and scaling",
+            (
+                Panel(
+                    "Restarts",
+                    Viz.TIMESERIES,
+                    (
+                        Query(
+                            "sum by (replica, cause, scope) "
+                            f"(increase(aitj_restarts_total{{{_JOB}}}[$__rate_interval]))",
+                            "{{replica}} {{cause}} ({{scope}})",
+                        ),
+                    ),
+                    "Restarts of the job by replica type, cause and scope.",
+                    topic="restarts",
+                ),
+                Panel(
+                    "Lost GPU-hours by cause",
+                    Viz.BARGAUGE,
+                    (
+                        Query(
+                            "sum by (cause) "
+                            f"(increase(aitj_lost_gpu_seconds_total{{{_JOB}}}[$__range])) / 3600",
+                            "{{cause}}",
+                        ),
+                    ),
+                    "GPU time the job lost to failures in the time range.",
+                    unit="h",
+                    width=6,
+                    topic="lost GPU",
+                ),
+                Panel(
+                    "Scaling operations",
+                    Viz.BARGAUGE,
+                    (
+                        Query(
+                            "sum by (direction, result) "
+                            f"(increase(aitj_scaling_operations_total{{{_JOB}}}[$__range]))",
+                            "{{direction}} {{result}}",
+                        ),
+                    ),
+                    "The job's scaling operations in the time range.",
+                    width=6,
+                    topic="scaling",
+                ),
+            ),
+        ),
+    ),
+)
+
+DASHBOARDS = (FLEET, JOB)

@@ -1,0 +1,213 @@
+"""The dashboards and alerts against a real Prometheus (issue 12's acceptance): Prometheus,
+built from source like the control plane, scrapes the operator every second while one job goes
+through a force delete, an exit-code restart, a node NotReady, a drain, a scale-out and a
+scale-in. Then every panel query and every alert expression is evaluated through Prometheus's
+HTTP API, the tokenizer's reading of each is compared with Prometheus's own parser, and the
+dashboards are drawn (``AITJ_DASHBOARDS_PICTURES=DIR`` keeps the PNGs: make dashboards-pictures).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aitj.core import api
+from aitj.devcluster import faults
+from aitj.devcluster.prometheus import PrometheusServer, Target
+from aitj.devcluster.versions import kubectl_binary, prometheus_binary
+from aitj.tools.dashboards import alerts
+from aitj.tools.dashboards.boards import DASHBOARDS
+from aitj.tools.dashboards.promql import ast_usage, usage
+from aitj.tools.dashboards.spec import substitute
+from tests.clusters import KubeCluster
+from tests.e2e.pools import Pool
+from tests.jobs import (
+    create_job,
+    get_job,
+    job_pods,
+    live,
+    patch_job,
+    running,
+    seed_variant,
+    wait_phase,
+)
+from tests.operator_process import OperatorProcess
+from tests.seeds import REPO
+from tests.waiting import wait_for
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not prometheus_binary().exists(), reason="prometheus not built: make build-cluster"),
+]
+NAME = "prom-job"
+SCRAPE = "1s"
+
+
+@pytest.fixture
+def prometheus(live_operator: OperatorProcess, tmp_path: Path) -> Iterator[PrometheusServer]:
+    """prometheus: a Prometheus scraping the session's operator every second, with the rules."""
+    server = PrometheusServer(
+        tmp_path / "prometheus",
+        [Target(alerts.SCRAPE_JOB, (f"127.0.0.1:{live_operator.metrics_port}",))],
+        interval=SCRAPE,
+        rule_files=[REPO / "dashboards" / "rules.yaml"],
+    )
+    server.start()
+    try:
+        wait_for(lambda: server.api.targets_up() == 1, 30, "the operator scraped")
+        yield server
+    finally:
+        server.stop()
+
+
+def restarts(cluster: KubeCluster, namespace: str) -> int:
+    """restarts: the job's restarts as its status counts them, every replica type."""
+    counts = (get_job(cluster, namespace, NAME).get("status") or {}).get("RestartCount") or {}
+    return sum(int(v) for v in counts.values())
+
+
+def trainers(cluster: KubeCluster, namespace: str) -> dict[int, Any]:
+    return {
+        int(p.metadata.labels[api.LABEL_INDEX]): p
+        for p in running(job_pods(cluster, namespace, NAME, "trainer"))
+    }
+
+
+def settle(cluster: KubeCluster, namespace: str, want_restarts: int, want_trainers: int = 3) -> None:
+    """settle: waits for the job to count ``want_restarts`` and run ``want_trainers`` trainers."""
+    wait_for(lambda: restarts(cluster, namespace) >= want_restarts, 90, f"{want_restarts} restarts counted")
+    wait_for(
+        lambda: len(trainers(cluster, namespace)) == want_trainers, 90, f"{want_trainers} trainers Running"
+    )
+    wait_phase(cluster, namespace, NAME, "Running", timeout=90)
+
+
+def scenario(cluster: KubeCluster, namespace: str, pool: Pool) -> None:
+    """scenario: the six events of the issue, one after the other, each waited for."""
+    for _ in range(4):
+        pool.add()
+    create_job(cluster, namespace, seed_variant(NAME, pin=pool.pin()))
+    wait_phase(cluster, namespace, NAME, "Running", timeout=90)
+    wait_for(lambda: len(trainers(cluster, namespace)) == 3, 60, "3 trainers Running")
+
+    faults.force_delete(cluster.api, namespace, trainers(cluster, namespace)[0].metadata.name)
+    settle(cluster, namespace, 1)
+
+    launcher = live(job_pods(cluster, namespace, NAME, "launcher"))[0].metadata.name
+    faults.pod_exit(cluster.api, namespace, launcher, 129)  # the launcher's exit-code rule
+    settle(cluster, namespace, 2)
+
+    node = trainers(cluster, namespace)[1].spec.node_name
+    on_node = sum(1 for p in trainers(cluster, namespace).values() if p.spec.node_name == node)
+    faults.node_not_ready(cluster.api, node)
+    settle(cluster, namespace, 2 + on_node)
+    cluster.core.patch_node(node, {"spec": {"unschedulable": True}})
+
+    done = restarts(cluster, namespace)
+    placed = {i: p.spec.node_name for i, p in trainers(cluster, namespace).items()}
+    node = placed[0]
+    drain = subprocess.run(
+        [str(kubectl_binary()), f"--kubeconfig={cluster.kubeconfig}", "drain", node, "--ignore-daemonsets",
+         "--delete-emptydir-data", "--timeout=60s"],
+        capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert drain.returncode == 0, drain.stdout + drain.stderr
+    assert "evicted" in drain.stdout, (placed, drain.stdout)
+    settle(cluster, namespace, done + sum(1 for n in placed.values() if n == node))
+
+    # Each scaling is waited for until it is recorded as finished: a scale-in issued while the
+    # scale-out still runs would cancel it.
+    for replicas, done_scalings in ((4, 1), (3, 2)):
+        patch_job(cluster, namespace, NAME, {"spec": {"replicaSpecs": {"trainer": {"replicas": replicas}}}})
+        wait_for(partial(scalings_recorded, cluster, namespace, done_scalings), 90, "the scaling recorded")
+        settle(cluster, namespace, 0, want_trainers=replicas)
+
+
+def scale_history(cluster: KubeCluster, namespace: str) -> list[Any]:
+    return list((get_job(cluster, namespace, NAME).get("status") or {}).get("scaleHistory") or [])
+
+
+def scalings_recorded(cluster: KubeCluster, namespace: str, n: int) -> bool:
+    return len(scale_history(cluster, namespace)) >= n
+
+
+def value(series: list[dict[str, Any]]) -> float:
+    """value: the sum of an instant query's values (NaN when there are none)."""
+    return sum(float(s["value"][1]) for s in series) if series else math.nan
+
+
+def test_every_panel_and_alert_evaluates_on_a_real_prometheus_after_a_scenario(
+    cluster: KubeCluster,
+    namespace: str,
+    pool: Pool,
+    prometheus: PrometheusServer,
+    tmp_path: Path,
+) -> None:
+    started = time.time()
+    scenario(cluster, namespace, pool)
+    time.sleep(3)  # three more scrapes: the last counters are in
+    end = time.time()
+    span = f"{round(end - started) + 30}s"
+    values = {"__range": span, "__rate_interval": span, "namespace": namespace, "job": NAME, "datasource": ""}
+    api_ = prometheus.api
+
+    # Every query evaluates, and Prometheus's parser reads it as the tokenizer the unit tests use does.
+    answers: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
+    for board in DASHBOARDS:
+        for panel in board.panels:
+            for q in panel.queries:
+                expr = substitute(q.expr, values)
+                mine, theirs = usage(expr), ast_usage(api_.parse(expr))
+                assert (mine.selectors, mine.grouping) == (theirs.selectors, theirs.grouping), expr
+                answers.setdefault(panel.topic, []).append(
+                    (f"{board.uid}/{panel.title}", api_.query(expr, at=end))
+                )
+    for alert in alerts.ALERTS:
+        api_.query(alert.expr, at=end)  # raises on an error
+        mine, theirs = usage(alert.expr), ast_usage(api_.parse(alert.expr))
+        assert (mine.selectors, mine.grouping) == (theirs.selectors, theirs.grouping), alert.name
+
+    # The panels about restarts, recovery time, lost GPU time and scaling show the scenario.
+    for topic in ("restarts", "recovery", "lost GPU", "scaling"):
+        for where, series in answers[topic]:
+            assert any(not math.isnan(float(s["value"][1])) and float(s["value"][1]) > 0 for s in series), (
+                f"{where}: no data ({series})"
+            )
+
+    # The recovery histogram counts each restart once: as many as the counter and the job's status.
+    performed = restarts(cluster, namespace)
+    counted = value(api_.query("sum(aitj_restarts_total)", at=end))
+    observed = value(api_.query("sum(aitj_recovery_seconds_count)", at=end))
+    assert performed >= 4  # one force delete, one exit code, a node's trainers, a drained node's
+    causes = {s["metric"]["cause"] for s in api_.query("sum by (cause) (aitj_restarts_total)", at=end)}
+    # A drain's evictions count as nodeNotReady: the cordoned node is node maintenance (policy.py).
+    assert causes == {"PodForceDeleted", "exitCode", "nodeNotReady"}, causes
+    assert counted == observed == performed, (performed, counted, observed)
+    scalings = api_.query("sum by (direction) (aitj_scaling_operations_total)", at=end)
+    assert {s["metric"]["direction"]: float(s["value"][1]) for s in scalings} == {"out": 1.0, "in": 1.0}
+
+    # The rules loaded and evaluate without error.
+    rules = api_.rules()
+    assert {r["name"] for r in rules} == {a.name for a in alerts.ALERTS}
+    assert all(r["health"] != "err" for r in rules), [r.get("lastError") for r in rules]
+
+    # The dashboards draw from the same Prometheus, through the command a user runs.
+    out = Path(os.environ.get("AITJ_DASHBOARDS_PICTURES") or tmp_path)
+    since = f"{round(time.time() - started) + 30}s"
+    command = ["dashboards", "render", f"--prometheus={prometheus.url}", f"--out={out}", f"--since={since}"]
+    command += ["--rate-interval=30s", f"--namespace={namespace}", f"--job={NAME}"]
+    drawn = subprocess.run(
+        [sys.executable, "-m", "aitj", *command], capture_output=True, text=True, timeout=300
+    )
+    assert drawn.returncode == 0, drawn.stderr
+    for board in DASHBOARDS:
+        assert (out / f"{board.uid}.png").stat().st_size > 20_000

@@ -1,0 +1,187 @@
+"""The dashboards and alerts (aitj/tools/dashboards), read as data and as the files made from them.
+
+promtool checks the rules in test_promtool.py; a real Prometheus evaluates every query in
+tests/e2e/test_prometheus.py. Here: the committed files are the generated ones, every query names
+only what the operator exports, the layout and the runbooks are complete.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from aitj.controller.metrics import CATALOGUE
+from aitj.tools.dashboards import alerts, generate, grafana
+from aitj.tools.dashboards.boards import DASHBOARDS, FLEET, JOB
+from aitj.tools.dashboards.promql import PromQLError, problems, usage
+from aitj.tools.dashboards.render import fmt, legend
+from aitj.tools.dashboards.spec import Dashboard, substitute
+from tests.seeds import REPO
+
+SCHEMA_VERSION = 41  # Grafana 11.6's dashboard schema
+
+
+def every_expression() -> list[tuple[str, str, str]]:
+    """every_expression: (where, expr, legend) of every panel query and alert rule."""
+    out = [(f"{b.uid}/{p.title}", q.expr, q.legend) for b in DASHBOARDS for p in b.panels for q in p.queries]
+    out += [(f"alert {a.name}", a.expr, "") for a in alerts.ALERTS]
+    out += [(f"{b.uid} variable {v.name}", v.query, "") for b in DASHBOARDS for v in b.variables]
+    return out
+
+
+def test_the_committed_dashboards_rules_and_manifests_are_the_generated_ones() -> None:
+    for rel, text in generate.files().items():
+        path = REPO / rel
+        assert path.exists(), f"{rel} is missing: run `aitj dashboards generate`"
+        assert path.read_text() == text, f"{rel} is stale: run `aitj dashboards generate`"
+
+
+@pytest.mark.parametrize(("where", "expr", "legend_format"), every_expression())
+def test_every_query_and_rule_names_only_metrics_and_labels_the_operator_exports(
+    where: str, expr: str, legend_format: str
+) -> None:
+    assert problems(expr, legend_format) == [], where
+
+
+@pytest.mark.parametrize(
+    ("expr", "legend_format", "complaint"),
+    [
+        ("sum(rate(aitj_restarts[5m]))", "", "metric 'aitj_restarts' is not exported"),
+        ('aitj_jobs{job="x"}', "", "aitj_jobs has no label 'job'"),
+        ("sum by (replica) (aitj_jobs)", "", "label 'replica' is on none of ['aitj_jobs']"),
+        ("sum by (phase) (aitj_jobs)", "{{cause}}", "label 'cause' is on none of ['aitj_jobs']"),
+        ("aitj_recovery_seconds{le='1'}", "", "metric 'aitj_recovery_seconds' is not exported"),
+        ("aitj_recovery_seconds_count{le='1'}", "", "aitj_recovery_seconds_count has no label 'le'"),
+        ("instance_up(aitj_jobs)", "", "unknown function 'instance_up'"),
+    ],
+)
+def test_the_check_names_what_the_operator_does_not_export(
+    expr: str, legend_format: str, complaint: str
+) -> None:
+    assert any(complaint in p for p in problems(expr, legend_format)), problems(expr, legend_format)
+
+
+def test_the_tokenizer_reads_selectors_grouping_and_calls_apart() -> None:
+    found = usage(
+        "histogram_quantile(0.99, sum by (cause, le) "
+        '(rate(aitj_recovery_seconds_bucket{scope!="All"}[$__rate_interval])))'
+        " > 300 and on (cause) sum without (scope) (aitj_restarts_total offset 5m) > bool 2"
+    )
+    assert found.selectors == {"aitj_recovery_seconds_bucket": {"scope"}, "aitj_restarts_total": set()}
+    assert found.grouping == {"cause", "le", "scope"}
+    assert found.functions == {"histogram_quantile", "sum", "rate"}
+
+
+def test_the_tokenizer_refuses_what_it_cannot_read() -> None:
+    with pytest.raises(PromQLError):
+        usage("sum(aitj_jobs) @@ 1")
+
+
+def test_every_family_of_the_catalogue_is_on_a_dashboard_or_in_a_rule() -> None:
+    used = {name for _, expr, _ in every_expression() for name in usage(expr).selectors}
+    missing = [f.name for f in CATALOGUE if not set(f.series_names()) & used]
+    # Pods created and deleted are in the operator's logs and events; no panel needs them.
+    assert missing == ["aitj_fault_detection_seconds", "aitj_pods_created_total", "aitj_pods_deleted_total"]
+
+
+@pytest.mark.parametrize("board", DASHBOARDS, ids=lambda b: b.uid)
+def test_each_dashboard_has_a_fixed_uid_the_current_schema_and_reads_the_datasource_variable(
+    board: Dashboard,
+) -> None:
+    built = grafana.build(board)
+    assert built["uid"] == board.uid
+    assert built["schemaVersion"] == SCHEMA_VERSION
+    panels = [p for p in built["panels"] if p["type"] != "row"]
+    assert len(panels) == len(board.panels)
+    for panel in panels:
+        assert panel["datasource"]["uid"] == "${datasource}"
+        assert all(t["datasource"]["uid"] == "${datasource}" for t in panel["targets"])
+        assert panel["gridPos"]["x"] + panel["gridPos"]["w"] <= grafana.GRID_COLUMNS
+    assert built["templating"]["list"][0]["name"] == "datasource"
+
+
+def test_no_two_panels_of_a_dashboard_overlap() -> None:
+    for board in DASHBOARDS:
+        cells: set[tuple[int, int]] = set()
+        for p in grafana.build(board)["panels"]:
+            g = p["gridPos"]
+            mine = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
+            assert not mine & cells, f"{board.uid}: {p['title']} overlaps"
+            cells |= mine
+
+
+def test_the_job_dashboard_filters_every_query_on_its_namespace_and_job_variables() -> None:
+    assert [v.name for v in JOB.variables] == ["namespace", "job"]
+    for panel in JOB.panels:
+        for q in panel.queries:
+            assert 'namespace="$namespace", job="$job"' in q.expr, panel.title
+
+
+def test_the_fleet_overview_has_the_panels_the_issue_asks_for() -> None:
+    titles = " | ".join(p.title for p in FLEET.panels).lower()
+    for words in (
+        "jobs by phase",
+        "restarts by cause",
+        "p50 / p90 / p99",
+        "lost gpu-hours",
+        "scaling",
+        "budgets",
+    ):
+        assert words in titles, words
+    assert "reconcile" in titles
+
+
+def test_the_dashboards_config_map_carries_every_dashboard_for_the_grafana_sidecar() -> None:
+    cm = generate.dashboards_config_map()
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert {json.loads(v)["uid"] for v in cm["data"].values()} == {b.uid for b in DASHBOARDS}
+
+
+def test_every_alert_has_a_summary_a_description_and_a_runbook_section_and_every_section_an_alert() -> None:
+    runbooks = (REPO / "docs" / "runbooks.md").read_text()
+    sections = re.findall(r"^## (\w+)$", runbooks, re.M)
+    assert sections == [a.name for a in alerts.ALERTS]
+    for rule in alerts.rule_groups()["groups"][0]["rules"]:
+        notes = rule["annotations"]
+        assert notes["summary"] and notes["description"]
+        assert notes["runbook_url"] == f"docs/runbooks.md#{rule['alert'].lower()}"
+
+
+def test_the_issue_s_alerts_are_all_there() -> None:
+    names = {a.name for a in alerts.ALERTS}
+    assert names == {
+        "AitjOperatorDown",
+        "AitjRestartStorm",
+        "AitjRestartBudgetNearLimit",
+        "AitjJobStuck",
+        "AitjRecoveryP99High",
+        "AitjReconcileErrors",
+    }
+
+
+def test_substitute_fills_grafana_variables_and_refuses_an_unknown_one() -> None:
+    assert substitute(
+        'x{job="$job"}[$__range] ${datasource}', {"job": "a", "__range": "5m", "datasource": "p"}
+    ) == ('x{job="a"}[5m] p')
+    with pytest.raises(KeyError):
+        substitute("rate(x[$__rate_interval])", {})
+
+
+def test_legends_and_values_read_as_grafana_shows_them() -> None:
+    assert legend("{{cause}} ({{scope}})", {"cause": "exitCode", "scope": "Pod"}) == "exitCode (Pod)"
+    assert legend("", {"phase": "Running"}) == "phase=Running"
+    assert fmt(0.85, "percentunit") == "85 %"
+    assert fmt(12.0, "s") == "12 s"
+    assert fmt(0.0005, "h") == "1.8 s"
+    assert fmt(0.495, "s") == "495 ms"
+    assert fmt(5400, "s") == "1.5 h"
+    assert fmt(0, "h") == "0 s"
+    assert fmt(0, "short") == "0"
+
+
+def test_every_panel_and_row_has_its_own_id() -> None:
+    for board in DASHBOARDS:
+        ids = [p["id"] for p in grafana.build(board)["panels"]]
+        assert sorted(ids) == list(range(1, len(ids) + 1)), board.uid
