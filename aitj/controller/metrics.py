@@ -27,7 +27,7 @@ import importlib.metadata
 import threading
 from dataclasses import dataclass
 
-from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 from aitj.core.api import Phase, RestartScope
 from aitj.core.planner.types import DeleteReason
@@ -165,9 +165,10 @@ def _gauge(name: str) -> Gauge:
     return Gauge(name, family.help, family.labels)
 
 
-# No ``<name>_created`` series beside each counter and histogram child: nothing reads them, and
-# they would double the per-job series of a large cluster.
-disable_created_metrics()  # type: ignore[no-untyped-call]
+# Each counter and histogram child keeps its ``_created`` time: Prometheus scrapes OpenMetrics,
+# reads it as the series' start (created-timestamp-zero-ingestion) and stores a 0 there, so the
+# first increment of a labelled counter, which appears already at 1, counts in increase()
+# (docs/dashboards.md). Without it a job's only scale-out reads 0 on the dashboards.
 BUILD_INFO = _gauge("aitj_build_info")
 LEADER = _gauge("aitj_leader")
 RESTARTS = _counter("aitj_restarts_total")
