@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import config
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
 from tests.clusters import KubeCluster
 from tests.seeds import REPO
@@ -95,4 +96,21 @@ def token_kubeconfig(cluster: KubeCluster, path: Path, seconds: int = TOKEN_SECO
     }
     path.write_text(yaml.safe_dump(doc))
     path.chmod(0o600)
+    wait_for(functools.partial(_authorized, path), 30, "the ServiceAccount's grants in force")
     return path
+
+
+def _authorized(kubeconfig: Path) -> bool:
+    """_authorized: the ServiceAccount may list pods. The apiserver's RBAC authorizer reads the
+    roles through a cache of its own: right after the apply it may still refuse, and an operator
+    started then logs 403s the audit test counts as denials."""
+    api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+    try:
+        client.CoreV1Api(api).list_pod_for_all_namespaces(limit=1)
+    except ApiException as e:
+        if e.status == 403:
+            return False
+        raise
+    finally:
+        api.close()
+    return True
