@@ -14,6 +14,7 @@ kubectl plugin ``kubectl-aitj`` (``kubectl aitj get JOB``).
 - ``submit``: ``aitj submit`` (Arena-like flags to an AITrainingJob).
 - ``logs``: ``aitj logs JOB``.
 - ``tools``: ``aitj demo`` / ``aitj bench``.
+- ``chaos``: ``aitj chaos`` (faults against jobs, invariants from its own watch).
 
 Helpers of the commands, not commands: ``options`` (options several commands take),
 ``output`` (stderr lines), ``explain_text`` (an Explanation as text), ``scale_progress`` (how a
@@ -29,6 +30,7 @@ from typing import Any
 
 import click
 
+from aitj.cli.chaos import chaos
 from aitj.cli.cluster import cluster
 from aitj.cli.explain import explain
 from aitj.cli.jobs import describe, get, list_jobs
@@ -87,5 +89,6 @@ for command in (
     release,
     demo,
     bench,
+    chaos,
 ):
     main.add_command(command)
