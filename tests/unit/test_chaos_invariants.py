@@ -215,3 +215,12 @@ def test_an_operator_silent_longer_than_the_bound_is_reported_unless_a_fault_sto
     assert len(answering(History(probes=probes), Bounds(answering=5)).violations) == 1
     killed = History(probes=probes, faults=[FaultRecord(1, 9.5, FaultKind.OPERATOR_KILL, "op")])
     assert answering(killed, Bounds(answering=5, operator_restart=30)).violations == []
+
+
+def test_a_pod_replayed_before_its_node_is_first_seen_is_neither_lost_nor_failed() -> None:
+    p0 = Pod("trainer", 0).running(node="node-a")
+    h = H().job(0, one_trainer()).pod(0, p0).node(0, node("node-a"))
+    h.pod(5, Pod("trainer", 0, generation=1).running(node="node-a"))
+    history = h.end(10)
+    assert expected_restarts(history).counts[KEY]["trainer"] == 0
+    assert len(one_live_pod(history).violations) == 1  # p0 stayed live: it was never lost

@@ -7,6 +7,7 @@ command causes (exit code 137, nodeNotReady, PodForceDeleted, PodEvicted), scope
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -91,13 +92,20 @@ def create_jobs(cluster: LocalCluster, namespace: str, n: int, seed: int) -> lis
     except ApiException as e:
         if e.status != 409:
             raise
-    names = []
-    for i in range(n):
-        name = f"chaos-{i}"
+    names = [f"chaos-{i}" for i in range(n)]
+    for name in names:
         cluster.kubectl("delete", "aitj", name, "-n", namespace, "--ignore-not-found", "--wait=true")
+    # The old jobs' pods go after their jobs (garbage collection). A job created under the same
+    # name before they are gone would be judged with them (the operator finds pods by the job
+    # name label), so wait.
+    deadline = time.monotonic() + 120
+    while core.list_namespaced_pod(namespace, label_selector=api.LABEL_JOB).items:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"pods of earlier jobs in {namespace} were not gone within 120s")
+        time.sleep(0.5)
+    for name in names:
         body = bed_job(name, namespace, rng.randint(4, 8))
         custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, body)
-        names.append(name)
     return names
 
 

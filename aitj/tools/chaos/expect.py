@@ -86,6 +86,8 @@ def _judge(
     sample = world.jobs.get(key)
     if sample is None or sample.job is None or sample.phase in api.FINISHED_PHASES:
         return
+    if not world.known(pod.node_name):
+        return  # judged once its node is seen
     node = world.nodes.get(pod.node_name) if pod.node_name else None
     failure = classify(pod, node)
     if failure is None or (failure.kind is not FailureKind.NODE_NOT_READY and not aimed):

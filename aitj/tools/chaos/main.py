@@ -91,9 +91,6 @@ def run_chaos(s: Settings, console: Console) -> int:
             say(line)
         return 0
     try:
-        if cluster is not None and s.bed_jobs:
-            names = bed.create_jobs(cluster, s.namespace or "chaos", s.bed_jobs, s.seed)
-            say(f"created jobs {', '.join(names)}")
         if cluster is not None and s.operators:
             assert kubeconfig is not None
             extra = ("--leader-elect",) if s.leader_elect else ()
@@ -102,6 +99,9 @@ def run_chaos(s: Settings, console: Console) -> int:
                 op = Operator(kubeconfig, base + i, cluster.logs / "chaos", extra)
                 op.start()
                 ops.started.append(op)
+        if cluster is not None and s.bed_jobs:
+            names = bed.create_jobs(cluster, s.namespace or "chaos", s.bed_jobs, s.seed)
+            say(f"created jobs {', '.join(names)}")
         ctx = faults.Context(
             api,
             cluster if local else None,

@@ -32,6 +32,7 @@ class World:
     by_slot: dict[Slot, set[str]] = field(default_factory=lambda: defaultdict(set))
     on_node: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     lost: set[str] = field(default_factory=set)  # pods once seen running on a bad node
+    deleted_nodes: set[str] = field(default_factory=set)
 
     def apply(self, s: PodSample | NodeSample | JobSample) -> None:
         """apply: one sample."""
@@ -40,8 +41,10 @@ class World:
         elif isinstance(s, NodeSample):
             if s.gone:
                 self.nodes.pop(s.node.name, None)
+                self.deleted_nodes.add(s.node.name)
             else:
                 self.nodes[s.node.name] = s.node
+                self.deleted_nodes.discard(s.node.name)
             for uid in self.on_node.get(s.node.name, ()):
                 self._mark_lost(self.pods[uid])
         elif s.gone:
@@ -74,9 +77,16 @@ class World:
         if not pod.terminal and not self.node_ok(pod.node_name):
             self.lost.add(pod.uid)
 
+    def known(self, name: str | None) -> bool:
+        """known: the pod's node has been seen (or deleted), or the pod has no node. Samples
+        are replayed by resourceVersion and a node's is bumped by every heartbeat, so the pods
+        listed at the start come before the nodes they run on: until then, nothing is known of
+        their node, which is not the same as its being gone."""
+        return name is None or name in self.nodes or name in self.deleted_nodes
+
     def node_ok(self, name: str | None) -> bool:
-        """node_ok: the node exists and is Ready (an unbound pod has no node to fail)."""
-        if name is None:
+        """node_ok: the node is Ready, or not known yet (an unbound pod has no node to fail)."""
+        if name is None or not self.known(name):
             return True
         node = self.nodes.get(name)
         return node is not None and node.is_ready

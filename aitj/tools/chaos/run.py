@@ -36,6 +36,7 @@ class Options:
     bounds: Bounds = field(default_factory=Bounds)
     delete_jobs: bool = False
     min_gap: float = 2.0  # seconds between faults when the schedule has fallen behind
+    target_wait: float = 30.0  # a fault with no eligible target yet waits this long, then is skipped
     warmup: float = 180.0  # jobs steady before the first fault
     settle: float = 150.0  # jobs steady and no pod Terminating after the last one
 
@@ -139,7 +140,7 @@ class _Loop:
         return False
 
     def fault(self, p: Planned) -> None:
-        give_up = self.now() + max(5.0, self.opts.plan[0].at / 2 if self.opts.plan else 5.0)
+        give_up = self.now() + self.opts.target_wait
         while True:
             self.tick()
             try:
@@ -227,9 +228,10 @@ def run(ctx: faults.Context, watch_api: client.ApiClient, opts: Options, say: Sa
                 continue
             loop.sleep_until(at)
             loop.fault(p)
-        loop.sleep_until(start + opts.duration)
-        loop.heal_now = True  # the lasting faults end with the schedule
         loop.wait_steady(opts.settle, "after the last fault")
+        if loop.lasting:  # not healed within the settle time: heal now, whatever the checks say
+            loop.heal_now = True
+            loop.tick()
         if opts.delete_jobs:
             loop.delete_jobs()
     finally:
