@@ -64,8 +64,12 @@ def bed_job(name: str, namespace: str, trainers: int) -> dict[str, Any]:
 
 
 def up(name: str, nodes: int, say: Callable[[str], None]) -> LocalCluster:
-    """up: the local cluster ``name``, started unless it runs; with the CRD installed."""
+    """up: the local cluster ``name``, started unless it runs healthy (one left half-stopped,
+    say by an interrupted apiserver restart, is stopped first); with the CRD installed."""
     cluster = LocalCluster(name)
+    if cluster.is_running() and cluster.unhealthy():
+        say(f"cluster {name!r} is not healthy ({', '.join(cluster.unhealthy())}): restarting it")
+        cluster.down()
     if not cluster.is_running():
         cluster.up(
             ClusterConfig(

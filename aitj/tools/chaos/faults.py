@@ -8,10 +8,12 @@ effect on the restart count and its recovery can be told apart from the previous
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from aitj.core import api
 from aitj.core.api import ReplicaType
@@ -23,7 +25,7 @@ from aitj.tools.chaos.history import FaultRecord, JobKey
 from aitj.tools.chaos.invariants import steady
 from aitj.tools.chaos.operators import Operators
 from aitj.tools.chaos.replay import World
-from aitj.tools.chaos.schedule import FaultKind, Planned
+from aitj.tools.chaos.schedule import POD_FAULTS, FaultKind, Planned
 
 
 class NoTarget(Exception):
@@ -80,15 +82,35 @@ def _nodes(world: World, jobs: list[JobKey], everything: set[JobKey]) -> list[tu
 
 
 def carry_out(
-    ctx: Context, world: World, p: Planned, ok: list[JobKey], jobs: set[JobKey], t: float
+    ctx: Context, world: World, p: Planned, ok: list[JobKey], jobs: set[JobKey], t: float, free: list[JobKey]
 ) -> FaultRecord:
-    """carry_out: fault ``p`` on a target picked among the jobs ``ok`` may hit (steady, not
-    still settling from an earlier fault) of the watched ``jobs``; NoTarget if none."""
+    """carry_out: fault ``p`` on a target picked among the watched ``jobs``: for a node or a
+    replicas edit, among those ``ok`` (steady, not settling from an earlier fault); for a pod
+    fault, any Running current pod of the jobs ``free`` (not settling from an earlier fault,
+    steady or not: the expected restarts are worked out from what happens, whatever the
+    order). NoTarget if none. A call
+    the API refuses is recorded as the fault's error (its pods then count for nothing)."""
     rec = FaultRecord(p.n, t, p.kind, "")
-    if p.kind in (FaultKind.FORCE_DELETE, FaultKind.GRACEFUL_DELETE, FaultKind.EVICT, FaultKind.EXIT_CODE):
-        pods = _pods(world, ok)
+    try:
+        _carry_out(ctx, world, p, ok, jobs, rec, free)
+    except ApiException as e:
+        rec.error = f"{e.status} {e.reason}"
+    return rec
+
+
+def _carry_out(
+    ctx: Context,
+    world: World,
+    p: Planned,
+    ok: list[JobKey],
+    jobs: set[JobKey],
+    rec: FaultRecord,
+    free: list[JobKey],
+) -> None:
+    if p.kind in POD_FAULTS:
+        pods = _pods(world, free)
         if not pods:
-            raise NoTarget("no Running pod of a steady job")
+            raise NoTarget("no Running pod of a job not already disturbed")
         pod = pods[p.pick % len(pods)]
         rec.target, rec.jobs, rec.pods = (
             f"{pod.namespace}/{pod.name}",
@@ -120,7 +142,6 @@ def carry_out(
         assert ctx.local is not None, "an apiserver restart needs the local control plane"
         dev.restart_apiserver(ctx.local, down_seconds=2.0)
         rec.target = "kube-apiserver"
-    return rec
 
 
 def _pod_fault(ctx: Context, p: Planned, pod: PodView, rec: FaultRecord) -> None:
@@ -149,10 +170,26 @@ def _node_fault(
             (p for u in world.on_node.get(name, ()) if (p := world.pods[u]) and (p.namespace, p.job) in jobs),
             key=lambda p: p.name,
         )
-        for v in victims:
-            dev.evict(ctx.api, v.namespace, v.name)
-        rec.pods = tuple(v.uid for v in victims)
-        rec.detail = f"{len(victims)} pods evicted"
+        evicted = [v for v in victims if _evict(ctx, v)]
+        rec.pods = tuple(v.uid for v in evicted)
+        refused = len(victims) - len(evicted)
+        rec.detail = f"{len(evicted)} pods evicted" + (
+            f", {refused} refused by disruption budgets" if refused else ""
+        )
+
+
+def _evict(ctx: Context, pod: PodView, tries: int = 5) -> bool:
+    """_evict: evict as ``kubectl drain`` does, trying again while a disruption budget refuses
+    (429); False if it still refuses."""
+    for _ in range(tries):
+        try:
+            dev.evict(ctx.api, pod.namespace, pod.name)
+            return True
+        except ApiException as e:
+            if e.status != 429:
+                raise
+            time.sleep(1.0)
+    return False
 
 
 def _scale(ctx: Context, world: World, p: Planned, ok: list[JobKey], rec: FaultRecord) -> None:

@@ -153,6 +153,7 @@ class History:
     probes: list[Probe] = field(default_factory=list)
     leftovers: list[Leftover] = field(default_factory=list)
     deleted_jobs: list[JobKey] = field(default_factory=list)
+    deleting_from: float | None = None  # when the command began deleting the jobs
     end: float = 0.0
 
     def timeline(self) -> Iterator[PodSample | NodeSample | JobSample]:

@@ -25,6 +25,8 @@ from aitj.tools.chaos.history import FaultRecord, History, JobKey, JobSample, No
 from aitj.tools.chaos.replay import World, slot_of
 from aitj.tools.chaos.schedule import OPERATOR_FAULTS
 
+HOLD = 1.0  # seconds a recovered job must stay steady
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -146,21 +148,40 @@ def recoveries(history: History, expected: Expected, bounds: Bounds) -> tuple[Ch
     check = Check("back at replica count")
     faults = sorted((f for f in history.faults if f.error is None and f.jobs), key=lambda f: f.t)
     pending: dict[int, tuple[FaultRecord, set[JobKey]]] = {f.n: (f, set()) for f in faults}
+    since: dict[int, float] = {}  # all of the fault's jobs steady since
     done: dict[int, float] = {}
     world = World()
     calm: dict[JobKey, bool] = {}
     for s in history.timeline():
+        if history.deleting_from is not None and s.t >= history.deleting_from:
+            break  # the command deleted the jobs: nothing recovers from that
         world.apply(s)
         for key in _touched(world, s):
             calm[key] = steady(world, key, expected)
+
+        def is_calm(key: JobKey) -> bool:
+            if key not in calm:  # not touched since the start: judge it now
+                calm[key] = steady(world, key, expected)
+            return calm[key]
+
         for n, (f, disturbed) in list(pending.items()):
             if s.t < f.t:
                 continue
-            disturbed.update(k for k in f.jobs if not calm.get(k, False))
+            disturbed.update(k for k in f.jobs if not is_calm(k))
             settled = bool(disturbed) or s.t > (f.healed or f.t) + 1.0
-            if settled and all(calm.get(k, False) for k in f.jobs):
-                done[n] = max(0.0, s.t - f.t) if disturbed else 0.0
+            if not (settled and all(is_calm(k) for k in f.jobs)):
+                since.pop(n, None)
+                continue
+            # Steady for a second: the job's status catches up with its pods a little later
+            # (Restarting, then Running), so the first steady moment may not be the last.
+            start = since.setdefault(n, s.t)
+            if s.t - start >= HOLD:
+                done[n] = max(0.0, start - f.t) if disturbed else 0.0
                 del pending[n]
+    for n, start in since.items():
+        if n in pending:
+            f, disturbed = pending[n]
+            done[n] = max(0.0, start - f.t) if disturbed else 0.0
     out = []
     for f in faults:
         check.checks += 1

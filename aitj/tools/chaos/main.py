@@ -57,6 +57,9 @@ def run_chaos(s: Settings, console: Console) -> int:
     def say(m: str) -> None:
         console.print(m, markup=False, highlight=False, soft_wrap=True)
 
+    if s.operators > 1 and not s.leader_elect:
+        say("--operators above 1 needs --leader-elect: two operators without it would both act")
+        return 2
     cluster: LocalCluster | None = None
     kubeconfig = s.kubeconfig
     if s.bed:
@@ -96,7 +99,7 @@ def run_chaos(s: Settings, console: Console) -> int:
             extra = ("--leader-elect",) if s.leader_elect else ()
             base = free_base(18643)
             for i in range(s.operators):
-                op = Operator(kubeconfig, base + i, cluster.logs / "chaos", extra)
+                op = Operator(kubeconfig, base + i, cluster.logs, extra)
                 op.start()
                 ops.started.append(op)
         if cluster is not None and s.bed_jobs:

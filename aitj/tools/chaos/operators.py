@@ -52,7 +52,7 @@ class Operator:
     def start(self) -> None:
         self.starts += 1
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        with (self.log_dir / f"operator-{self.port}.log").open("ab") as log:
+        with (self.log_dir / f"chaos-operator-{self.port}.log").open("ab") as log:
             self.proc = subprocess.Popen(
                 [
                     sys.executable,

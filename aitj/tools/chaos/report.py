@@ -63,7 +63,7 @@ def print_table(result: Result, console: Console) -> None:
     s = summary(result)
     faults = Table(title=f"aitj chaos: {s['faults']} faults in {s['seconds']:.0f}s")
     for col in ("fault", "done", "skipped", "errors", "recovered", "recovery p50 s", "recovery p99 s"):
-        faults.add_column(col, justify="left" if col == "fault" else "right")
+        faults.add_column(col, justify="left" if col == "fault" else "right", no_wrap=col == "fault")
     for kind, k in s["faults_by_kind"].items():
         faults.add_row(
             kind,

@@ -17,7 +17,7 @@ from aitj.core import api
 from aitj.tools.chaos import faults
 from aitj.tools.chaos.expect import Expected, expected_restarts
 from aitj.tools.chaos.history import FaultRecord, History, JobKey, Leftover, Probe
-from aitj.tools.chaos.invariants import Bounds, Check, Recovery, check_all, steady
+from aitj.tools.chaos.invariants import HOLD, Bounds, Check, Recovery, check_all, steady
 from aitj.tools.chaos.operators import answers
 from aitj.tools.chaos.replay import World
 from aitj.tools.chaos.schedule import FaultKind, Planned
@@ -36,7 +36,7 @@ class Options:
     bounds: Bounds = field(default_factory=Bounds)
     delete_jobs: bool = False
     min_gap: float = 2.0  # seconds between faults when the schedule has fallen behind
-    target_wait: float = 30.0  # a fault with no eligible target yet waits this long, then is skipped
+    target_wait: float = 60.0  # a fault with no eligible target yet waits this long, then is skipped
     warmup: float = 180.0  # jobs steady before the first fault
     settle: float = 150.0  # jobs steady and no pod Terminating after the last one
 
@@ -146,7 +146,8 @@ class _Loop:
             try:
                 busy = set(self.cooling) | {k for rec in self.lasting for k in rec.jobs}
                 ok = [k for k in faults.steady_jobs(self.world, self.jobs()) if k not in busy]
-                rec = faults.carry_out(self.ctx, self.world, p, ok, self.jobs(), self.now())
+                free = sorted(self.jobs() - busy)
+                rec = faults.carry_out(self.ctx, self.world, p, ok, self.jobs(), self.now(), free)
                 break
             except faults.NoTarget as e:
                 if self.now() > give_up:
@@ -154,14 +155,15 @@ class _Loop:
                     self.say(f"fault {p.n} ({p.kind}) skipped: {e}")
                     return
                 time.sleep(TICK)
-            except (ApiException, OSError) as e:
-                rec = FaultRecord(p.n, self.now(), p.kind, "", error=str(getattr(e, "reason", e)))
+            except OSError as e:  # the apiserver unreachable (a restart still under way, say)
+                rec = FaultRecord(p.n, self.now(), p.kind, "", error=str(e))
                 break
         if p.kind is FaultKind.APISERVER_RESTART:
             rec.healed = self.now()
         if p.kind is FaultKind.OPERATOR_KILL and self.ctx.operators.started:
             self.down_since = self.now()
-        if p.kind in (FaultKind.NODE_NOT_READY, FaultKind.NODE_SILENT, FaultKind.DRAIN) and rec.error is None:
+        node_fault = p.kind in (FaultKind.NODE_NOT_READY, FaultKind.NODE_SILENT, FaultKind.DRAIN)
+        if node_fault and rec.target:  # a node the fault reached is healed, even if part of it failed
             self.lasting.append(rec)
         self.history.faults.append(rec)
         self.last_fault = self.now()
@@ -176,6 +178,7 @@ class _Loop:
     def delete_jobs(self) -> None:
         custom: Any = client.CustomObjectsApi(self.ctx.api)
         uids = {k: s.uid for k, s in self.world.jobs.items()}
+        self.history.deleting_from = self.now()
         for ns, name in sorted(uids):
             custom.delete_namespaced_custom_object(api.GROUP, api.VERSION, ns, api.PLURAL, name)
             self.history.deleted_jobs.append((ns, name))
@@ -232,6 +235,7 @@ def run(ctx: faults.Context, watch_api: client.ApiClient, opts: Options, say: Sa
         if loop.lasting:  # not healed within the settle time: heal now, whatever the checks say
             loop.heal_now = True
             loop.tick()
+        loop.sleep_until(loop.now() + 2 * HOLD)  # the last recovery holds (invariants.HOLD)
         if opts.delete_jobs:
             loop.delete_jobs()
     finally:
