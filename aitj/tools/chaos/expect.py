@@ -21,7 +21,7 @@ from aitj.core import api
 from aitj.core.observed import PodView
 from aitj.core.policy import FailureKind, RestartDecision, classify, decide
 from aitj.tools.chaos.history import History, JobKey, JobSample, NodeSample, PodSample, Slot
-from aitj.tools.chaos.replay import World, slot_of
+from aitj.tools.chaos.replay import BLIP, World, slot_of
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class Called:
     cause: str
     restart: bool
     why: str  # the rule that restarts it, or why it stands
+    node: str | None = None  # a node failure's node (not a drain: that the command caused)
 
 
 @dataclass
@@ -44,6 +45,9 @@ class Expected:
     failures: dict[JobKey, list[Called]] = field(default_factory=dict)
     counts: dict[JobKey, Counter[str]] = field(default_factory=dict)  # baseline included
     baseline: dict[JobKey, dict[str, int]] = field(default_factory=dict)  # as first seen
+    # Restarts a node blip (replay.BLIP) may or may not have caused: the operator, level
+    # triggered, restarts a pod only if it looks while the node is not Ready.
+    maybe: dict[JobKey, Counter[str]] = field(default_factory=dict)
 
     def stood(self, key: JobKey) -> list[Called]:
         """stood: the job's failures that are not restarted."""
@@ -73,7 +77,18 @@ def expected_restarts(history: History) -> Expected:
             continue
         for pod in candidates:
             _judge(world, pod, s.t, pod.uid in aimed, seen, out)
+    _blips(world, out)
     return out
+
+
+def _blips(world: World, out: Expected) -> None:
+    """_blips: node-failure restarts within a spell shorter than BLIP move to ``maybe``."""
+    brief = [(n, a, b) for n, a, b in world.open_spells() if b is not None and b - a < BLIP]
+    for key, calls in out.failures.items():
+        for c in calls:
+            if c.restart and c.node and any(n == c.node and a <= c.t <= b for n, a, b in brief):
+                out.counts[key][c.slot[2]] -= 1
+                out.maybe.setdefault(key, Counter())[c.slot[2]] += 1
 
 
 def _judge(
@@ -105,6 +120,9 @@ def _judge(
         restart, why = False, decision.message
     if restart:
         counts[replica.name] += 1
+    by_node = failure.kind is FailureKind.NODE_NOT_READY and pod.disruption is None
     out.failures.setdefault(key, []).append(
-        Called(t, slot, pod.generation, pod.name, failure.cause, restart, why)
+        Called(
+            t, slot, pod.generation, pod.name, failure.cause, restart, why, pod.node_name if by_node else None
+        )
     )

@@ -11,7 +11,7 @@ pod the operator created because of it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aitj.core import api
@@ -157,7 +157,16 @@ class History:
     end: float = 0.0
 
     def timeline(self) -> Iterator[PodSample | NodeSample | JobSample]:
-        """timeline: every sample in the order things happened (resourceVersion, then arrival)."""
+        """timeline: every sample in the order things happened (resourceVersion, then arrival).
+
+        A list after a broken stream brings back objects as they have been for a while: an old
+        resourceVersion with a late arrival. Nothing can have happened later than what happened
+        after it, so each sample's ``t`` is at most that of every sample after it."""
         samples: list[PodSample | NodeSample | JobSample] = [*self.pods, *self.nodes, *self.jobs]
         samples.sort(key=lambda s: (s.rv, s.t))
-        return iter(samples)
+        out: list[PodSample | NodeSample | JobSample] = []
+        latest = float("inf")
+        for s in reversed(samples):
+            latest = min(latest, s.t)
+            out.append(s if s.t == latest else replace(s, t=latest))
+        return reversed(out)

@@ -20,6 +20,9 @@ def slot_of(pod: PodView) -> Slot | None:
     return pod.namespace, pod.job, pod.replica, pod.index
 
 
+BLIP = 2.0  # seconds: a node not Ready for less is a blip, not a failure one can count on
+
+
 @dataclass
 class World:
     """World: pods by uid, nodes by name, jobs by key, as of the last sample applied; and per
@@ -33,9 +36,21 @@ class World:
     on_node: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     lost: set[str] = field(default_factory=set)  # pods once seen running on a bad node
     deleted_nodes: set[str] = field(default_factory=set)
+    # Spells of a node not Ready: (node, start, end or None). A spell shorter than BLIP (a
+    # node marked Unknown for a moment after an apiserver restart, say) is not a node failure
+    # anyone can rely on: the pods lost in it are live again once it ends.
+    spells: list[tuple[str, float, float | None]] = field(default_factory=list)
+    _bad_since: dict[str, float] = field(default_factory=dict)
+    _lost_in: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    _relive: dict[str, float] = field(default_factory=dict)  # uid: when it is live again
 
     def apply(self, s: PodSample | NodeSample | JobSample) -> None:
         """apply: one sample."""
+        for uid, due in list(self._relive.items()):
+            if s.t >= due:
+                del self._relive[uid]
+                if uid in self.pods and self.current_generation(self.pods[uid]):
+                    self.lost.discard(uid)
         if isinstance(s, PodSample):
             self._pod(s)
         elif isinstance(s, NodeSample):
@@ -45,6 +60,7 @@ class World:
             else:
                 self.nodes[s.node.name] = s.node
                 self.deleted_nodes.discard(s.node.name)
+            self._spell(s.node.name, s.t)
             for uid in self.on_node.get(s.node.name, ()):
                 self._mark_lost(self.pods[uid])
         elif s.gone:
@@ -70,12 +86,31 @@ class World:
             self.by_slot[slot].add(pod.uid)
             self.newest[slot] = max(self.newest.get(slot, 0), pod.generation)
 
+    def _spell(self, name: str, t: float) -> None:
+        bad = not self.node_ok(name)
+        if bad and name not in self._bad_since:
+            self._bad_since[name] = t
+        elif not bad and name in self._bad_since:
+            start = self._bad_since.pop(name)
+            self.spells.append((name, start, t))
+            lost = self._lost_in.pop(name, set())
+            if t - start < BLIP:
+                # Live again if, BLIP after the blip, the operator has not replaced it.
+                for u in lost:
+                    self._relive[u] = t + BLIP
+
+    def open_spells(self) -> list[tuple[str, float, float | None]]:
+        """open_spells: every spell, those still going at the end with no end."""
+        return self.spells + [(n, start, None) for n, start in self._bad_since.items()]
+
     def _mark_lost(self, pod: PodView) -> None:
         """_mark_lost: a pod seen unfinished on a node that is gone or not Ready is lost for
         good: the operator replaces it, and its node coming back does not make it the index's
         pod again (the kubelet kills it once it sees the deletion)."""
         if not pod.terminal and not self.node_ok(pod.node_name):
             self.lost.add(pod.uid)
+            if pod.node_name:
+                self._lost_in[pod.node_name].add(pod.uid)
 
     def known(self, name: str | None) -> bool:
         """known: the pod's node has been seen (or deleted), or the pod has no node. Samples
@@ -83,6 +118,11 @@ class World:
         listed at the start come before the nodes they run on: until then, nothing is known of
         their node, which is not the same as its being gone."""
         return name is None or name in self.nodes or name in self.deleted_nodes
+
+    def current_generation(self, pod: PodView) -> bool:
+        """current_generation: no newer pod of the pod's index has been seen."""
+        slot = slot_of(pod)
+        return slot is not None and pod.generation >= self.newest.get(slot, 0)
 
     def node_ok(self, name: str | None) -> bool:
         """node_ok: the node is Ready, or not known yet (an unbound pod has no node to fail)."""
@@ -93,8 +133,10 @@ class World:
 
     def live(self, pod: PodView) -> bool:
         """live: the pod may be running its workload for the job: not being deleted, not
-        finished, and never seen on a node that is gone or not Ready (``_mark_lost``)."""
-        return not pod.deleting and not pod.terminal and pod.uid not in self.lost
+        finished, not marked for termination (a True DisruptionTarget: an eviction, a
+        preemption, the taint manager, written just before the delete) and never seen on a node
+        that is gone or not Ready (``_mark_lost``)."""
+        return not pod.deleting and not pod.terminal and pod.disruption is None and pod.uid not in self.lost
 
     def live_in(self, slot: Slot) -> list[PodView]:
         return sorted(
