@@ -224,3 +224,32 @@ def test_a_pod_replayed_before_its_node_is_first_seen_is_neither_lost_nor_failed
     history = h.end(10)
     assert expected_restarts(history).counts[KEY]["trainer"] == 0
     assert len(one_live_pod(history).violations) == 1  # p0 stayed live: it was never lost
+
+
+def test_a_pod_marked_for_eviction_is_not_live_beside_its_replacement() -> None:
+    h, p0 = steady_start()
+    h.pod(5, p0.disrupted("EvictionByEvictionAPI", 5))
+    h.pod(5.1, Pod("trainer", 0, generation=1).running(node="node-b"))
+    assert one_live_pod(h.end(10)).violations == []
+
+
+def test_a_node_blip_makes_its_restarts_a_range_and_its_pods_live_again_unless_replaced() -> None:
+    h, _ = steady_start()
+    h.node(5, node("node-a", "Unknown")).node(5.5, node("node-a", "True"))
+    history = h.job(9, one_trainer(), RestartCount={"trainer": 0}).end(10)
+    expected = expected_restarts(history)
+    assert (expected.counts[KEY]["trainer"], expected.maybe[KEY]["trainer"]) == (0, 1)
+    assert restart_counts(history, expected).violations == []
+    history.jobs[-1] = JobSample(9, 99, False, KEY, "uid", one_trainer(), {"RestartCount": {"trainer": 2}})
+    assert "called for 0 to 1 (node blips)" in restart_counts(history, expected).violations[0].message
+    _, recs = recoveries(history, expected, Bounds())
+    assert recs == []
+
+
+def test_a_late_relisted_sample_takes_the_time_of_what_came_after_it() -> None:
+    h, p0 = steady_start()
+    h.pod(9, Pod("trainer", 0, generation=1).running(node="node-b"))
+    h.h.pods.append(PodSample(30, 4, False, p0.view()))  # relisted at 30 s, resourceVersion 4
+    times = [s.t for s in h.end(40).timeline()]
+    assert times == sorted(times)
+    assert max(times) == 9

@@ -40,7 +40,10 @@ def summary(result: Result) -> dict[str, Any]:
             "recovery_p50_s": round(percentile(secs, 50), 3) if secs else None,
             "recovery_p99_s": round(percentile(secs, 99), 3) if secs else None,
         }
-    expected = {job_name(k): dict(v) for k, v in sorted(result.expected.counts.items())}
+    expected = {
+        job_name(k): {"exact": dict(v), "blips": dict(result.expected.maybe.get(k, {}))}
+        for k, v in sorted(result.expected.counts.items())
+    }
     return {
         "faults_by_kind": kinds,
         "faults": len([f for f in h.faults if f.error is None]),
@@ -137,7 +140,10 @@ def plot_timeline(result: Result, path: Path) -> None:
     )
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    ax.set_title(f"aitj chaos: {len(h.faults)} faults, {result.violations} violations")
+    done = sum(1 for f in h.faults if f.error is None)
+    ax.set_title(
+        f"aitj chaos: {done} faults ({len(h.faults) - done} refused), {result.violations} violations"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
