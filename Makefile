@@ -13,7 +13,7 @@ UV        := uv==0.13.8
 COMPILE    = $(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
              --custom-compile-command 'make lock' --quiet
 
-.PHONY: install lock image lint unit test e2e demo bench build-cluster cluster-up cluster-down clean \
+.PHONY: install lock image lint unit test e2e demo bench chaos build-cluster cluster-up cluster-down clean \
         dashboards dashboards-pictures
 
 # Installs exactly the locked versions (hash-checked, no resolution), then aitj itself.
@@ -79,6 +79,20 @@ dashboards: $(STAMP)
 # dashboards/pictures/ (the README shows the fleet overview).
 dashboards-pictures: build-cluster
 	AITJ_DASHBOARDS_PICTURES=$(CURDIR)/dashboards/pictures $(BIN)/pytest -m e2e tests/e2e/test_prometheus.py -q -p no:cacheprovider
+
+# Ten minutes of seeded faults (every kind the local control plane allows, drains included)
+# against 6 elastic jobs on the local cluster "chaos", invariants checked from the command's own
+# watch; the jobs are deleted at the end (nothing may be left) and the cluster stopped. Writes
+# $(CHAOS_OUT)/chaos.json and timeline.png; exits 1 on any violation. Two operators under
+# leader election (the kill fault SIGKILLs the leader); OPERATORS=1 LEADER_ELECT= runs one.
+CHAOS_OUT ?= chaos-report
+OPERATORS ?= 2
+LEADER_ELECT ?= 1
+chaos: build-cluster
+	mkdir -p $(CHAOS_OUT)
+	$(BIN)/aitj chaos --bed chaos --bed-jobs 6 --down --operators $(OPERATORS) $(if $(LEADER_ELECT),--leader-elect) \
+	  -n chaos -l chaos.aitj.dev/bed=true --seed 14 --duration 600 --interval 10 --allow-drain --delete-jobs \
+	  --json $(CHAOS_OUT)/chaos.json --timeline $(CHAOS_OUT)/timeline.png
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

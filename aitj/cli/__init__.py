@@ -15,6 +15,7 @@ kubectl plugin ``kubectl-aitj`` (``kubectl aitj get JOB``).
 - ``logs``: ``aitj logs JOB``.
 - ``tools``: ``aitj demo`` / ``aitj bench``.
 - ``dashboards``: ``aitj dashboards generate|render`` (Grafana dashboards, alert rules, pictures).
+- ``chaos``: ``aitj chaos`` (faults against jobs, invariants from its own watch).
 
 Helpers of the commands, not commands: ``options`` (options several commands take),
 ``output`` (stderr lines), ``explain_text`` (an Explanation as text), ``scale_progress`` (how a
@@ -30,6 +31,7 @@ from typing import Any
 
 import click
 
+from aitj.cli.chaos import chaos
 from aitj.cli.cluster import cluster
 from aitj.cli.dashboards import dashboards
 from aitj.cli.explain import explain
@@ -90,5 +92,6 @@ for command in (
     demo,
     bench,
     dashboards,
+    chaos,
 ):
     main.add_command(command)

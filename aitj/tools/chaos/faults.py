@@ -1,0 +1,238 @@
+"""Carrying out a planned fault: pick its target from what the watch shows, cause it, undo it.
+
+Adapters over ``aitj.devcluster.faults`` (node faults, exit codes, the apiserver restart)
+and the Kubernetes API (deletes, evictions, cordon, replicas edits, the operator's pod).
+Targets are only jobs that are steady right now (``invariants.steady``), so each fault's
+effect on the restart count and its recovery can be told apart from the previous fault's.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from aitj.core import api
+from aitj.core.api import ReplicaType
+from aitj.core.observed import PodView
+from aitj.devcluster import faults as dev
+from aitj.devcluster.cluster import LocalCluster
+from aitj.tools.chaos.expect import Expected
+from aitj.tools.chaos.history import FaultRecord, JobKey
+from aitj.tools.chaos.invariants import steady
+from aitj.tools.chaos.operators import Operators
+from aitj.tools.chaos.replay import World
+from aitj.tools.chaos.schedule import POD_FAULTS, FaultKind, Planned
+
+
+class NoTarget(Exception):
+    """NoTarget: nothing is eligible for the fault right now."""
+
+
+@dataclass
+class Context:
+    """Context: what faults act through. ``local``: the local control plane, if any."""
+
+    api: client.ApiClient
+    local: LocalCluster | None
+    operators: Operators
+    exit_codes: tuple[int, ...] = (137,)
+    operator_namespace: str = "aitj-system"
+    operator_selector: str = "app.kubernetes.io/name=aitj"
+    node_hold: float = 8.0  # a NotReady node or a cordon lasts this long
+    silent_hold: float = 90.0  # a silent node is revived once seen Unknown, or after this
+
+    @property
+    def core(self) -> Any:
+        return client.CoreV1Api(self.api)
+
+
+def steady_jobs(world: World, jobs: set[JobKey]) -> list[JobKey]:
+    """steady_jobs: the watched jobs that are steady now, by name."""
+    none = Expected()
+    return sorted(k for k in jobs if k in world.jobs and steady(world, k, none))
+
+
+def _pods(world: World, jobs: list[JobKey]) -> list[PodView]:
+    return sorted(
+        (
+            p
+            for k in jobs
+            for p in world.pods_of(k)
+            if world.current(p) and world.live(p) and p.phase == "Running"
+        ),
+        key=lambda p: (p.namespace, p.name),
+    )
+
+
+def _nodes(world: World, jobs: list[JobKey], everything: set[JobKey]) -> list[tuple[str, list[JobKey]]]:
+    """_nodes: Ready, schedulable nodes holding pods of the watched jobs, where every job with
+    a pod there is steady; with the jobs on each. One Ready node is always left alone."""
+    ready = [n for n in sorted(world.nodes) if world.nodes[n].is_ready and not world.nodes[n].unschedulable]
+    out = []
+    for name in ready:
+        on = {(p.namespace, p.job or "") for u in world.on_node.get(name, ()) if (p := world.pods[u])}
+        on &= everything
+        if on and on <= set(jobs):
+            out.append((name, sorted(on)))
+    return out if len(ready) > 1 else []
+
+
+def carry_out(
+    ctx: Context, world: World, p: Planned, ok: list[JobKey], jobs: set[JobKey], t: float, free: list[JobKey]
+) -> FaultRecord:
+    """carry_out: fault ``p`` on a target picked among the watched ``jobs``: for a node or a
+    replicas edit, among those ``ok`` (steady, not settling from an earlier fault); for a pod
+    fault, any Running current pod of the jobs ``free`` (not settling from an earlier fault,
+    steady or not: the expected restarts are worked out from what happens, whatever the
+    order). NoTarget if none. A call
+    the API refuses is recorded as the fault's error (its pods then count for nothing)."""
+    rec = FaultRecord(p.n, t, p.kind, "")
+    try:
+        _carry_out(ctx, world, p, ok, jobs, rec, free)
+    except ApiException as e:
+        rec.error = f"{e.status} {e.reason}"
+    return rec
+
+
+def _carry_out(
+    ctx: Context,
+    world: World,
+    p: Planned,
+    ok: list[JobKey],
+    jobs: set[JobKey],
+    rec: FaultRecord,
+    free: list[JobKey],
+) -> None:
+    if p.kind in POD_FAULTS:
+        pods = _pods(world, free)
+        if not pods:
+            raise NoTarget("no Running pod of a job not already disturbed")
+        pod = pods[p.pick % len(pods)]
+        rec.target, rec.jobs, rec.pods = (
+            f"{pod.namespace}/{pod.name}",
+            ((pod.namespace, pod.job or ""),),
+            (pod.uid,),
+        )
+        _pod_fault(ctx, p, pod, rec)
+    elif p.kind in (FaultKind.NODE_NOT_READY, FaultKind.NODE_SILENT, FaultKind.DRAIN):
+        nodes = _nodes(world, ok, jobs)
+        if not nodes:
+            raise NoTarget("no node whose jobs are all steady")
+        name, on = nodes[p.pick % len(nodes)]
+        rec.target, rec.jobs = name, tuple(on)
+        _node_fault(ctx, world, p.kind, name, jobs, rec)
+    elif p.kind in (FaultKind.SCALE_UP, FaultKind.SCALE_DOWN):
+        _scale(ctx, world, p, ok, rec)
+    elif p.kind is FaultKind.OPERATOR_KILL:
+        rec.target = ctx.operators.kill_one(p.pick)
+    elif p.kind is FaultKind.OPERATOR_POD_DELETE:
+        pods = ctx.core.list_namespaced_pod(
+            ctx.operator_namespace, label_selector=ctx.operator_selector
+        ).items
+        if not pods:
+            raise NoTarget(f"no operator pod in {ctx.operator_namespace} ({ctx.operator_selector})")
+        name = sorted(x.metadata.name for x in pods)[p.pick % len(pods)]
+        ctx.core.delete_namespaced_pod(name, ctx.operator_namespace)
+        rec.target = f"{ctx.operator_namespace}/{name}"
+    elif p.kind is FaultKind.APISERVER_RESTART:
+        assert ctx.local is not None, "an apiserver restart needs the local control plane"
+        dev.restart_apiserver(ctx.local, down_seconds=2.0)
+        rec.target = "kube-apiserver"
+
+
+def _pod_fault(ctx: Context, p: Planned, pod: PodView, rec: FaultRecord) -> None:
+    if p.kind is FaultKind.FORCE_DELETE:
+        dev.force_delete(ctx.api, pod.namespace, pod.name)
+    elif p.kind is FaultKind.GRACEFUL_DELETE:
+        ctx.core.delete_namespaced_pod(pod.name, pod.namespace)
+    elif p.kind is FaultKind.EVICT:
+        dev.evict(ctx.api, pod.namespace, pod.name)
+    else:
+        code = ctx.exit_codes[p.pick % len(ctx.exit_codes)]
+        dev.pod_exit(ctx.api, pod.namespace, pod.name, code)
+        rec.detail = f"exit code {code}"
+
+
+def _node_fault(
+    ctx: Context, world: World, kind: FaultKind, name: str, jobs: set[JobKey], rec: FaultRecord
+) -> None:
+    if kind is FaultKind.NODE_NOT_READY:
+        dev.node_not_ready(ctx.api, name)
+    elif kind is FaultKind.NODE_SILENT:
+        dev.node_silent(ctx.api, name)
+    else:
+        ctx.core.patch_node(name, {"spec": {"unschedulable": True}})
+        victims = sorted(
+            (p for u in world.on_node.get(name, ()) if (p := world.pods[u]) and (p.namespace, p.job) in jobs),
+            key=lambda p: p.name,
+        )
+        evicted = [v for v in victims if _evict(ctx, v)]
+        rec.pods = tuple(v.uid for v in evicted)
+        refused = len(victims) - len(evicted)
+        rec.detail = f"{len(evicted)} pods evicted" + (
+            f", {refused} refused by disruption budgets" if refused else ""
+        )
+
+
+def _evict(ctx: Context, pod: PodView, tries: int = 5) -> bool:
+    """_evict: evict as ``kubectl drain`` does, trying again while a disruption budget refuses
+    (429); False if it still refuses."""
+    for _ in range(tries):
+        try:
+            dev.evict(ctx.api, pod.namespace, pod.name)
+            return True
+        except ApiException as e:
+            if e.status != 429:
+                raise
+            time.sleep(1.0)
+    return False
+
+
+def _scale(ctx: Context, world: World, p: Planned, ok: list[JobKey], rec: FaultRecord) -> None:
+    up = p.kind is FaultKind.SCALE_UP
+    options = []
+    for key in ok:
+        job = world.spec(key)
+        if job is None or not job.spec.fault_tolerant:
+            continue
+        for r in job.spec.replicas:
+            room = (r.max_replicas - r.replicas) if up else (r.replicas - r.min_replicas)
+            if r.replica_type is ReplicaType.WORKER and room > 0:
+                options.append((key, r.name, r.replicas, min(room, 2)))
+    if not options:
+        raise NoTarget("no steady elastic job with room to scale " + ("up" if up else "down"))
+    key, replica, now, room = options[p.pick % len(options)]
+    to = now + (1 + p.pick // 7 % room) * (1 if up else -1)
+    body = {"spec": {"replicaSpecs": {replica: {"replicas": to}}}}
+    client.CustomObjectsApi(ctx.api).patch_namespaced_custom_object(
+        api.GROUP, api.VERSION, key[0], api.PLURAL, key[1], body
+    )
+    rec.target, rec.jobs, rec.detail = f"{key[0]}/{key[1]}", (key,), f"{replica} replicas {now} -> {to}"
+
+
+def heal(ctx: Context, world: World, rec: FaultRecord, t: float, *, force: bool = False) -> bool:
+    """heal: undo a lasting fault once due, or at once with ``force`` (True when done, or when
+    there is nothing to undo)."""
+    if rec.kind in (FaultKind.NODE_NOT_READY, FaultKind.DRAIN):
+        if t < rec.t + ctx.node_hold and not force:
+            return False
+        if rec.kind is FaultKind.DRAIN:
+            ctx.core.patch_node(rec.target, {"spec": {"unschedulable": False}})
+        else:
+            dev.node_ready(ctx.api, rec.target)
+        return True
+    if rec.kind is FaultKind.NODE_SILENT:
+        node = world.nodes.get(rec.target)
+        if rec.effect is None and node is not None and node.ready == "Unknown":
+            rec.effect = t
+        # Lost for node_hold once the control plane has noticed, so the operator sees it too.
+        due = (rec.effect is not None and t > rec.effect + ctx.node_hold) or t > rec.t + ctx.silent_hold
+        if not (due or force):
+            return False
+        dev.node_revive(ctx.api, rec.target)
+        return True
+    return True

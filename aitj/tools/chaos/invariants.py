@@ -1,0 +1,305 @@
+"""The invariants, checked over a run's history. Pure.
+
+Each check returns a ``Check``: how many times it was evaluated and the violations found.
+
+- ``one_live_pod``: never two live pods (``replay.World.live``) for one job, replica and index.
+- ``restart_counts``: ``status.RestartCount`` as last seen equals, per replica, the count
+  ``expect`` works out from the faults, exactly.
+- ``recoveries``: after each fault, every job it disturbed is back within the bound: at its
+  replica count (less the indices whose failure stands) and Running, or in a finished phase
+  with a condition that has a reason and a message.
+- ``terminating``: no pod stays Terminating longer than the bound (nor is left so at the end).
+- ``leftovers``: nothing a deleted job owned is left after the bound.
+- ``answering``: the operator endpoints never stop answering for longer than the bound, except
+  right after a fault that stops an operator on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from aitj.core import api
+from aitj.tools.chaos.expect import Expected
+from aitj.tools.chaos.history import FaultRecord, History, JobKey, JobSample, NodeSample, PodSample, Probe
+from aitj.tools.chaos.replay import World, slot_of
+from aitj.tools.chaos.schedule import OPERATOR_FAULTS
+
+HOLD = 1.0  # seconds a recovered job must stay steady
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    t: float
+    job: str  # "<ns>/<name>", or "" when the violation is not a job's
+    message: str
+
+
+@dataclass
+class Check:
+    name: str
+    checks: int = 0
+    violations: list[Violation] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """Recovery: fault ``n`` and how long its jobs took to be back (None: not within the bound)."""
+
+    n: int
+    kind: str
+    t: float
+    seconds: float | None
+    jobs: tuple[JobKey, ...]
+
+
+@dataclass(frozen=True)
+class Bounds:
+    recovery: float = 90.0  # a disturbed job back at its replica count
+    terminating: float = 90.0  # restartTimeLimit (60 s by default) plus margin
+    answering: float = 5.0  # the operator's endpoint silent at most this long
+    operator_restart: float = 30.0  # excused after a fault that stops an operator
+
+
+def job_name(key: JobKey) -> str:
+    return f"{key[0]}/{key[1]}"
+
+
+def one_live_pod(history: History) -> Check:
+    """one_live_pod: after every sample, each slot it touches has at most one live pod."""
+    check = Check("one live pod per index")
+    world = World()
+    reported: set[frozenset[str]] = set()
+    for s in history.timeline():
+        world.apply(s)
+        if isinstance(s, PodSample):
+            slots = [s.slot] if s.slot is not None else []
+        elif isinstance(s, NodeSample):
+            pods = [world.pods[u] for u in world.on_node.get(s.node.name, ())]
+            slots = [x for x in {slot_of(p) for p in pods} if x is not None]
+        else:
+            continue
+        for slot in slots:
+            check.checks += 1
+            live = world.live_in(slot)
+            names = frozenset(p.name for p in live)
+            if len(live) > 1 and names not in reported:
+                reported.add(names)
+                check.violations.append(
+                    Violation(
+                        check.name,
+                        s.t,
+                        job_name(slot[:2]),
+                        f"{len(live)} live pods for replica {slot[2]} index {slot[3]}: "
+                        + ", ".join(sorted(names)),
+                    )
+                )
+    return check
+
+
+def restart_counts(history: History, expected: Expected) -> Check:
+    """restart_counts: the last RestartCount seen of every job equals the expected one."""
+    check = Check("RestartCount exact")
+    last = {}
+    for j in history.jobs:
+        if not j.gone:
+            last[j.key] = j
+    for key, sample in sorted(last.items()):
+        want: Mapping[str, int] = expected.counts.get(key, {})
+        maybe: Mapping[str, int] = expected.maybe.get(key, {})
+        have = sample.restart_count
+        for replica in sorted(set(want) | set(have) | set(maybe)):
+            check.checks += 1
+            low = want.get(replica, 0)
+            high = low + maybe.get(replica, 0)
+            if not low <= have.get(replica, 0) <= high:
+                called = f"{low}" if low == high else f"{low} to {high} (node blips)"
+                check.violations.append(
+                    Violation(
+                        check.name,
+                        sample.t,
+                        job_name(key),
+                        f"RestartCount.{replica} is {have.get(replica, 0)}, the faults called for {called}",
+                    )
+                )
+    return check
+
+
+def steady(world: World, key: JobKey, expected: Expected) -> bool:
+    """_steady: the job is where its policies want it: Running with every wanted index running
+    (less failures that stand), or finished with a condition saying why."""
+    sample = world.jobs.get(key)
+    if sample is None or sample.job is None:
+        return False
+    if sample.phase in api.FINISHED_PHASES:
+        cond = sample.condition
+        return bool(cond.get("reason")) and bool(cond.get("message"))
+    if sample.phase != api.Phase.RUNNING:
+        return False
+    for r in sample.job.spec.replicas:
+        vacant = {i for i in expected.vacant(key, r.name) if i < r.replicas}
+        if world.running_count(key, r.name) != r.replicas - len(vacant):
+            return False
+    return True
+
+
+def recoveries(history: History, expected: Expected, bounds: Bounds) -> tuple[Check, list[Recovery]]:
+    """recoveries: for each fault that disturbs jobs, the first moment after it, once a job was
+    seen disturbed, when all its jobs are steady again. A fault whose jobs never look
+    disturbed (an exit code that stands, say) recovers at once."""
+    check = Check("back at replica count")
+    faults = sorted((f for f in history.faults if f.error is None and f.jobs), key=lambda f: f.t)
+    pending: dict[int, tuple[FaultRecord, set[JobKey]]] = {f.n: (f, set()) for f in faults}
+    since: dict[int, float] = {}  # all of the fault's jobs steady since
+    done: dict[int, float] = {}
+    world = World()
+    calm: dict[JobKey, bool] = {}
+    for s in history.timeline():
+        if history.deleting_from is not None and s.t >= history.deleting_from:
+            break  # the command deleted the jobs: nothing recovers from that
+        world.apply(s)
+        for key in _touched(world, s):
+            calm[key] = steady(world, key, expected)
+
+        def is_calm(key: JobKey) -> bool:
+            if key not in calm:  # not touched since the start: judge it now
+                calm[key] = steady(world, key, expected)
+            return calm[key]
+
+        for n, (f, disturbed) in list(pending.items()):
+            if s.t < f.t:
+                continue
+            disturbed.update(k for k in f.jobs if not is_calm(k))
+            settled = bool(disturbed) or s.t > (f.healed or f.t) + 1.0
+            if not (settled and all(is_calm(k) for k in f.jobs)):
+                since.pop(n, None)
+                continue
+            # Steady for a second: the job's status catches up with its pods a little later
+            # (Restarting, then Running), so the first steady moment may not be the last.
+            start = since.setdefault(n, s.t)
+            if s.t - start >= HOLD:
+                done[n] = max(0.0, start - f.t) if disturbed else 0.0
+                del pending[n]
+    for n, start in since.items():
+        if n in pending:
+            f, disturbed = pending[n]
+            done[n] = max(0.0, start - f.t) if disturbed else 0.0
+    out = []
+    for f in faults:
+        check.checks += 1
+        took = done.get(f.n)
+        if took is not None and took > bounds.recovery:
+            took = None
+        if took is None:
+            check.violations.append(
+                Violation(
+                    check.name,
+                    f.t,
+                    ", ".join(job_name(k) for k in f.jobs),
+                    f"fault {f.n} ({f.kind} {f.target}): not back within {bounds.recovery:.0f}s",
+                )
+            )
+        out.append(Recovery(f.n, str(f.kind), f.t, took, f.jobs))
+    return check, out
+
+
+def _touched(world: World, s: PodSample | NodeSample | JobSample) -> set[JobKey]:
+    """_touched: the jobs whose steadiness a sample may change."""
+    if isinstance(s, JobSample):
+        return {s.key}
+    if isinstance(s, PodSample):
+        return {(s.pod.namespace, s.pod.job)} if s.pod.job else set()
+    return {(p.namespace, p.job) for u in world.on_node.get(s.node.name, ()) if (p := world.pods[u]).job}
+
+
+def terminating(history: History, bounds: Bounds) -> Check:
+    """terminating: how long each pod stayed Terminating (first seen deleting until gone, or
+    the end of the history); longer than the bound is a violation."""
+    check = Check("no pod left Terminating")
+    since: dict[str, tuple[float, PodSample]] = {}
+    spans: list[tuple[PodSample, float, float]] = []
+    for s in sorted(history.pods, key=lambda p: (p.rv, p.t)):
+        uid = s.pod.uid
+        if s.gone:
+            if uid in since:
+                start, first = since.pop(uid)
+                spans.append((first, start, s.t))
+        elif s.pod.deleting and uid not in since:
+            since[uid] = (s.t, s)
+    spans += [(first, start, history.end) for start, first in since.values()]
+    for first, start, stop in spans:
+        check.checks += 1
+        if stop - start > bounds.terminating:
+            check.violations.append(
+                Violation(
+                    check.name,
+                    start,
+                    f"{first.pod.namespace}/{first.pod.job}",
+                    f"pod {first.pod.name} Terminating for {stop - start:.0f}s "
+                    f"(bound {bounds.terminating:.0f}s)",
+                )
+            )
+    return check
+
+
+def leftovers(history: History) -> Check:
+    """leftovers: each object found after a deleted job's bound is a violation."""
+    check = Check("nothing left after delete")
+    check.checks = len(history.deleted_jobs)
+    for lo in history.leftovers:
+        check.violations.append(
+            Violation(check.name, history.end, job_name(lo.job), f"{lo.kind} {lo.name} left behind")
+        )
+    return check
+
+
+def answering(history: History, bounds: Bounds) -> Check:
+    """answering: each endpoint's silent spans (consecutive failed probes, first to last), less
+    those that start within ``operator_restart`` of a fault that stops an operator."""
+    check = Check("operator answering")
+    excused = [f.t for f in history.faults if f.kind in OPERATOR_FAULTS and f.error is None]
+    by_endpoint: dict[str, list[Probe]] = {}
+    for p in sorted(history.probes, key=lambda p: p.t):
+        by_endpoint.setdefault(p.endpoint, []).append(p)
+    for endpoint, probes in sorted(by_endpoint.items()):
+        check.checks += len(probes)
+        for start, stop in _silences(probes):
+            if stop - start <= bounds.answering:
+                continue
+            if any(t - 1.0 <= start <= t + bounds.operator_restart for t in excused) and (
+                stop - start <= bounds.operator_restart
+            ):
+                continue
+            check.violations.append(
+                Violation(check.name, start, "", f"{endpoint} did not answer for {stop - start:.1f}s")
+            )
+    return check
+
+
+def _silences(probes: Sequence[Probe]) -> list[tuple[float, float]]:
+    """_silences: spans from a failed probe to the next one that answered (or the last probe)."""
+    out, start = [], None
+    for p in probes:
+        if not p.ok and start is None:
+            start = p.t
+        elif p.ok and start is not None:
+            out.append((start, p.t))
+            start = None
+    if start is not None:
+        out.append((start, probes[-1].t))
+    return out
+
+
+def check_all(history: History, expected: Expected, bounds: Bounds) -> tuple[list[Check], list[Recovery]]:
+    """check_all: every invariant, in the report's order, and the recoveries."""
+    recovered, recs = recoveries(history, expected, bounds)
+    checks = [
+        one_live_pod(history),
+        restart_counts(history, expected),
+        recovered,
+        terminating(history, bounds),
+        leftovers(history),
+        answering(history, bounds),
+    ]
+    return checks, recs

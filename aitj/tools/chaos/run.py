@@ -1,0 +1,245 @@
+"""The chaos loop: watch, wait for the jobs to be steady, carry out the schedule (healing
+lasting faults and probing the operator between faults), settle, optionally delete the jobs
+and look for leftovers, then check the invariants over what the watch saw.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from aitj.core import api
+from aitj.tools.chaos import faults
+from aitj.tools.chaos.expect import Expected, expected_restarts
+from aitj.tools.chaos.history import FaultRecord, History, JobKey, Leftover, Probe
+from aitj.tools.chaos.invariants import HOLD, Bounds, Check, Recovery, check_all, steady
+from aitj.tools.chaos.operators import answers
+from aitj.tools.chaos.replay import World
+from aitj.tools.chaos.schedule import FaultKind, Planned
+from aitj.tools.chaos.watch import Watch
+
+Say = Callable[[str], None]
+TICK = 0.25
+
+
+@dataclass(frozen=True)
+class Options:
+    namespace: str | None
+    selector: str
+    plan: tuple[Planned, ...]
+    duration: float
+    bounds: Bounds = field(default_factory=Bounds)
+    delete_jobs: bool = False
+    min_gap: float = 2.0  # seconds between faults when the schedule has fallen behind
+    target_wait: float = 60.0  # a fault with no eligible target yet waits this long, then is skipped
+    warmup: float = 180.0  # jobs steady before the first fault
+    settle: float = 150.0  # jobs steady and no pod Terminating after the last one
+
+
+@dataclass
+class Result:
+    history: History
+    expected: Expected
+    checks: list[Check]
+    recoveries: list[Recovery]
+    plan: tuple[Planned, ...]
+    skipped: list[tuple[Planned, str]] = field(default_factory=list)
+
+    @property
+    def violations(self) -> int:
+        return sum(len(c.violations) for c in self.checks)
+
+
+class _Loop:
+    def __init__(self, ctx: faults.Context, watch_api: client.ApiClient, opts: Options, say: Say) -> None:
+        self.ctx, self.opts, self.say = ctx, opts, say
+        self.history = History()
+        self.watch = Watch(watch_api, self.history, opts.namespace, opts.selector)
+        self.world = World()
+        self._seen = [0, 0, 0]
+        self.lasting: list[FaultRecord] = []  # faults to heal
+        self.down_since: float | None = None  # an operator the command restarts is down
+        self.last_probe = -1.0
+        self.skipped: list[tuple[Planned, str]] = []
+        self.heal_now = False
+        self.probing = False
+        self.last_fault = -1e9
+        # Jobs a fault hit, until seen disturbed and steady again (or 5 s without a sign).
+        self.cooling: dict[JobKey, tuple[float, bool]] = {}
+
+    def now(self) -> float:
+        return self.watch.now()
+
+    def jobs(self) -> set[JobKey]:
+        return set(self.world.jobs)
+
+    def refresh(self) -> None:
+        """refresh: apply the samples the watch added since, in resourceVersion order."""
+        h = self.history
+        lists: list[list[Any]] = [h.pods, h.nodes, h.jobs]
+        new: list[Any] = []
+        for i, xs in enumerate(lists):
+            n = len(xs)
+            new += xs[self._seen[i] : n]
+            self._seen[i] = n
+        for s in sorted(new, key=lambda s: (s.rv, s.t)):
+            self.world.apply(s)
+
+    def tick(self) -> None:
+        """tick: catch up with the watch, heal what is due, restart a killed operator, probe."""
+        self.refresh()
+        t = self.now()
+        for rec in list(self.lasting):
+            try:
+                if faults.heal(self.ctx, self.world, rec, t, force=self.heal_now):
+                    rec.healed = t
+                    self.lasting.remove(rec)
+            except ApiException as e:
+                self.say(f"healing fault {rec.n} failed for now: {e.reason}")
+        if self.down_since is not None and t > self.down_since + 1.0:
+            self.ctx.operators.restart_dead()
+            self.down_since = None
+        for key, (hit, seen) in list(self.cooling.items()):
+            calm = steady(self.world, key, Expected())
+            if not calm:
+                self.cooling[key] = (hit, True)
+            elif seen or t > hit + 5.0:
+                del self.cooling[key]
+        if self.probing and t - self.last_probe >= 1.0:
+            self.last_probe = t
+            for url in self.ctx.operators.endpoints:
+                self.history.probes.append(Probe(self.now(), url, answers(url) is not None))
+            for rec in self.history.faults:
+                if rec.kind is FaultKind.OPERATOR_KILL and rec.healed is None and self.down_since is None:
+                    recent = [p for p in self.history.probes[-len(self.ctx.operators.endpoints) :]]
+                    if recent and all(p.ok for p in recent):
+                        rec.healed = self.now()
+
+    def sleep_until(self, t: float) -> None:
+        while self.now() < t:
+            self.tick()
+            time.sleep(TICK)
+
+    def wait_steady(self, timeout: float, what: str) -> bool:
+        deadline = self.now() + timeout
+        while self.now() < deadline:
+            self.tick()
+            jobs = self.jobs()
+            calm = all(steady(self.world, k, Expected()) for k in jobs) and not any(
+                p.deleting for p in self.world.pods.values()
+            )
+            if calm and not self.lasting:
+                return True
+            time.sleep(TICK)
+        self.say(f"not steady within {timeout:.0f}s ({what}); the checks will say why")
+        return False
+
+    def fault(self, p: Planned) -> None:
+        give_up = self.now() + self.opts.target_wait
+        while True:
+            self.tick()
+            try:
+                busy = set(self.cooling) | {k for rec in self.lasting for k in rec.jobs}
+                ok = [k for k in faults.steady_jobs(self.world, self.jobs()) if k not in busy]
+                free = sorted(self.jobs() - busy)
+                rec = faults.carry_out(self.ctx, self.world, p, ok, self.jobs(), self.now(), free)
+                break
+            except faults.NoTarget as e:
+                if self.now() > give_up:
+                    self.skipped.append((p, str(e)))
+                    self.say(f"fault {p.n} ({p.kind}) skipped: {e}")
+                    return
+                time.sleep(TICK)
+            except OSError as e:  # the apiserver unreachable (a restart still under way, say)
+                rec = FaultRecord(p.n, self.now(), p.kind, "", error=str(e))
+                break
+        if p.kind is FaultKind.APISERVER_RESTART:
+            rec.healed = self.now()
+        if p.kind is FaultKind.OPERATOR_KILL and self.ctx.operators.started:
+            self.down_since = self.now()
+        node_fault = p.kind in (FaultKind.NODE_NOT_READY, FaultKind.NODE_SILENT, FaultKind.DRAIN)
+        if node_fault and rec.target:  # a node the fault reached is healed, even if part of it failed
+            self.lasting.append(rec)
+        self.history.faults.append(rec)
+        self.last_fault = self.now()
+        for key in rec.jobs:
+            self.cooling[key] = (self.now(), False)
+        where = f" {rec.target}" if rec.target else ""
+        self.say(
+            f"t+{rec.t:6.1f}s fault {p.n} {p.kind}{where} {rec.detail}"
+            + (f" ERROR {rec.error}" if rec.error else "")
+        )
+
+    def delete_jobs(self) -> None:
+        custom: Any = client.CustomObjectsApi(self.ctx.api)
+        uids = {k: s.uid for k, s in self.world.jobs.items()}
+        self.history.deleting_from = self.now()
+        for ns, name in sorted(uids):
+            custom.delete_namespaced_custom_object(api.GROUP, api.VERSION, ns, api.PLURAL, name)
+            self.history.deleted_jobs.append((ns, name))
+        deadline = self.now() + self.opts.bounds.recovery
+        left: list[Leftover] = []
+        while self.now() < deadline:
+            self.tick()
+            left = [lo for key, uid in sorted(uids.items()) for lo in owned(self.ctx, key, uid)]
+            if not left:
+                break
+            time.sleep(1.0)
+        self.history.leftovers = left
+
+
+def owned(ctx: faults.Context, key: JobKey, uid: str) -> list[Leftover]:
+    """owned: objects in the job's namespace that it owns or that carry its pod label."""
+    ns, name = key
+    core = ctx.core
+    policy: Any = client.PolicyV1Api(ctx.api)
+    out = []
+    for kind, items in (
+        ("pod", core.list_namespaced_pod(ns).items),
+        ("service", core.list_namespaced_service(ns).items),
+        ("secret", core.list_namespaced_secret(ns).items),
+        ("configmap", core.list_namespaced_config_map(ns).items),
+        ("poddisruptionbudget", policy.list_namespaced_pod_disruption_budget(ns).items),
+    ):
+        for obj in items:
+            meta = obj.metadata
+            mine = any(o.uid == uid for o in meta.owner_references or [])
+            if mine or (meta.labels or {}).get(api.LABEL_JOB) == name:
+                out.append(Leftover(key, kind, meta.name))
+    return out
+
+
+def run(ctx: faults.Context, watch_api: client.ApiClient, opts: Options, say: Say) -> Result:
+    """run: the whole chaos run; the Result holds the history and every check."""
+    loop = _Loop(ctx, watch_api, opts, say)
+    loop.watch.start()
+    try:
+        loop.refresh()
+        say(f"watching {len(loop.jobs())} jobs; waiting for them to be steady")
+        loop.wait_steady(opts.warmup, "before the first fault")
+        loop.probing = True
+        start = loop.now()
+        for p in opts.plan:
+            at = max(start + p.at, loop.last_fault + opts.min_gap)
+            if at > start + opts.duration:
+                loop.skipped.append((p, "the duration was over"))
+                continue
+            loop.sleep_until(at)
+            loop.fault(p)
+        loop.wait_steady(opts.settle, "after the last fault")
+        if loop.lasting:  # not healed within the settle time: heal now, whatever the checks say
+            loop.heal_now = True
+            loop.tick()
+        loop.sleep_until(loop.now() + 2 * HOLD)  # the last recovery holds (invariants.HOLD)
+        if opts.delete_jobs:
+            loop.delete_jobs()
+    finally:
+        loop.watch.stop()
+    expected = expected_restarts(loop.history)
+    checks, recs = check_all(loop.history, expected, opts.bounds)
+    return Result(loop.history, expected, checks, recs, opts.plan, loop.skipped)

@@ -1,0 +1,57 @@
+"""``aitj chaos --dry-run`` prints the schedule and does nothing; against a cluster that is not
+the local control plane it lists only the faults any cluster allows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from aitj.cli import main
+from aitj.tools.chaos.schedule import ANY_CLUSTER, LOCAL_ONLY, FaultKind
+
+
+def staging_kubeconfig(tmp_path: Path) -> Path:
+    """staging_kubeconfig: a kubeconfig naming a remote apiserver (never contacted)."""
+    path = tmp_path / "staging.kubeconfig"
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "staging", "cluster": {"server": "https://staging.example.invalid:6443"}}],
+        "users": [{"name": "me", "user": {"token": "t"}}],
+        "contexts": [
+            {"name": "staging", "context": {"cluster": "staging", "user": "me", "namespace": "team-a"}}
+        ],
+        "current-context": "staging",
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def dry_run(*args: str) -> str:
+    result = CliRunner().invoke(main, ["chaos", "--dry-run", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_a_dry_run_against_a_remote_cluster_lists_only_faults_any_cluster_allows(tmp_path: Path) -> None:
+    out = dry_run("--kubeconfig", str(staging_kubeconfig(tmp_path)), "--allow-drain", "--duration", "300")
+    listed = {k for k in FaultKind if f"  {k}\n" in out}
+    assert listed == set(ANY_CLUSTER)
+    assert not listed & set(LOCAL_ONLY)
+    assert "not the local control plane" in out
+
+
+def test_a_dry_run_prints_the_same_schedule_for_the_same_seed(tmp_path: Path) -> None:
+    config = str(staging_kubeconfig(tmp_path))
+    first = dry_run("--kubeconfig", config, "--seed", "5", "--max-faults", "8")
+    assert first == dry_run("--kubeconfig", config, "--seed", "5", "--max-faults", "8")
+    assert first.count("t+") == 8
+
+
+def test_two_operators_without_leader_election_are_refused(tmp_path: Path) -> None:
+    config = str(staging_kubeconfig(tmp_path))
+    result = CliRunner().invoke(main, ["chaos", "--kubeconfig", config, "--operators", "2", "--dry-run"])
+    assert result.exit_code == 2
+    assert "--leader-elect" in result.output
