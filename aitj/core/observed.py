@@ -73,6 +73,7 @@ class PodView:
     message: str | None = None  # status.message
     ledger_annotation: str | None = None  # the raw ANNOTATION_LEDGER (aitj.core.planner.ledger)
     unschedulable: str | None = None  # the scheduler's message when it cannot place the pod
+    owner_uid: str | None = None  # the uid of its controller (the job that made it), if it names one
 
     @property
     def tracked(self) -> bool:
@@ -135,7 +136,17 @@ class PodView:
             message=status.get("message") or None,
             ledger_annotation=ledger if isinstance(ledger, str) else None,
             unschedulable=None if spec.get("nodeName") else _unschedulable(status),
+            owner_uid=_controller_uid(meta),
         )
+
+
+def _controller_uid(meta: Mapping[str, Any]) -> str | None:
+    """_controller_uid: the uid of the ownerReference marked controller, if any."""
+    for ref in as_list(meta.get("ownerReferences")):
+        ref = mapping(ref)
+        if ref.get("controller") and ref.get("uid"):
+            return str(ref["uid"])
+    return None
 
 
 def _statuses_in_spec_order(

@@ -121,3 +121,28 @@ def test_planning_twice_from_the_same_state_releases_the_same_pods() -> None:
     cluster.step(101)
     pods = [p.view() for p in cluster.pods.values()]
     assert plan(cluster.job, pods, cluster.nodes, at(102)) == plan(cluster.job, pods, cluster.nodes, at(102))
+
+
+def owned_by(pod: Any, uid: str) -> Any:
+    """owned_by: the pod with a controller ownerReference to the job of uid ``uid``."""
+    pod.raw["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "AITrainingJob", "name": "j", "uid": uid, "controller": True}
+    ]
+    return pod
+
+
+def test_pods_of_an_earlier_job_of_the_same_name_are_let_go_and_count_for_nothing() -> None:
+    # The job was deleted and created again while its old pods were still terminating: they
+    # carry its name, their owner is the old job. Counted, they would hand the new job the
+    # old one's failures.
+    job = seed_job()
+    old = [owned_by(p, "old-uid") for p in running_seed()]
+    old[0].exited(137)
+    old[1].deleted(5)
+    new = [owned_by(p, job.uid) for p in running_seed()]
+    for p in new:
+        p.raw["metadata"]["name"] += "x"  # other names: the same index, a new pod
+    result = plan(job, [p.view() for p in old + new], {"node-a": node()}, at(10))
+    assert set(result.release) >= {p.name for p in old}
+    assert result.restarts == () and result.creates == () and result.deletes == ()
+    assert not any(d.name in {p.name for p in old} for d in result.deletes)

@@ -11,7 +11,7 @@ A finished job (Succeeded, Failed, Timeout) only gets its cleanup.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -95,14 +95,34 @@ def plan_and_assessment(
     """plan_and_assessment: ``plan``, and the Assessment it was made from (None for a job that
     has finished: its cleanup assesses nothing). ``aitj explain`` reads both."""
     prev: dict[str, Any] = dict(job.status or {})
-    mine = [p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)]
+    named = [p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)]
+    # A pod labelled with the job's name but made by an earlier job of that name (deleted and
+    # created again while its pods were still terminating) is not this job's: counting it
+    # would hand the old job's restarts to the new one. It only gets its finalizer back.
+    mine = [p for p in named if p.owner_uid in (None, job.uid)]
+    foreign = tuple(p.name for p in named if p.owner_uid not in (None, job.uid) and p.tracked)
+    result, a = _plan_mine(job, mine, prev, nodes, now, _Given(owned, keys, settings))
+    if foreign:
+        result = replace(result, release=tuple(dict.fromkeys(result.release + foreign)))
+    return result, a
+
+
+def _plan_mine(
+    job: Job,
+    mine: list[PodView],
+    prev: dict[str, Any],
+    nodes: Mapping[str, NodeView],
+    now: datetime,
+    g: _Given,
+) -> tuple[Plan, Assessment | None]:
+    """_plan_mine: the plan for the job's own pods (plan_and_assessment's body)."""
     if (phase := phase_of(prev)) in FINISHED_PHASES:
-        return _cleanup(job, mine, phase, owned), None
+        return _cleanup(job, mine, phase, g.owned), None
     a = assess(job, mine, nodes, now)
     outcome = judge(job.spec, a.found, a.started, now)
     if outcome is not None:
-        return _finish(job, mine, prev, a.found, a.ledger, outcome, now, owned), a
-    return _live(job, prev, a.found, a.scale, a.started, now, _Given(owned, keys, settings)), a
+        return _finish(job, mine, prev, a.found, a.ledger, outcome, now, g.owned), a
+    return _live(job, prev, a.found, a.scale, a.started, now, g), a
 
 
 @dataclass(frozen=True)
