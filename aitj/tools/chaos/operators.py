@@ -117,9 +117,16 @@ class Operators:
         return f"operator pid {pid}"
 
     def restart_dead(self) -> None:
+        """restart_dead starts again every started operator that is not running: killed by a
+        fault, or exited on its own (a leader that cannot renew its Lease, as during an
+        apiserver restart, exits on purpose), as a Deployment's restartPolicy would."""
         for o in self.started:
-            if o.proc is None:
+            if o.proc is None or o.proc.poll() is not None:
                 o.start()
+
+    def exited(self) -> bool:
+        """exited: an operator the command started ended without being killed by a fault."""
+        return any(o.proc is not None and o.proc.poll() is not None for o in self.started)
 
     def stop(self) -> None:
         for o in self.started:

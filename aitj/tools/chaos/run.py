@@ -104,6 +104,8 @@ class _Loop:
         if self.down_since is not None and t > self.down_since + 1.0:
             self.ctx.operators.restart_dead()
             self.down_since = None
+        elif self.down_since is None and self.ctx.operators.exited():
+            self.ctx.operators.restart_dead()  # the supervisor's part (a Deployment's restart)
         for key, (hit, seen) in list(self.cooling.items()):
             calm = steady(self.world, key, Expected())
             if not calm:
