@@ -1,0 +1,36 @@
+"""Shortfall: why one replica index runs without a Running pod, and since when.
+
+Pure data, shared by the parts of the planner that hold an index back (a restart backoff, a
+rule budget used up, a node excluded; aitj.core.planner.core) and the part that tells the user
+(the degraded state in the job's status, its Events and ``kubectl get`` column). Keeping it in
+one small module lets each side be written and table-tested without the other.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+
+
+class ShortfallCause(enum.StrEnum):
+    """ShortfallCause: the closed set of reasons an index runs short (the status's ``cause``)."""
+
+    UNSCHEDULABLE = "Unschedulable"  # its pod exists but the scheduler finds no node for it
+    BACKOFF = "Backoff"  # its replacement waits out a rule's backoff before it is created
+    BUDGET_EXHAUSTED = "BudgetExhausted"  # a rule's restart budget ran out for it
+    NODE_EXCLUDED = "NodeExcluded"  # its replacement may not use the node its last pod failed on
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """Shortfall: replica ``replica``'s index ``index`` lacks a Running pod because of
+    ``cause`` (``message`` says it for people) since ``since``; ``until``: when the cause ends
+    by itself (a backoff's end, an exclusion's expiry), None if it does not."""
+
+    replica: str
+    index: int
+    cause: ShortfallCause
+    message: str
+    since: datetime
+    until: datetime | None = None
