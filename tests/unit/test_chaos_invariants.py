@@ -14,6 +14,7 @@ from aitj.tools.chaos.history import (
     JobSample,
     Leftover,
     NodeSample,
+    OperatorRestart,
     PodSample,
     Probe,
 )
@@ -215,6 +216,10 @@ def test_an_operator_silent_longer_than_the_bound_is_reported_unless_a_fault_sto
     assert len(answering(History(probes=probes), Bounds(answering=5)).violations) == 1
     killed = History(probes=probes, faults=[FaultRecord(1, 9.5, FaultKind.OPERATOR_KILL, "op")])
     assert answering(killed, Bounds(answering=5, operator_restart=30)).violations == []
+    restarted = History(probes=probes, restarts=[OperatorRestart(10.2, "u", 3)])
+    assert answering(restarted, Bounds(answering=5, operator_restart=30)).violations == []
+    elsewhere = History(probes=probes, restarts=[OperatorRestart(10.2, "other", 3)])
+    assert len(answering(elsewhere, Bounds(answering=5, operator_restart=30)).violations) == 1
 
 
 def test_a_pod_replayed_before_its_node_is_first_seen_is_neither_lost_nor_failed() -> None:
@@ -253,3 +258,30 @@ def test_a_late_relisted_sample_takes_the_time_of_what_came_after_it() -> None:
     times = [s.t for s in h.end(40).timeline()]
     assert times == sorted(times)
     assert max(times) == 9
+
+
+def restart_echo(*, node_fault: bool) -> History:
+    """restart_echo: an apiserver restart from 3 s to 4 s; node-a not Ready from 5 s to 10 s (a
+    spell past BLIP) with the operator replacing nothing; optionally a node fault aimed at it."""
+    h, _ = steady_start()
+    h.h.faults.append(FaultRecord(1, 3, FaultKind.APISERVER_RESTART, "kube-apiserver", healed=4))
+    if node_fault:
+        h.h.faults.append(FaultRecord(2, 5, FaultKind.NODE_NOT_READY, "node-a", jobs=(KEY,), healed=10))
+    h.node(5, node("node-a", "Unknown")).node(10, node("node-a", "True"))
+    return h.job(15, one_trainer(), RestartCount={"trainer": 0}).end(20)
+
+
+def test_a_node_spell_an_apiserver_restart_echoes_is_a_blip_however_long() -> None:
+    history = restart_echo(node_fault=False)
+    expected = expected_restarts(history)
+    assert (expected.counts[KEY]["trainer"], expected.maybe[KEY]["trainer"]) == (0, 1)
+    assert restart_counts(history, expected).violations == []
+    check, _ = recoveries(history, expected, Bounds(recovery=10))
+    assert check.violations == []  # the pod is live again: the job is back at its count
+
+
+def test_a_node_fault_during_an_apiserver_restarts_echo_still_counts() -> None:
+    history = restart_echo(node_fault=True)
+    expected = expected_restarts(history)
+    assert (expected.counts[KEY]["trainer"], expected.maybe.get(KEY, {}).get("trainer", 0)) == (1, 0)
+    assert "called for 1" in restart_counts(history, expected).violations[0].message

@@ -21,7 +21,7 @@ from aitj.core import api
 from aitj.core.observed import PodView
 from aitj.core.policy import FailureKind, RestartDecision, classify, decide
 from aitj.tools.chaos.history import History, JobKey, JobSample, NodeSample, PodSample, Slot
-from aitj.tools.chaos.replay import BLIP, World, slot_of
+from aitj.tools.chaos.replay import World, slot_of, world_of
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Expected:
     failures: dict[JobKey, list[Called]] = field(default_factory=dict)
     counts: dict[JobKey, Counter[str]] = field(default_factory=dict)  # baseline included
     baseline: dict[JobKey, dict[str, int]] = field(default_factory=dict)  # as first seen
-    # Restarts a node blip (replay.BLIP) may or may not have caused: the operator, level
+    # Restarts a node blip (replay.World.is_blip) may or may not have caused: the operator, level
     # triggered, restarts a pod only if it looks while the node is not Ready.
     maybe: dict[JobKey, Counter[str]] = field(default_factory=dict)
 
@@ -61,7 +61,7 @@ class Expected:
 def expected_restarts(history: History) -> Expected:
     """expected_restarts: replay the history and count the restarts the faults call for."""
     aimed = {uid for f in history.faults if f.error is None for uid in f.pods}
-    world = World()
+    world = world_of(history)
     out = Expected()
     seen: set[tuple[Slot, int]] = set()
     for s in history.timeline():
@@ -82,8 +82,8 @@ def expected_restarts(history: History) -> Expected:
 
 
 def _blips(world: World, out: Expected) -> None:
-    """_blips: node-failure restarts within a spell shorter than BLIP move to ``maybe``."""
-    brief = [(n, a, b) for n, a, b in world.open_spells() if b is not None and b - a < BLIP]
+    """_blips: node-failure restarts within a blip (``World.is_blip``) move to ``maybe``."""
+    brief = [(n, a, b) for n, a, b in world.open_spells() if b is not None and world.is_blip(n, a, b)]
     for key, calls in out.failures.items():
         for c in calls:
             if c.restart and c.node and any(n == c.node and a <= c.t <= b for n, a, b in brief):

@@ -134,6 +134,17 @@ class Probe:
 
 
 @dataclass(frozen=True)
+class OperatorRestart:
+    """OperatorRestart: the command started the operator at ``endpoint`` again at ``t`` (as a
+    Deployment would); ``status``: its exit status, None when a fault of the command's killed
+    it (a leader that cannot renew its Lease exits with 3 on purpose)."""
+
+    t: float
+    endpoint: str
+    status: int | None
+
+
+@dataclass(frozen=True)
 class Leftover:
     """Leftover: an object still there after its job was deleted and the bound passed."""
 
@@ -151,6 +162,7 @@ class History:
     jobs: list[JobSample] = field(default_factory=list)
     faults: list[FaultRecord] = field(default_factory=list)
     probes: list[Probe] = field(default_factory=list)
+    restarts: list[OperatorRestart] = field(default_factory=list)
     leftovers: list[Leftover] = field(default_factory=list)
     deleted_jobs: list[JobKey] = field(default_factory=list)
     deleting_from: float | None = None  # when the command began deleting the jobs

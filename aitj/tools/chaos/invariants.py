@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from aitj.core import api
 from aitj.tools.chaos.expect import Expected
 from aitj.tools.chaos.history import FaultRecord, History, JobKey, JobSample, NodeSample, PodSample, Probe
-from aitj.tools.chaos.replay import World, slot_of
+from aitj.tools.chaos.replay import World, slot_of, world_of
 from aitj.tools.chaos.schedule import OPERATOR_FAULTS
 
 HOLD = 1.0  # seconds a recovered job must stay steady
@@ -69,7 +69,7 @@ def job_name(key: JobKey) -> str:
 def one_live_pod(history: History) -> Check:
     """one_live_pod: after every sample, each slot it touches has at most one live pod."""
     check = Check("one live pod per index")
-    world = World()
+    world = world_of(history)
     reported: set[frozenset[str]] = set()
     for s in history.timeline():
         world.apply(s)
@@ -153,7 +153,7 @@ def recoveries(history: History, expected: Expected, bounds: Bounds) -> tuple[Ch
     pending: dict[int, tuple[FaultRecord, set[JobKey]]] = {f.n: (f, set()) for f in faults}
     since: dict[int, float] = {}  # all of the fault's jobs steady since
     done: dict[int, float] = {}
-    world = World()
+    world = world_of(history)
     calm: dict[JobKey, bool] = {}
     for s in history.timeline():
         if history.deleting_from is not None and s.t >= history.deleting_from:
@@ -256,9 +256,15 @@ def leftovers(history: History) -> Check:
 
 def answering(history: History, bounds: Bounds) -> Check:
     """answering: each endpoint's silent spans (consecutive failed probes, first to last), less
-    those that start within ``operator_restart`` of a fault that stops an operator."""
+    those that start within ``operator_restart`` of a fault that stops an operator, or of the
+    command starting that endpoint's operator again after it exited on its own (a leader that
+    lost its Lease through an apiserver restart: the exit is by design, the restart is what a
+    Deployment does; ``History.restarts`` keeps each one for the report)."""
     check = Check("operator answering")
     excused = [f.t for f in history.faults if f.kind in OPERATOR_FAULTS and f.error is None]
+    restarted: dict[str, list[float]] = {}
+    for r in history.restarts:
+        restarted.setdefault(r.endpoint, []).append(r.t)
     by_endpoint: dict[str, list[Probe]] = {}
     for p in sorted(history.probes, key=lambda p: p.t):
         by_endpoint.setdefault(p.endpoint, []).append(p)
@@ -267,9 +273,9 @@ def answering(history: History, bounds: Bounds) -> Check:
         for start, stop in _silences(probes):
             if stop - start <= bounds.answering:
                 continue
-            if any(t - 1.0 <= start <= t + bounds.operator_restart for t in excused) and (
-                stop - start <= bounds.operator_restart
-            ):
+            if any(
+                t - 1.0 <= start <= t + bounds.operator_restart for t in excused + restarted.get(endpoint, [])
+            ) and (stop - start <= bounds.operator_restart):
                 continue
             check.violations.append(
                 Violation(check.name, start, "", f"{endpoint} did not answer for {stop - start:.1f}s")

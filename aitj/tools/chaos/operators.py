@@ -116,13 +116,17 @@ class Operators:
         os.kill(pid, signal.SIGKILL)
         return f"operator pid {pid}"
 
-    def restart_dead(self) -> None:
+    def restart_dead(self) -> list[tuple[str, int | None]]:
         """restart_dead starts again every started operator that is not running: killed by a
         fault, or exited on its own (a leader that cannot renew its Lease, as during an
-        apiserver restart, exits on purpose), as a Deployment's restartPolicy would."""
+        apiserver restart, exits on purpose), as a Deployment's restartPolicy would. Returns
+        the endpoints started again, each with its exit status (None: killed by a fault)."""
+        out: list[tuple[str, int | None]] = []
         for o in self.started:
             if o.proc is None or o.proc.poll() is not None:
+                out.append((o.url, None if o.proc is None else o.proc.returncode))
                 o.start()
+        return out
 
     def exited(self) -> bool:
         """exited: an operator the command started ended without being killed by a fault."""

@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 
 from aitj.core import api
 from aitj.core.observed import NodeView, PodView
-from aitj.tools.chaos.history import JobKey, JobSample, NodeSample, PodSample, Slot
+from aitj.tools.chaos.history import FaultRecord, History, JobKey, JobSample, NodeSample, PodSample, Slot
+from aitj.tools.chaos.schedule import FaultKind
+
+NODE_FAULTS = frozenset({FaultKind.NODE_NOT_READY, FaultKind.NODE_SILENT, FaultKind.DRAIN})
 
 
 def slot_of(pod: PodView) -> Slot | None:
@@ -21,6 +24,11 @@ def slot_of(pod: PodView) -> Slot | None:
 
 
 BLIP = 2.0  # seconds: a node not Ready for less is a blip, not a failure one can count on
+# Seconds after an apiserver restart ends in which a node spell still counts as its echo: the
+# nodes could not renew their Leases while it was down, kube-controller-manager marks them
+# Unknown on its first look after it returns (the node monitor runs every second) and kwok's
+# next heartbeat (every few seconds) makes them Ready again.
+OUTAGE_ECHO = 10.0
 
 
 @dataclass
@@ -36,10 +44,13 @@ class World:
     on_node: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     lost: set[str] = field(default_factory=set)  # pods once seen running on a bad node
     deleted_nodes: set[str] = field(default_factory=set)
-    # Spells of a node not Ready: (node, start, end or None). A spell shorter than BLIP (a
-    # node marked Unknown for a moment after an apiserver restart, say) is not a node failure
-    # anyone can rely on: the pods lost in it are live again once it ends.
+    # Spells of a node not Ready: (node, start, end or None). A blip (``is_blip``) is not a
+    # node failure anyone can rely on: the pods lost in it are live again once it ends.
     spells: list[tuple[str, float, float | None]] = field(default_factory=list)
+    # Apiserver restarts (start, back) and the node faults the command made (node, when): what
+    # tells an apiserver restart's echo on every node from a node failure (``is_blip``).
+    outages: list[tuple[float, float]] = field(default_factory=list)
+    node_faults: list[tuple[str, float]] = field(default_factory=list)
     _bad_since: dict[str, float] = field(default_factory=dict)
     _lost_in: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     _relive: dict[str, float] = field(default_factory=dict)  # uid: when it is live again
@@ -94,10 +105,33 @@ class World:
             start = self._bad_since.pop(name)
             self.spells.append((name, start, t))
             lost = self._lost_in.pop(name, set())
-            if t - start < BLIP:
+            if self.is_blip(name, start, t):
                 # Live again if, BLIP after the blip, the operator has not replaced it.
                 for u in lost:
                     self._relive[u] = t + BLIP
+
+    def note_fault(self, rec: FaultRecord) -> None:
+        """note_fault: a fault the command carried out, for ``is_blip`` (an apiserver restart
+        once it is back: ``healed``)."""
+        if rec.error is not None:
+            return
+        if rec.kind is FaultKind.APISERVER_RESTART:
+            self.outages.append((rec.t, rec.healed if rec.healed is not None else rec.t))
+        elif rec.kind in NODE_FAULTS and rec.target:
+            self.node_faults.append((rec.target, rec.t))
+
+    def is_blip(self, name: str, start: float, end: float) -> bool:
+        """is_blip: the node's spell from ``start`` to ``end`` is not a failure anyone can count
+        on: shorter than BLIP, or begun during an apiserver restart or its echo (``OUTAGE_ECHO``)
+        on a node no node fault of the command's aimed at meanwhile. Whether the operator
+        restarts the pods on such a node depends on whether it looked during the spell: under
+        leader election no operator leads for a few seconds after an apiserver restart (the
+        leader exits when it cannot renew its Lease), and the nodes are Ready again by then."""
+        if end - start < BLIP:
+            return True
+        echo = any(a <= start <= b + OUTAGE_ECHO for a, b in self.outages)
+        aimed = any(n == name and start - 1.0 <= t <= end for n, t in self.node_faults)
+        return echo and not aimed
 
     def open_spells(self) -> list[tuple[str, float, float | None]]:
         """open_spells: every spell, those still going at the end with no end."""
@@ -169,3 +203,11 @@ class World:
 
     def pods_of(self, key: JobKey) -> list[PodView]:
         return [p for p in self.pods.values() if (p.namespace, p.job) == key]
+
+
+def world_of(history: History) -> World:
+    """world_of: an empty World that knows the run's faults, to replay its history through."""
+    world = World()
+    for rec in history.faults:
+        world.note_fault(rec)
+    return world

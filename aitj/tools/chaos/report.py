@@ -53,6 +53,7 @@ def summary(result: Result) -> dict[str, Any]:
             {"name": c.name, "checks": c.checks, "violations": len(c.violations)} for c in result.checks
         ],
         "violations": [asdict(v) for c in result.checks for v in c.violations],
+        "operator_restarts": [asdict(r) for r in h.restarts],
         "samples": {"pods": len(h.pods), "nodes": len(h.nodes), "jobs": len(h.jobs), "probes": len(h.probes)},
     }
 

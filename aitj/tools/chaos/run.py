@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from aitj.core import api
 from aitj.tools.chaos import faults
 from aitj.tools.chaos.expect import Expected, expected_restarts
-from aitj.tools.chaos.history import FaultRecord, History, JobKey, Leftover, Probe
+from aitj.tools.chaos.history import FaultRecord, History, JobKey, Leftover, OperatorRestart, Probe
 from aitj.tools.chaos.invariants import HOLD, Bounds, Check, Recovery, check_all, steady
 from aitj.tools.chaos.operators import answers
 from aitj.tools.chaos.replay import World
@@ -102,10 +102,10 @@ class _Loop:
             except ApiException as e:
                 self.say(f"healing fault {rec.n} failed for now: {e.reason}")
         if self.down_since is not None and t > self.down_since + 1.0:
-            self.ctx.operators.restart_dead()
+            self.restart_operators()
             self.down_since = None
         elif self.down_since is None and self.ctx.operators.exited():
-            self.ctx.operators.restart_dead()  # the supervisor's part (a Deployment's restart)
+            self.restart_operators()  # the supervisor's part (a Deployment's restart)
         for key, (hit, seen) in list(self.cooling.items()):
             calm = steady(self.world, key, Expected())
             if not calm:
@@ -121,6 +121,13 @@ class _Loop:
                     recent = [p for p in self.history.probes[-len(self.ctx.operators.endpoints) :]]
                     if recent and all(p.ok for p in recent):
                         rec.healed = self.now()
+
+    def restart_operators(self) -> None:
+        """restart_operators: start again the operators that are down, and record it."""
+        for url, status in self.ctx.operators.restart_dead():
+            self.history.restarts.append(OperatorRestart(self.now(), url, status))
+            if status is not None:
+                self.say(f"t+{self.now():6.1f}s operator {url} exited with status {status}; started again")
 
     def sleep_until(self, t: float) -> None:
         while self.now() < t:
@@ -168,6 +175,7 @@ class _Loop:
         if node_fault and rec.target:  # a node the fault reached is healed, even if part of it failed
             self.lasting.append(rec)
         self.history.faults.append(rec)
+        self.world.note_fault(rec)
         self.last_fault = self.now()
         for key in rec.jobs:
             self.cooling[key] = (self.now(), False)
