@@ -54,6 +54,7 @@ def trainers(cluster: KubeCluster, namespace: str) -> dict[int, Any]:
 
 
 def status(cluster: KubeCluster, namespace: str) -> dict[str, Any]:
+    """status: the job's status as the apiserver holds it now."""
     return dict(get_job(cluster, namespace, NAME).get("status") or {})
 
 

@@ -206,6 +206,7 @@ def test_a_scale_out_pod_that_cannot_be_placed_is_the_scale_operations_business(
 
 
 def survey_of(cluster: Cluster, now: float) -> Any:
+    """survey_of: the survey the planner makes of the cluster's job and pods at ``now``."""
     return assess(cluster.job, views(cluster.pods.values()), nodes(), at(now)).found
 
 
@@ -267,6 +268,7 @@ def test_the_message_says_when_fewer_than_min_replicas_run() -> None:
 
 
 def short(replica: str, index: int, cause: ShortfallCause = ShortfallCause.UNSCHEDULABLE) -> Shortfall:
+    """short: a Shortfall of ``replica``'s ``index`` for ``cause``."""
     return Shortfall(replica, index, cause, "why", at(0))
 
 
