@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aitj.core import api, exitcodes  # noqa: E402
+from aitj.core.planner.shortfall import ShortfallCause  # noqa: E402
 from aitj.core.planner.status import MAX_LISTED  # noqa: E402
 from aitj.devcluster.versions import KUBERNETES as K8S_VERSION  # noqa: E402
 
@@ -765,6 +766,7 @@ def status_schema() -> Schema:
                 "type": "object",
                 "additionalProperties": {"type": "integer", "format": "int32", "minimum": 0},
             },
+            "degraded": degraded_state(time, count),
             "observedGeneration": {
                 "description": "The metadata.generation this status describes.",
                 "type": "integer",
@@ -863,6 +865,46 @@ def status_schema() -> Schema:
                         "failureTime": described(time, "When the failure happened, if the cluster says."),
                         "rule": string("The faultTolerantPolicy rule that matched, as written."),
                         "scope": string("What was recreated.", enum=enum_values(api.RestartScope)),
+                    },
+                },
+            },
+        },
+    }
+
+
+def degraded_state(time: Schema, count: Schema) -> Schema:
+    """degraded_state: status.degraded, a job that has run going on with fewer pods than it wants."""
+
+    def described(schema: Schema, text: str) -> Schema:
+        return {"description": text, **schema}
+
+    return {
+        "description": (
+            "Present while the job, having run, goes on with fewer pods than it wants, and why "
+            "(docs/semantics.md, a visible degraded state). Absent otherwise."
+        ),
+        "type": "object",
+        "properties": {
+            "since": described(time, "When the job became degraded."),
+            "reason": string(
+                "The state in a few words (the DEGRADED column), e.g. trainer[1] Unschedulable."
+            ),
+            "message": string("Per replica type running short: pods running of those wanted, and why."),
+            "count": described(count, "Indices running short (indices lists the first ones)."),
+            "indices": {
+                "description": f"The indices running short, by replica then index. At most {MAX_LISTED}.",
+                "type": "array",
+                "maxItems": MAX_LISTED,
+                "x-kubernetes-list-type": "atomic",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "replica": string("The replica spec."),
+                        "index": described(count, "The index."),
+                        "cause": string("Why it has no Running pod.", enum=enum_values(ShortfallCause)),
+                        "message": string("The cause, for people (the scheduler's message, a rule, a node)."),
+                        "since": described(time, "When the cause began."),
+                        "until": described(time, "When the cause ends by itself (a backoff, an exclusion)."),
                     },
                 },
             },
@@ -1016,6 +1058,12 @@ def crd(upstream: Upstream) -> Schema:
                             "type": "integer",
                             "jsonPath": ".status.totalRestarts",
                             "description": "Restarts so far, all replica types together.",
+                        },
+                        {
+                            "name": "Degraded",
+                            "type": "string",
+                            "jsonPath": ".status.degraded.reason",
+                            "description": "Why the job runs short of pods, when it does.",
                         },
                         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
                         {

@@ -27,6 +27,12 @@ def header_lines(e: Explanation) -> list[str]:
         lines.append(f"  condition: {c.type} ({c.reason}): {c.message}")
     counts = ", ".join(f"{name} {n}" for name, n in e.restart_counts)
     lines.append(f"  RestartCount: {counts}")
+    if e.degraded is not None:
+        d = e.degraded
+        lines.append(f"  degraded since {d.since}: {d.reason}: {d.message}")
+        for s in d.indices:
+            until = f" until {s.until}" if s.until else ""
+            lines.append(f"    {s.replica} {s.index}: {s.cause} since {s.since}{until}: {s.message}")
     lines.append("next pass:")
     lines.extend(f"  - {line}" for line in e.next_pass)
     return lines

@@ -41,7 +41,8 @@ def _now() -> dt.datetime:
 @output_option
 def get(job: str, namespace: str | None, kubeconfig: Path | None, output: str) -> None:
     """Show JOB: phase, age, replicas desired/running, restarts by replica with the last cause,
-    the current condition, and its instances (pods) as Arena shows them."""
+    the current condition, why it runs short of pods (degraded), and its instances (pods) as
+    Arena shows them."""
     kube = Kube(kubeconfig, namespace)
     body = kube.job(job)
     pods = kube.pods(job)
@@ -49,12 +50,14 @@ def get(job: str, namespace: str | None, kubeconfig: Path | None, output: str) -
     header = view.job_row(body, pods, now)
     replicas = view.replica_rows(body, pods)
     instances = view.instance_rows(body, pods, now)
+    short = view.shortfall_rows(body)
     if output != "table":
         emit(
             {
                 **header.to_json(),
                 "replicaTypes": [r.to_json() for r in replicas],
                 "instances": [i.to_json() for i in instances],
+                "shortfalls": [s.to_json() for s in short],
             },
             output,
         )
@@ -62,6 +65,9 @@ def get(job: str, namespace: str | None, kubeconfig: Path | None, output: str) -
     out = console()
     out.print(f"{header.namespace}/{header.name}  phase {header.phase}  age {header.age}", markup=False)
     out.print(f"condition: {header.reason}: {header.message}", markup=False, soft_wrap=True)
+    if header.degraded:
+        out.print(f"degraded: {header.degraded}", markup=False, soft_wrap=True)
+        out.print(table(_HISTORY_COLUMNS, [[r.time, r.what, r.reason, r.message] for r in short]))
     out.print()
     out.print(table(_REPLICA_COLUMNS, [_replica_cells(r) for r in replicas]))
     out.print()
@@ -103,13 +109,20 @@ def list_jobs(namespace: str | None, all_namespaces: bool, kubeconfig: Path | No
         where = "any namespace" if all_namespaces else f"namespace {kube.namespace!r}"
         out.print(f"no AITrainingJobs in {where}", markup=False)
         return
-    columns = ("NAMESPACE", "NAME", "PHASE", "REPLICAS (running/desired)", "RESTARTS", "AGE", "MESSAGE")
-    out.print(
-        table(
-            columns,
-            [[r.namespace, r.name, r.phase, r.replicas, r.restarts, r.age, r.message] for r in rows],
-        )
+    columns = (
+        "NAMESPACE",
+        "NAME",
+        "PHASE",
+        "REPLICAS (running/desired)",
+        "RESTARTS",
+        "DEGRADED",
+        "AGE",
+        "MESSAGE",
     )
+    cells = [
+        [r.namespace, r.name, r.phase, r.replicas, r.restarts, r.degraded, r.age, r.message] for r in rows
+    ]
+    out.print(table(columns, cells))
 
 
 @click.command("describe", epilog=example("aitj describe test-horovod-elastic -n default"))
@@ -119,7 +132,7 @@ def list_jobs(namespace: str | None, all_namespaces: bool, kubeconfig: Path | No
 @output_option
 def describe(job: str, namespace: str | None, kubeconfig: Path | None, output: str) -> None:
     """Describe JOB's history: its conditions, its restarts with causes and rules, its scale
-    operations, and its Events."""
+    operations, the indices it runs short of (degraded), and its Events."""
     kube = Kube(kubeconfig, namespace)
     body = kube.job(job)
     pods = kube.pods(job)
@@ -129,6 +142,7 @@ def describe(job: str, namespace: str | None, kubeconfig: Path | None, output: s
         "conditions": view.condition_history(body),
         "restarts": view.restart_history(body),
         "scaling": view.scale_history(body),
+        "shortfalls": view.shortfall_rows(body),
         "events": view.event_history(events),
     }
     if output != "table":

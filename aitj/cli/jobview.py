@@ -87,6 +87,7 @@ class JobRow:
     restarts: int
     reason: str
     message: str
+    degraded: str = ""  # status.degraded.reason: why the job runs short of pods ("": it does not)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -231,7 +232,25 @@ def job_row(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], now: date
         restarts=total,
         reason=str(condition.get("reason") or "-"),
         message=str(condition.get("message") or ""),
+        degraded=str(mapping(status.get("degraded")).get("reason") or ""),
     )
+
+
+def shortfall_rows(job: Mapping[str, Any]) -> list[HistoryRow]:
+    """shortfall_rows: the indices ``status.degraded`` says run short: since when, which index,
+    the cause, and why (with until when, for a cause that ends by itself)."""
+    rows = []
+    for e in (mapping(e) for e in as_list(mapping(_status(job).get("degraded")).get("indices"))):
+        until = f" (until {e['until']})" if e.get("until") else ""
+        rows.append(
+            HistoryRow(
+                time=str(e.get("since") or "-"),
+                what=f"{e.get('replica', '-')} {e.get('index', '-')}",
+                reason=str(e.get("cause") or "-"),
+                message=str(e.get("message") or "") + until,
+            )
+        )
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------

@@ -332,7 +332,7 @@ def shown(crd_installed: KubeCluster, ns: str) -> Iterator[str]:
 
 def test_kubectl_get_tells_the_story(crd_installed: KubeCluster, ns: str, shown: str) -> None:
     lines = crd_installed.kubectl("get", "aitj", shown, "-n", ns).stdout.splitlines()
-    assert lines[0].split() == ["NAME", "PHASE", "TRAINERS", "DESIRED", "RESTARTS", "AGE"]
+    assert lines[0].split() == ["NAME", "PHASE", "TRAINERS", "DESIRED", "RESTARTS", "DEGRADED", "AGE"]
     assert lines[1].split()[:5] == ["shown", "Succeeded", "3", "3", "1"]
 
 

@@ -114,7 +114,7 @@ def test_scale_drives_the_trainer_replica() -> None:
 
 def test_printer_columns_tell_the_story() -> None:
     columns = [c["name"] for c in VERSION["additionalPrinterColumns"] if not c.get("priority")]
-    assert columns == ["Phase", "Trainers", "Desired", "Restarts", "Age"]
+    assert columns == ["Phase", "Trainers", "Desired", "Restarts", "Degraded", "Age"]
 
 
 @pytest.mark.parametrize(

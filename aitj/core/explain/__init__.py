@@ -23,20 +23,24 @@ The text is the CLI's: aitj/cli/explain_text.py.
 from aitj.core.explain.job import explain
 from aitj.core.explain.model import (
     ConditionView,
+    DegradedView,
     Explanation,
     PodExplanation,
     RuleEntry,
     RuleOutcome,
+    ShortfallView,
     UnknownPod,
     Verdict,
 )
 
 __all__ = [
     "ConditionView",
+    "DegradedView",
     "Explanation",
     "PodExplanation",
     "RuleEntry",
     "RuleOutcome",
+    "ShortfallView",
     "UnknownPod",
     "Verdict",
     "explain",

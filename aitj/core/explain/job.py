@@ -11,11 +11,13 @@ from datetime import datetime
 from typing import Any
 
 from aitj.core.api import Job
-from aitj.core.explain.model import ConditionView, Explanation, UnknownPod
+from aitj.core.explain.model import ConditionView, DegradedView, Explanation, ShortfallView, UnknownPod
 from aitj.core.explain.verdicts import Judge, cleanup, ignored
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import Plan
 from aitj.core.planner.core import plan_and_assessment
+from aitj.core.planner.degraded import STATUS_DEGRADED
+from aitj.core.wire import as_int, as_list, mapping
 
 
 def explain(
@@ -35,6 +37,7 @@ def explain(
         key=lambda p: (_replica_order(job, p.replica), p.index if p.index is not None else -1, p.generation),
     )
     status = job.status or {}
+    degraded: DegradedView | None = None
     if deleting:
         entries = [ignored(p, nodes) for p in mine]
         next_pass: tuple[str, ...] = (
@@ -47,6 +50,7 @@ def explain(
         else:
             judge = Judge(job, nodes, assessment.found, result)
             entries = [judge.pod(p) for p in mine] + judge.absent(mine)
+            degraded = _degraded(result.status if result.status is not None else status)
         next_pass = _next_pass(job, result)
     if pod_name is not None:
         known = [e.name for e in entries]
@@ -63,6 +67,7 @@ def explain(
         deleting=deleting,
         next_pass=next_pass,
         pods=tuple(entries),
+        degraded=degraded,
     )
 
 
@@ -77,6 +82,28 @@ def _condition(status: Mapping[str, Any]) -> ConditionView | None:
     if not isinstance(last, Mapping) or last.get("status") != "True":
         return None
     return ConditionView(str(last.get("type", "")), str(last.get("reason", "")), str(last.get("message", "")))
+
+
+def _degraded(status: Mapping[str, Any]) -> DegradedView | None:
+    """_degraded: ``status.degraded`` as data (None when the status has none)."""
+    d = mapping(status.get(STATUS_DEGRADED))
+    if not d:
+        return None
+    indices = tuple(
+        ShortfallView(
+            str(e.get("replica", "")),
+            as_int(e.get("index"), 0) or 0,
+            str(e.get("cause", "")),
+            str(e.get("message", "")),
+            str(e.get("since", "")),
+            str(e["until"]) if e.get("until") else None,
+        )
+        for e in map(mapping, as_list(d.get("indices")))
+    )
+    count = as_int(d.get("count"), len(indices)) or 0
+    return DegradedView(
+        str(d.get("since", "")), str(d.get("reason", "")), str(d.get("message", "")), count, indices
+    )
 
 
 def _restart_counts(job: Job, status: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:

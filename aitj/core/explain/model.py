@@ -90,11 +90,38 @@ class ConditionView:
 
 
 @dataclass(frozen=True)
+class ShortfallView:
+    """ShortfallView: one index the job runs short of (``status.degraded.indices``): why, since
+    when, and until when for a cause that ends by itself."""
+
+    replica: str
+    index: int
+    cause: str
+    message: str
+    since: str
+    until: str | None = None
+
+
+@dataclass(frozen=True)
+class DegradedView:
+    """DegradedView: ``status.degraded`` as the next pass writes it: the job, having run, goes on
+    with fewer pods than it wants (docs/semantics.md, "A visible degraded state"). ``count``:
+    the indices short; ``indices``: the first of them the status lists."""
+
+    since: str
+    reason: str
+    message: str
+    count: int
+    indices: tuple[ShortfallView, ...]
+
+
+@dataclass(frozen=True)
 class Explanation:
     """Explanation: the job as the operator sees it, what its next pass does, and every pod.
 
     ``restart_counts``: ``status.RestartCount`` as observed (the next pass may change it; see
     ``next_pass``). ``next_pass``: the Plan of the next pass, one line per action.
+    ``degraded``: why the job runs short of pods, as the next pass's status says.
     """
 
     namespace: str
@@ -106,6 +133,7 @@ class Explanation:
     deleting: bool
     next_pass: tuple[str, ...]
     pods: tuple[PodExplanation, ...]
+    degraded: DegradedView | None = None  # None: the job does not run short of pods
 
     def to_json(self) -> dict[str, Any]:
         """to_json: plain JSON data (``aitj explain --json``)."""

@@ -27,7 +27,7 @@ from aitj.core.api import (
     RestartScope,
 )
 from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
-from aitj.core.planner import resources, scaling
+from aitj.core.planner import degraded, resources, scaling
 from aitj.core.planner.ledger import Ledger, record_to_json
 from aitj.core.planner.lifecycle import phase_of
 from aitj.core.planner.outcome import judge, timeout_at
@@ -199,6 +199,7 @@ def _live(
     if hosts is not None:
         status["discoveryHosts"] = [h.pod for h in hosts]
     _record(status, prev, records)
+    status, degraded_events = degraded.update(status, job, found, (), prev, now, shape.joining)
     wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
     changed = hosts is not None and prev.get("discoveryHosts") != [h.pod for h in hosts]
     budgets, unbudgets = _budgets(job, found, prev, status, given.owned)
@@ -211,7 +212,7 @@ def _live(
         deletes=deletes,
         release=tuple(dict.fromkeys(release + found.released)),
         status=None if status == prev else status,
-        events=force_events + scaling.events(job, scale),
+        events=force_events + scaling.events(job, scale) + degraded_events,
         restart_events=tuple(_restart_event(job, r) for r in records),
         requeue_after=min(wake) if wake else None,
         hosts=hosts if changed else None,
@@ -399,6 +400,7 @@ def _finish(
     status = _status(job, prev, ledger.recording(records), found, condition, stamp)
     _record(status, prev, records)
     status["completionTime"] = stamp
+    status.pop(degraded.STATUS_DEGRADED, None)  # a finished job runs short of nothing
     cleanup = _cleanup(job, pods, outcome.phase, owned)
     # A finished job protects nothing: its budgets go (not only when the job is deleted).
     unbudgets = resources.budget_removes(job, {}, resources.recorded_budgets(prev), owned)
