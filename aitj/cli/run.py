@@ -5,25 +5,12 @@ Sits in the command-line layer: parses options and calls ``aitj.controller.runne
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from aitj.cli.options import example, kubeconfig_option
+from aitj.cli.options import example, kubeconfig_option, node_signal_options, node_signals
 from aitj.controller import leader
-from aitj.core.nodesignals import OUT_OF_SERVICE_TAINT, NodeSignals, parse_condition, parse_taint
-
-
-def _checked(parse: Callable[[str], object], values: tuple[str, ...]) -> tuple[str, ...]:
-    """_checked: ``values`` of a repeatable option, each checked by ``parse`` (its ValueError
-    becomes click's usage error, naming the option)."""
-    try:
-        for value in values:
-            parse(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from None
-    return values
 
 
 @click.command(
@@ -62,24 +49,7 @@ def _checked(parse: Callable[[str], object], values: tuple[str, ...]) -> tuple[s
     metavar="PRIORITY=CLASS",
     help="Map a job's spec.priority (high, normal, low) to a PriorityClass name; repeatable.",
 )
-@click.option(
-    "--node-fault-condition",
-    "node_fault_conditions",
-    multiple=True,
-    metavar="TYPE=STATUS",
-    callback=lambda _ctx, _param, values: _checked(parse_condition, values),
-    help="A node condition that is a node failure, e.g. the Node Problem Detector's KernelDeadlock=True: "
-    "the pods on such a node count as nodeNotReady and no pod is created there; repeatable.",
-)
-@click.option(
-    "--node-fault-taint",
-    "node_fault_taints",
-    multiple=True,
-    metavar="KEY",
-    callback=lambda _ctx, _param, values: _checked(parse_taint, values),
-    help=f"A taint key (any effect) that is a node failure, as for --node-fault-condition; repeatable. "
-    f"{OUT_OF_SERVICE_TAINT} always is.",
-)
+@node_signal_options
 @click.option("--json-logs", is_flag=True, help="Log JSON lines instead of key=value text.")
 @click.option(
     "--liveness",
@@ -173,7 +143,7 @@ def run_operator(
         metrics_port=metrics_port,
         metrics_address=metrics_address,
         priority_classes=mapping,
-        node_signals=NodeSignals.parse(node_fault_conditions, node_fault_taints),
+        node_signals=node_signals(node_fault_conditions, node_fault_taints),
         json_logs=json_logs,
         liveness=liveness,
         election=election,

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from aitj.cli import main
+from aitj.core.explain import Verdict, explain
 from aitj.core.nodesignals import (
     DEFAULT_SIGNALS,
     OUT_OF_SERVICE_TAINT,
@@ -96,18 +97,18 @@ def test_the_out_of_service_taint_is_a_signal_without_options_and_with_any() -> 
     ]
 
 
+@pytest.mark.parametrize("command", [["run"], ["explain", "job"]])
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (
-            ["--node-fault-condition", "KernelDeadlock"],
-            "'--node-fault-condition': 'KernelDeadlock': expected",
-        ),
+        (["--node-fault-condition", "Hung"], "'--node-fault-condition': 'Hung': expected TYPE=STATUS"),
         (["--node-fault-taint", "bad key"], "'--node-fault-taint': 'bad key': expected a taint key"),
     ],
 )
-def test_aitj_run_refuses_a_bad_signal_option_in_one_line_naming_it(args: list[str], says: str) -> None:
-    result = CliRunner().invoke(main, ["run", *args])
+def test_aitj_run_and_explain_refuse_a_bad_signal_option_in_one_line_naming_it(
+    command: list[str], args: list[str], says: str
+) -> None:
+    result = CliRunner().invoke(main, [*command, *args])
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], lines
@@ -377,6 +378,17 @@ def test_a_first_pod_is_kept_off_a_faulty_node_too_and_off_no_other() -> None:
         == ["node-b"]
         for c in result.creates
     )
+
+
+def test_aitj_explain_told_the_signals_judges_the_pod_as_the_operator_does() -> None:
+    job, pods = seed_on_b()
+    trainer_2 = name_of("trainer", 2)
+    cluster_nodes = deadlocked_b({"KernelDeadlock": "True"})
+    (untold,) = explain(job, views(pods), cluster_nodes, at(100), trainer_2).pods
+    assert untold.verdict is Verdict.HEALTHY
+    (told,) = explain(job, views(pods), cluster_nodes, at(100), trainer_2, signals=KERNEL_DEADLOCK).pods
+    assert told.verdict is Verdict.RESTART
+    assert (told.failure, told.failure_detail) == ("nodeNotReady", "node node-b: KernelDeadlock=True")
 
 
 # ---------------------------------------------------------------------------------------------
