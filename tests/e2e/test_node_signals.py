@@ -5,6 +5,7 @@ nodeNotReady, and the replacements never go back to it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,7 @@ def test_a_node_showing_a_fault_signal_has_its_trainers_replaced_on_another_node
     wait_phase(cluster, namespace, NAME, "Running")
     before = {p.metadata.name for p in job_pods(cluster, namespace, NAME, "trainer")}
     good = pool.add()
+    signalled = time.monotonic()
     fault(cluster, bad)
 
     def replaced() -> list[Any] | None:
@@ -100,6 +102,7 @@ def test_a_node_showing_a_fault_signal_has_its_trainers_replaced_on_another_node
         return pods if ok else None
 
     after = wait_for(replaced, 60, "both trainers running again on the healthy node")
+    print(f"{signal}: both trainers running on the healthy node {time.monotonic() - signalled:.1f} s later")
     for p in after:  # kept off the faulty node by name, whatever the scheduler would pick
         required = p.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
         terms = required.node_selector_terms
