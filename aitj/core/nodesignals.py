@@ -46,10 +46,6 @@ class NodeSignals:
             frozenset({OUT_OF_SERVICE_TAINT, *(parse_taint(t) for t in taints)}),
         )
 
-    def describe(self) -> list[str]:
-        """describe: the signals as options would give them, sorted (logs, docs)."""
-        return [f"{t}={s}" for t, s in sorted(self.conditions)] + [f"taint {k}" for k in sorted(self.taints)]
-
 
 DEFAULT_SIGNALS = NodeSignals()  # what an operator started without options reads
 
