@@ -22,7 +22,13 @@ from rich.console import Console
 from rich.table import Table
 
 from aitj.cli import explain_text
-from aitj.cli.options import example, job_namespace_option, kubeconfig_option
+from aitj.cli.options import (
+    example,
+    job_namespace_option,
+    kubeconfig_option,
+    node_signal_options,
+    node_signals,
+)
 from aitj.controller.kubeclient import api_client, context_namespace
 from aitj.core import api
 from aitj.core import explain as why
@@ -45,20 +51,33 @@ _STYLE = {
 
 @click.command(
     "explain",
-    epilog=example("aitj explain test-horovod-elastic test-horovod-elastic-trainer-abcde-0 -n default"),
+    epilog=example(
+        "aitj explain test-horovod-elastic test-horovod-elastic-trainer-abcde-0 -n default",
+        "aitj explain test-horovod-elastic --node-fault-condition KernelDeadlock=True   # as the operator",
+    ),
 )
 @click.argument("job")
 @click.argument("pod", required=False)
 @job_namespace_option
 @kubeconfig_option
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
-def explain(job: str, pod: str | None, namespace: str | None, kubeconfig: Path | None, as_json: bool) -> None:
+@node_signal_options
+def explain(
+    job: str,
+    pod: str | None,
+    namespace: str | None,
+    kubeconfig: Path | None,
+    as_json: bool,
+    node_fault_conditions: tuple[str, ...],
+    node_fault_taints: tuple[str, ...],
+) -> None:
     """Explain what the operator sees of JOB (or of its pod POD) and what its next pass would do.
 
     A dry run: for each pod, its replica, index, generation, phase, node and the node's Ready
     state, exit code, deletion and disruption; which faultTolerantPolicy rule fires and why (or
     why none does); and the job's next pass (pods created and deleted, status, requeue).
-    Nothing is written to the cluster.
+    Nothing is written to the cluster. Give the --node-fault-* options the operator runs with
+    to judge the nodes as it does.
     """
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
@@ -96,7 +115,9 @@ def explain(job: str, pod: str | None, namespace: str | None, kubeconfig: Path |
     node_views = {n.name: n for n in (NodeView.from_dict(item) for item in nodes.get("items") or [])}
     deleting = bool((body.get("metadata") or {}).get("deletionTimestamp"))
     try:
-        result = why.explain(parsed, views, node_views, dt.datetime.now(dt.UTC), pod, deleting=deleting)
+        signals = node_signals(node_fault_conditions, node_fault_taints)
+        now = dt.datetime.now(dt.UTC)
+        result = why.explain(parsed, views, node_views, now, pod, deleting=deleting, signals=signals)
     except UnknownPod as e:
         _fail(f"pod {pod} not found in AITrainingJob {ns}/{job} (its pods: {', '.join(e.known) or 'none'})")
     if as_json:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from aitj.cli.options import example, kubeconfig_option
+from aitj.cli.options import example, kubeconfig_option, node_signal_options, node_signals
 from aitj.controller import leader
 
 
@@ -18,6 +18,7 @@ from aitj.controller import leader
     epilog=example(
         "aitj run --kubeconfig ~/.kube/config --metrics-address 0.0.0.0 --json-logs",
         "aitj run --leader-elect --leader-election-namespace aitj-system   # one of several replicas",
+        "aitj run --node-fault-condition KernelDeadlock=True --node-fault-taint example.com/gpu-xid",
     ),
 )
 @kubeconfig_option
@@ -48,6 +49,7 @@ from aitj.controller import leader
     metavar="PRIORITY=CLASS",
     help="Map a job's spec.priority (high, normal, low) to a PriorityClass name; repeatable.",
 )
+@node_signal_options
 @click.option("--json-logs", is_flag=True, help="Log JSON lines instead of key=value text.")
 @click.option(
     "--liveness",
@@ -100,6 +102,8 @@ def run_operator(
     metrics_port: int,
     metrics_address: str,
     priority_classes: tuple[str, ...],
+    node_fault_conditions: tuple[str, ...],
+    node_fault_taints: tuple[str, ...],
     json_logs: bool,
     liveness: str | None,
     leader_elect: bool,
@@ -139,6 +143,7 @@ def run_operator(
         metrics_port=metrics_port,
         metrics_address=metrics_address,
         priority_classes=mapping,
+        node_signals=node_signals(node_fault_conditions, node_fault_taints),
         json_logs=json_logs,
         liveness=liveness,
         election=election,

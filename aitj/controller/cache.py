@@ -238,7 +238,7 @@ class InformerCache:
         return list(self.jobs.items)
 
     def jobs_on_node(self, node: str) -> list[JobKey]:
-        """jobs_on_node: the jobs with a pod on ``node`` (kicked when its readiness changes)."""
+        """jobs_on_node: the jobs with a pod on ``node`` (kicked when its health changes)."""
         return [
             key
             for key, pods in self.pods.by_job.items()
@@ -288,8 +288,8 @@ class InformerCache:
         if not changed:
             return set()
         if kind is NODES:
-            was = old.value.ready if old is not None else None
-            now = item.value.ready if delta.type != "DELETED" else None
+            was = old.value.health if old is not None else None
+            now = item.value.health if delta.type != "DELETED" else None
             return set(self.jobs_on_node(item.name)) if was != now else set()
         job = store.job_of(item)
         if job is None:

@@ -14,6 +14,7 @@ from aitj.controller import metrics
 from aitj.controller.kubeclient import api_client
 from aitj.controller.leader import ElectionConfig
 from aitj.controller.logs import configure
+from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.planner.types import Settings
 
 
@@ -24,6 +25,7 @@ def run(
     metrics_port: int,
     metrics_address: str = "127.0.0.1",
     priority_classes: Mapping[str, str],
+    node_signals: NodeSignals = DEFAULT_SIGNALS,
     json_logs: bool = False,
     liveness: str | None = None,
     stop_flag: threading.Event | None = None,
@@ -32,7 +34,8 @@ def run(
 ) -> None:
     """run blocks, operating on the given namespaces (all when empty) until stopped; with
     ``liveness`` (``http://0.0.0.0:8081/healthz``) kopf serves its health endpoint there; with
-    ``election`` it acts only while it holds that Lease (``aitj.controller.leader``)."""
+    ``election`` it acts only while it holds that Lease (``aitj.controller.leader``);
+    ``node_signals``: the node conditions and taints that count as node failures."""
     configure(json=json_logs)
     import aitj.controller.handlers  # noqa: F401  (registers the handlers)
 
@@ -41,7 +44,7 @@ def run(
         api_client=api_client(kubeconfig),
         kubeconfig=kubeconfig,
         namespaces=list(namespaces),
-        settings=Settings(dict(priority_classes)),
+        settings=Settings(dict(priority_classes), node_signals),
         election=election,
     )
     asyncio.run(_main(namespaces, memo, stop_flag, ready_flag, liveness))

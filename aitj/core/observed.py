@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from aitj.core.api import LABEL_GENERATION, LABEL_INDEX, LABEL_JOB, LABEL_PREFIX, LABEL_REPLICA
 from aitj.core.wire import as_int, as_list, mapping, parse_time
@@ -220,11 +220,31 @@ def _disruption(status: Mapping[str, Any]) -> tuple[str | None, datetime | None]
     return None, None
 
 
+class NodeCondition(NamedTuple):
+    """NodeCondition: one condition of a node other than Ready (a Node Problem Detector's
+    ``KernelDeadlock``, a GPU health agent's, ``MemoryPressure``, ...); ``since``: its
+    lastTransitionTime. Heartbeat times are left out: a view changes only when a status does."""
+
+    type: str
+    status: str
+    reason: str = ""
+    since: datetime | None = None
+
+
+class NodeTaint(NamedTuple):
+    """NodeTaint: one taint of a node; ``added``: its timeAdded (set for NoExecute taints)."""
+
+    key: str
+    effect: str = ""
+    added: datetime | None = None
+
+
 @dataclass(frozen=True)
 class NodeView:
-    """NodeView: a node's name, its Ready condition ("True", "False" or "Unknown") and whether
+    """NodeView: a node's name, its Ready condition ("True", "False" or "Unknown"), whether
     it is cordoned (``unschedulable``: spec.unschedulable, what ``kubectl cordon`` and ``kubectl
-    drain`` set).
+    drain`` set), and its other conditions and its taints, which ``aitj.core.nodesignals`` reads
+    for the fault signals the operator was told about.
 
     A node without a Ready condition is "Unknown". A node missing from the planner's nodes
     mapping is gone (deleted), which counts as not ready.
@@ -234,24 +254,51 @@ class NodeView:
     ready: str = "Unknown"
     ready_since: datetime | None = None  # lastTransitionTime of the Ready condition
     unschedulable: bool = False
+    conditions: tuple[NodeCondition, ...] = ()
+    taints: tuple[NodeTaint, ...] = ()
 
     @property
     def is_ready(self) -> bool:
         return self.ready == "True"
 
+    @property
+    def health(self) -> tuple[object, ...]:
+        """health: what a job's pods may be judged by (Ready, the conditions, the taints); the
+        cache plans the jobs on a node again when it changes."""
+        return self.ready, self.conditions, self.taints
+
     @classmethod
     def from_dict(cls, node: Mapping[str, Any]) -> NodeView:
         meta = mapping(node.get("metadata"))
-        name = str(meta.get("name", ""))
-        cordoned = mapping(node.get("spec")).get("unschedulable") is True
+        spec = mapping(node.get("spec"))
+        ready: object = None
+        ready_since = None
+        conditions: list[NodeCondition] = []
         for c in as_list(mapping(node.get("status")).get("conditions")):
             cond = mapping(c)
+            since = parse_time(cond.get("lastTransitionTime"))
             if cond.get("type") == "Ready":
-                ready = cond.get("status")
-                return cls(
-                    name=name,
-                    ready=ready if ready in ("True", "False") else "Unknown",
-                    ready_since=parse_time(cond.get("lastTransitionTime")),
-                    unschedulable=cordoned,
+                ready, ready_since = cond.get("status"), since
+            elif cond.get("type"):
+                reason = cond.get("reason")
+                conditions.append(
+                    NodeCondition(
+                        str(cond["type"]),
+                        str(cond.get("status") or "Unknown"),
+                        reason if isinstance(reason, str) else "",
+                        since,
+                    )
                 )
-        return cls(name=name, unschedulable=cordoned)
+        taints = tuple(
+            NodeTaint(str(t["key"]), str(t.get("effect") or ""), parse_time(t.get("timeAdded")))
+            for t in map(mapping, as_list(spec.get("taints")))
+            if t.get("key")
+        )
+        return cls(
+            name=str(meta.get("name", "")),
+            ready=ready if ready in ("True", "False") else "Unknown",
+            ready_since=ready_since,
+            unschedulable=spec.get("unschedulable") is True,
+            conditions=tuple(conditions),
+            taints=taints,
+        )

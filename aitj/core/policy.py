@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from aitj.core.api import ExceptionalEvent, FaultTolerantRule, ReplicaSpec, RestartPolicy, RestartScope
+from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals, node_fault
 from aitj.core.observed import KUBELET_EVICTED, NODE_DISRUPTION_REASONS, PREEMPTION_REASONS, NodeView, PodView
 
 
@@ -71,8 +72,11 @@ class Failure:
         return f"exitCode {self.exit_code}" if self.kind is FailureKind.EXIT_CODE else self.kind.value
 
 
-def node_failure(pod: PodView, node: NodeView | None) -> Failure | None:
-    """node_failure: the pod's node is gone or not Ready (only for a pod bound to a node)."""
+def node_failure(
+    pod: PodView, node: NodeView | None, signals: NodeSignals = DEFAULT_SIGNALS
+) -> Failure | None:
+    """node_failure: the pod's node is gone, not Ready, or shows one of the fault ``signals``
+    (only for a pod bound to a node)."""
     if pod.node_name is None:
         return None
     if node is None:
@@ -83,6 +87,8 @@ def node_failure(pod: PodView, node: NodeView | None) -> Failure | None:
             f"node {pod.node_name} is not ready (Ready={node.ready})",
             at=node.ready_since,
         )
+    if (fault := node_fault(node, signals)) is not None:
+        return Failure(FailureKind.NODE_NOT_READY, fault.description, at=fault.at)
     return None
 
 
@@ -104,19 +110,20 @@ def drain(pod: PodView, node: NodeView | None) -> Failure | None:
     )
 
 
-def classify(pod: PodView, node: NodeView | None) -> Failure | None:
+def classify(pod: PodView, node: NodeView | None, signals: NodeSignals = DEFAULT_SIGNALS) -> Failure | None:
     """classify says what went wrong with a pod the operator still wants, or None if nothing.
 
-    ``node`` is the pod's node (None: bound to a node that no longer exists). The cause wins
+    ``node`` is the pod's node (None: bound to a node that no longer exists); ``signals``: what
+    else makes a node bad (``aitj.core.nodesignals``; "bad" below). The cause wins
     over the symptom, so the checks run in this order:
 
     1. Succeeded: success, never a failure (exit code 0 is success).
     2. A True DisruptionTarget condition: PreemptionByScheduler is PodPreempted; a taint-manager
-       or pod-GC deletion on a node that is not Ready is nodeNotReady; an eviction from a
+       or pod-GC deletion on a node that is bad is nodeNotReady; an eviction from a
        cordoned node (``drain``) is nodeNotReady; anything else PodEvicted.
        ``status.reason: Evicted`` (kubelet node-pressure eviction) is PodEvicted.
     3. Failed with a non-zero exit code that came before any deletion: that exit code.
-    4. Not finished, on a node that is gone or not Ready: nodeNotReady.
+    4. Not finished, on a node that is gone, not Ready or shows a fault signal: nodeNotReady.
     5. Being deleted (the operator never deletes a pod it still wants): PodForceDeleted.
     6. Failed without an exit code: nodeNotReady if the node is bad, else PodFailed.
     """
@@ -127,7 +134,10 @@ def classify(pod: PodView, node: NodeView | None) -> Failure | None:
             return Failure(
                 FailureKind.POD_PREEMPTED, "pod was preempted by the scheduler", at=pod.disruption_at
             )
-        if pod.disruption in NODE_DISRUPTION_REASONS and (bad := node_failure(pod, node)) is not None:
+        if (
+            pod.disruption in NODE_DISRUPTION_REASONS
+            and (bad := node_failure(pod, node, signals)) is not None
+        ):
             return bad
         if (drained := drain(pod, node)) is not None:
             return drained
@@ -139,7 +149,7 @@ def classify(pod: PodView, node: NodeView | None) -> Failure | None:
     exited_first = pod.exit_at is None or started is None or pod.exit_at <= started
     if pod.phase == "Failed" and pod.exit_code is not None and (not pod.deleting or exited_first):
         return exit_failure(pod)
-    if not pod.terminal and (bad := node_failure(pod, node)) is not None:
+    if not pod.terminal and (bad := node_failure(pod, node, signals)) is not None:
         return bad
     if pod.deleting:
         how = (
@@ -153,7 +163,7 @@ def classify(pod: PodView, node: NodeView | None) -> Failure | None:
             at=started,
         )
     if pod.phase == "Failed":
-        if (bad := node_failure(pod, node)) is not None:
+        if (bad := node_failure(pod, node, signals)) is not None:
             return bad
         why = f" ({pod.reason})" if pod.reason else ""
         return Failure(FailureKind.POD_FAILED, f"pod failed without an exit code{why}")

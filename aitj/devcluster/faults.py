@@ -1,7 +1,8 @@
 """Faults you can cause for real, for tests and the chaos suite.
 
 Each fault is what the control plane would see on a real cluster, produced the way a real
-component would produce it: a kubelet reporting NotReady (the node's Ready condition), a node
+component would produce it: a kubelet reporting NotReady (the node's Ready condition), the Node
+Problem Detector reporting a problem (a condition such as KernelDeadlock=True), a node
 that goes silent (kwok stops renewing its Lease, so kube-controller-manager marks it Unknown),
 a container that terminates with an exit code (reported by kwok, the simulated kubelet), a
 force delete, an eviction through the Eviction API, the apiserver stopped and started again.
@@ -63,6 +64,17 @@ def node_ready(api: client.ApiClient, node: str) -> None:
 def _annotate_not_ready(api: client.ApiClient, node: str, on: bool) -> None:
     value = "true" if on else None
     client.CoreV1Api(api).patch_node(node, {"metadata": {"annotations": {NOT_READY_ANNOTATION: value}}})
+
+
+def node_problem(api: client.ApiClient, node: str, kind: str, reason: str, message: str) -> None:
+    """node_problem reports a problem condition on the node (``kind``=True, e.g. KernelDeadlock),
+    as the Node Problem Detector does; the node stays Ready. kwok's heartbeat touches only the
+    Ready condition, so this one stays until it is patched again."""
+    now = _now()
+    condition = {"type": kind, "status": "True", "reason": reason, "message": message}
+    condition.update(lastHeartbeatTime=now, lastTransitionTime=now)
+    # A strategic merge on conditions (merge key "type") adds or replaces only this entry.
+    client.CoreV1Api(api).patch_node_status(node, {"status": {"conditions": [condition]}})
 
 
 def node_silent(api: client.ApiClient, node: str) -> None:

@@ -284,13 +284,25 @@ class Pod:
         return self
 
 
-def node(name: str = "node-a", ready: str = "True", since: float = 0, *, cordoned: bool = False) -> NodeView:
-    """node: a node view; ``cordoned``: spec.unschedulable, as ``kubectl cordon`` / ``drain`` set it."""
-    conditions = [{"type": "Ready", "status": ready, "lastTransitionTime": format_time(at(since))}]
-    spec = {"unschedulable": True} if cordoned else {}
-    return NodeView.from_dict(
-        {"metadata": {"name": name}, "spec": spec, "status": {"conditions": conditions}}
-    )
+def node(
+    name: str = "node-a",
+    ready: str = "True",
+    since: float = 0,
+    *,
+    cordoned: bool = False,
+    conditions: Mapping[str, str] | None = None,
+    taints: Sequence[str] = (),
+) -> NodeView:
+    """node: a node view; ``cordoned``: spec.unschedulable, as ``kubectl cordon`` / ``drain`` set it;
+    ``conditions``: more conditions (type -> status) and ``taints`` (keys, NoExecute), all since
+    ``since``, as the Node Problem Detector or an admin set them."""
+    stamp = format_time(at(since))
+    more = [{"type": t, "status": s, "lastTransitionTime": stamp} for t, s in (conditions or {}).items()]
+    spec: dict[str, Any] = {"unschedulable": True} if cordoned else {}
+    if taints:
+        spec["taints"] = [{"key": k, "effect": "NoExecute", "timeAdded": stamp} for k in taints]
+    status = {"conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": stamp}, *more]}
+    return NodeView.from_dict({"metadata": {"name": name}, "spec": spec, "status": status})
 
 
 def nodes(*views: NodeView) -> dict[str, NodeView]:

@@ -55,11 +55,16 @@ def job(rv: int, name: str = "job") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "resourceVersion": str(rv)}}
 
 
-def node(name: str, ready: str, rv: int = 1) -> dict[str, Any]:
+def node(name: str, ready: str, rv: int = 1, **conditions: str) -> dict[str, Any]:
+    more = [{"type": t, "status": s} for t, s in conditions.items()]
     return {
         "metadata": {"name": name, "uid": name, "resourceVersion": str(rv)},
-        "status": {"conditions": [{"type": "Ready", "status": ready}]},
+        "status": {"conditions": [{"type": "Ready", "status": ready}, *more]},
     }
+
+
+def tainted(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"}]}}
 
 
 def item(kind: Kind[Any], obj: dict[str, Any]) -> Item[Any]:
@@ -132,6 +137,10 @@ def test_every_owned_kind_has_a_collection_and_is_listed_by_name_only() -> None:
         pytest.param(NODES, "MODIFIED", node("n1", "True", 2), [], id="a heartbeat kicks nothing"),
         pytest.param(NODES, "MODIFIED", node("n1", "Unknown", 2), [KEY], id="readiness kicks the jobs on it"),
         pytest.param(NODES, "MODIFIED", node("n2", "False", 2), [], id="but not jobs elsewhere"),
+        pytest.param(
+            NODES, "MODIFIED", node("n1", "True", 2, KernelDeadlock="True"), [KEY], id="so does a condition"
+        ),
+        pytest.param(NODES, "MODIFIED", tainted(node("n1", "True", 2)), [KEY], id="and a taint"),
     ],
 )
 def test_what_a_watch_event_kicks(kind: Kind[Any], type: str, obj: dict[str, Any], kicked: list[Any]) -> None:

@@ -13,8 +13,9 @@ from typing import Any
 from aitj.core.api import Job
 from aitj.core.explain.model import ConditionView, DegradedView, Explanation, ShortfallView, UnknownPod
 from aitj.core.explain.verdicts import Judge, cleanup, ignored
+from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
-from aitj.core.planner import Plan
+from aitj.core.planner import Plan, Settings
 from aitj.core.planner.core import plan_and_assessment
 from aitj.core.planner.degraded import STATUS_DEGRADED
 from aitj.core.wire import as_int, as_list, mapping
@@ -28,10 +29,12 @@ def explain(
     pod_name: str | None = None,
     *,
     deleting: bool = False,
+    signals: NodeSignals = DEFAULT_SIGNALS,
 ) -> Explanation:
     """explain: the job, what the next pass does, and each pod's verdict (only ``pod_name``'s
     when given; UnknownPod if the job has no such pod). ``deleting``: the job has a
-    deletionTimestamp, for which the operator plans nothing and lets its pods go."""
+    deletionTimestamp, for which the operator plans nothing and lets its pods go. ``signals``:
+    the node fault signals the operator was told about (aitj.core.nodesignals)."""
     mine = sorted(
         (p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)),
         key=lambda p: (_replica_order(job, p.replica), p.index if p.index is not None else -1, p.generation),
@@ -44,7 +47,8 @@ def explain(
             "nothing is planned: the job is being deleted; the operator only releases its pods' finalizer",
         )
     else:
-        result, assessment = plan_and_assessment(job, mine, nodes, now)
+        settings = Settings(node_signals=signals)
+        result, assessment = plan_and_assessment(job, mine, nodes, now, settings=settings)
         if assessment is None:  # the job has finished: only its cleanup is planned
             entries = [cleanup(job, p, nodes, result, str(status.get("phase"))) for p in mine]
         else:

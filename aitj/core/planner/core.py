@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from aitj.core import naming, render
+from aitj.core import naming, nodesignals, render
 from aitj.core.api import (
     DEFAULT_RESTART_TIME_LIMIT,
     FINISHED_PHASES,
@@ -101,7 +101,7 @@ def plan_and_assessment(
     # would hand the old job's restarts to the new one. It only gets its finalizer back.
     mine = [p for p in named if p.owner_uid in (None, job.uid)]
     foreign = tuple(p.name for p in named if p.owner_uid not in (None, job.uid) and p.tracked)
-    result, a = _plan_mine(job, mine, prev, nodes, now, _Given(owned, keys, settings))
+    result, a = _plan_mine(job, mine, prev, nodes, now, _Given(owned, keys, settings, nodes))
     if foreign:
         result = replace(result, release=tuple(dict.fromkeys(result.release + foreign)))
     return result, a
@@ -118,7 +118,7 @@ def _plan_mine(
     """_plan_mine: the plan for the job's own pods (plan_and_assessment's body)."""
     if (phase := phase_of(prev)) in FINISHED_PHASES:
         return _cleanup(job, mine, phase, g.owned), None
-    a = assess(job, mine, nodes, now)
+    a = assess(job, mine, nodes, now, g.settings)
     outcome = judge(job.spec, a.found, a.started, now)
     if outcome is not None:
         return _finish(job, mine, prev, a.found, a.ledger, outcome, now, g.owned), a
@@ -132,6 +132,7 @@ class _Given:
     owned: Owned | None
     keys: SshKeys | None
     settings: Settings
+    nodes: Mapping[str, NodeView]
 
 
 @dataclass(frozen=True)
@@ -146,16 +147,18 @@ class Assessment:
     started: datetime | None
 
 
-def assess(job: Job, mine: Sequence[PodView], nodes: Mapping[str, NodeView], now: datetime) -> Assessment:
+def assess(
+    job: Job, mine: Sequence[PodView], nodes: Mapping[str, NodeView], now: datetime, settings: Settings
+) -> Assessment:
     """assess: the first steps of ``plan`` for a job that has not finished, given its own pods."""
     prev: dict[str, Any] = dict(job.status or {})
     ledger = observe(Ledger.from_json(prev.get("restartLedger")), job, mine)
     started = parse_time(prev.get("startRunningTime"))
     scale = scaling.prepare(job, prev, mine, now, started is not None)
-    found = survey(job, mine, nodes, ledger, now, scale.shape)
+    found = survey(job, mine, nodes, ledger, now, scale.shape, settings.node_signals)
     scale, reshaped = scaling.settle(job, scale, found, now)
     if reshaped:  # a scale-out rolled back: its slots are gone, its pods retired
-        found = survey(job, mine, nodes, ledger, now, scale.shape)
+        found = survey(job, mine, nodes, ledger, now, scale.shape, settings.node_signals)
     return Assessment(ledger, scale, found, started)
 
 
@@ -186,11 +189,10 @@ def _live(
     # Every pod created carries them, so a pass that fails after any create is recorded by the
     # next one; bounded like status.restarts, which keeps no more.
     annotations = {ANNOTATION_LEDGER: ledger.annotation(records[-MAX_RESTART_RECORDS:])}
-    creates = tuple(
-        _create(job, s, counts, annotations, given.settings)
-        for s in found.slots
-        if s.state in (State.CREATE, State.REPLACE)
-    )
+    wanted = [s for s in found.slots if s.state in (State.CREATE, State.REPLACE)]
+    # No pod goes where a node shows a fault signal: the scheduler knows nothing of them.
+    off = nodesignals.faulty_nodes(given.nodes, given.settings.node_signals) if wanted else ()
+    creates = tuple(_create(job, s, counts, annotations, given.settings, off) for s in wanted)
     deletes, release, force_events, wake = _retire(job, found.retirees, now)
     hosts = _hosts(job, found, shape.joining)
     status = scaling.write_status(_status(job, prev, ledger, found, condition, stamp), scale, now)
@@ -242,10 +244,15 @@ def _budgets(
 
 
 def _create(
-    job: Job, slot: Slot, counts: Mapping[str, int], annotations: Mapping[str, str], settings: Settings
+    job: Job,
+    slot: Slot,
+    counts: Mapping[str, int],
+    annotations: Mapping[str, str],
+    settings: Settings,
+    off: Sequence[str],
 ) -> PodCreate:
     """_create: the pod of ``slot`` (its successor's, for a replacement), rendered under the
-    name the survey gave it."""
+    name the survey gave it, kept off the nodes ``off``."""
     body = render.render_pod(
         job,
         slot.replica,
@@ -257,7 +264,7 @@ def _create(
         finalizer=TRACKING_FINALIZER,
         extra_annotations=annotations,
     )
-    return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, body)
+    return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, render.avoid_nodes(body, off))
 
 
 def _status(

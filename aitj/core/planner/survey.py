@@ -31,6 +31,7 @@ from datetime import datetime
 
 from aitj.core import naming
 from aitj.core.api import Job, ReplicaSpec, ReplicaType, RestartScope
+from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner.ledger import IndexHistory, Ledger, ReplicaHistory, pod_epoch, pod_ledger
 from aitj.core.planner.types import RestartRecord
@@ -181,10 +182,12 @@ def survey(
     ledger: Ledger,
     now: datetime,
     shape: Shape | None = None,
+    signals: NodeSignals = DEFAULT_SIGNALS,
 ) -> Survey:
-    """survey: slots, retirees and restarts for one pass (see the module docstring)."""
+    """survey: slots, retirees and restarts for one pass (see the module docstring); ``signals``:
+    the node conditions and taints that make a node bad besides Ready (``aitj.core.nodesignals``)."""
     shape = shape or Shape()
-    s = _Surveyor(job, ledger, shape, now)
+    s = _Surveyor(job, ledger, shape, now, signals)
     groups = s.group(pods)
     slots: list[Slot] = []
     for r in job.spec.replicas:
@@ -200,9 +203,10 @@ def survey(
 class _Surveyor:
     """The survey's working state: the ledger as decisions accumulate, and what they retire."""
 
-    def __init__(self, job: Job, ledger: Ledger, shape: Shape, now: datetime) -> None:
+    def __init__(self, job: Job, ledger: Ledger, shape: Shape, now: datetime, signals: NodeSignals) -> None:
         self.job = job
         self.now = now
+        self.signals = signals
         self.ledger = ledger
         self.keep = shape.keep
         self.wanted = {r.name: frozenset(shape.of(r)) for r in job.spec.replicas}
@@ -254,7 +258,7 @@ class _Surveyor:
             return self.renew(
                 Slot(r, i, top, current.name, State.PENDING, current), RetireReason.RESTART_SCOPE
             )
-        failure = classify(current, nodes.get(current.node_name) if current.node_name else None)
+        failure = classify(current, nodes.get(current.node_name) if current.node_name else None, self.signals)
         if failure is None:
             failure = restart_timed_out(current, r, self.now)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from aitj.core.api import Phase, RestartScope
+from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.policy import Failure
 
 
@@ -58,10 +59,13 @@ class Manifest:
 
 @dataclass(frozen=True)
 class Settings:
-    """Settings: what the operator was started with that shapes what it renders.
-    ``priority_classes``: job priority -> PriorityClass name (``aitj run --priority-class``)."""
+    """Settings: what the operator was started with that shapes what it decides and renders.
+    ``priority_classes``: job priority -> PriorityClass name (``aitj run --priority-class``);
+    ``node_signals``: the node conditions and taints that are node failures
+    (``--node-fault-condition``, ``--node-fault-taint``; aitj.core.nodesignals)."""
 
     priority_classes: Mapping[str, str] = field(default_factory=dict, hash=False)
+    node_signals: NodeSignals = DEFAULT_SIGNALS
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,13 @@ sends the result. Key material comes in as input (``aitj.controller.sshkeys`` ma
 - ``render_discovery_configmap``, ``slots_for``, ``gpus`` (``discovery.py``): plugin.discovery
   (and the GPU count the metrics use).
 - ``render_pdb``, ``max_unavailable`` (``pdb.py``): a PodDisruptionBudget per replica type.
+- ``avoid_nodes`` (``avoid.py``): a pod kept off given nodes (those that show a fault signal).
 - ``render_submission`` (``submit.py``, imported from there): the job ``aitj submit`` makes from flags.
 
 What a pod ends up with, for users: docs/pods.md.
 """
 
+from aitj.core.render.avoid import avoid_nodes
 from aitj.core.render.discovery import (
     DISCOVER_HOSTS_SCRIPT,
     DISCOVERY_MOUNT_PATH,
@@ -35,6 +37,7 @@ __all__ = [
     "DISCOVERY_MOUNT_PATH",
     "DISCOVER_HOSTS_SCRIPT",
     "SSH_DIR",
+    "avoid_nodes",
     "gpus",
     "hosts_file",
     "is_gpu_resource",
