@@ -16,6 +16,7 @@ from aitj.core.planner import degraded
 from aitj.core.planner.core import assess
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.status import MAX_LISTED
+from aitj.core.planner.types import Settings
 from aitj.core.wire import format_time
 from tests.unit.builders import (
     Cluster,
@@ -207,7 +208,7 @@ def test_a_scale_out_pod_that_cannot_be_placed_is_the_scale_operations_business(
 
 def survey_of(cluster: Cluster, now: float) -> Any:
     """survey_of: the survey the planner makes of the cluster's job and pods at ``now``."""
-    return assess(cluster.job, views(cluster.pods.values()), nodes(), at(now)).found
+    return assess(cluster.job, views(cluster.pods.values()), nodes(), at(now), Settings()).found
 
 
 def test_a_shortfall_handed_in_wins_over_the_unschedulable_pod_of_its_index() -> None:
