@@ -1,7 +1,7 @@
 """``aitj chaos`` end to end, the short version of ``make chaos``: on a local control plane of
 its own (apiserver restarts and node faults would disturb the session cluster other tests
-share), four elastic jobs, one operator the command starts, every fault kind the local
-control plane allows once; the report says zero invariant violations."""
+share), four elastic jobs, two operators the command starts under leader election, every fault
+kind the local control plane allows once; the report says zero invariant violations."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def test_a_short_chaos_run_keeps_every_invariant_and_runs_every_fault_kind(tmp_p
             interval=5,
             max_faults=len(kinds),
             allow_drain=True,
-            operators=1,  # two under leader election: not passing yet (docs/chaos.md)
+            operators=2,
+            leader_elect=True,
             delete_jobs=True,
             recovery_bound=60,
             json_path=report,
