@@ -44,6 +44,13 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     """startup: the cache, its informers and the reconciler; passes begin once it is synced."""
     settings.posting.enabled = False  # we emit the Events we mean
     settings.peering.standalone = True
+    signals = memo.settings.node_signals
+    # Which nodes count as failed besides NotReady: an admin checks here that the flags took.
+    log.info(
+        "node fault signals",
+        conditions=sorted(f"{kind}={status}" for kind, status in signals.conditions),
+        taints=sorted(signals.taints),
+    )
     client = memo.api_client
     store = cache.InformerCache()
     collector.install(store)  # aitj_jobs, aitj_job_replicas, ...: read from the cache at scrape time

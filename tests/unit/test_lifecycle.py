@@ -45,9 +45,10 @@ def test_an_invalid_spec_fails_the_job_once_with_an_event() -> None:
     assert triage(doc, PODS, at(60)) == Plan()  # already said
 
 
-def test_plan_invalid_keeps_the_rest_of_the_status() -> None:
-    result = plan_invalid({"status": {"startTime": "x"}}, "bad", T0)
+def test_plan_invalid_keeps_the_rest_of_the_status_but_the_degraded_state() -> None:
+    result = plan_invalid({"status": {"startTime": "x", "degraded": {"count": 1}}}, "bad", T0)
     assert result.status is not None and result.status["startTime"] == "x"
+    assert "degraded" not in result.status  # a failed job runs short of nothing
 
 
 def test_a_terminating_namespace_releases_every_tracked_pod() -> None:

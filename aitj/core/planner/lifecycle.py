@@ -15,6 +15,7 @@ from typing import Any
 
 from aitj.core.api import FINISHED_PHASES, InvalidJob, Job, Phase, parse_job, parse_phase
 from aitj.core.observed import PodView
+from aitj.core.planner.degraded import STATUS_DEGRADED
 from aitj.core.planner.status import Condition, advance
 from aitj.core.planner.types import Event, Outcome, Plan
 from aitj.core.wire import format_time
@@ -87,6 +88,7 @@ def plan_invalid(body: Mapping[str, Any], message: str, now: datetime) -> Plan:
     if conditions == history:
         return Plan()
     status.update(phase=Phase.FAILED.value, conditions=conditions)
+    status.pop(STATUS_DEGRADED, None)  # a failed job runs short of nothing, as any finished one
     # An Outcome like any job that ends: counted in aitj_jobs_finished_total (reason InvalidSpec).
     return Plan(
         status=status,
