@@ -1,5 +1,5 @@
 """The gauges computed at scrape time from the operator's cache: ``aitj_jobs``,
-``aitj_job_replicas`` and ``aitj_restart_budget_used_ratio``.
+``aitj_job_replicas``, ``aitj_restart_budget_used_ratio`` and ``aitj_job_degraded_indices``.
 
 A custom collector on the default registry: each scrape reads the jobs and pods the cache holds
 and reports what they are now, so nothing is ever incremented or decremented, and a deleted
@@ -62,12 +62,14 @@ def _family(name: str) -> GaugeMetricFamily:
 
 
 def families(gauges: Iterable[tuple[JobKey, JobGauges]]) -> list[Metric]:
-    """families: the three gauge families of the jobs' gauges. ``aitj_jobs`` has a series for
-    every phase of each namespace that holds a job (0 included), so a panel draws 0, not a gap."""
-    jobs, replicas, budgets = (
+    """families: the four gauge families of the jobs' gauges. ``aitj_jobs`` has a series for
+    every phase of each namespace that holds a job (0 included), so a panel draws 0, not a gap;
+    ``aitj_job_degraded_indices`` one for every job (0 when it is not degraded), likewise."""
+    jobs, replicas, budgets, degraded = (
         _family("aitj_jobs"),
         _family("aitj_job_replicas"),
         _family("aitj_restart_budget_used_ratio"),
+        _family("aitj_job_degraded_indices"),
     )
     by_phase: dict[str, dict[Phase, int]] = {}
     for (namespace, name), g in gauges:
@@ -83,10 +85,11 @@ def families(gauges: Iterable[tuple[JobKey, JobGauges]]) -> list[Metric]:
                 replicas.add_metric([namespace, name, r.replica, state.value], value)
         for replica, ratio in g.budgets:
             budgets.add_metric([namespace, name, replica], ratio)
+        degraded.add_metric([namespace, name], g.degraded)
     for namespace, counts in sorted(by_phase.items()):
         for phase, n in counts.items():
             jobs.add_metric([namespace, phase.value], n)
-    return [jobs, replicas, budgets]
+    return [jobs, replicas, budgets, degraded]
 
 
 class CacheCollector(Collector):

@@ -122,6 +122,12 @@ CATALOGUE: tuple[Family, ...] = (
         (*JOB, "replica"),
     ),
     Family(
+        "aitj_job_degraded_indices",
+        Kind.GAUGE,
+        "Indices the job runs short of, as its status.degraded says; 0 when it is not (at scrape time).",
+        JOB,
+    ),
+    Family(
         "aitj_lost_gpu_seconds_total",
         Kind.COUNTER,
         "GPUs of each restarted pod times the seconds from its fault to its replacement Running.",

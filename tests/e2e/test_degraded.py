@@ -15,6 +15,7 @@ from aitj.core.wire import parse_time
 from aitj.devcluster import faults
 from tests.clusters import KubeCluster
 from tests.e2e.pools import Pool
+from tests.e2e.test_metrics import samples, value
 from tests.jobs import Doc, create_job, events_for, get_job, job_pods, running, seed_variant, wait_phase
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
@@ -104,6 +105,8 @@ def test_a_trainer_that_cannot_be_placed_leaves_the_job_degraded_until_room_appe
     assert table[1].split()[:7] == [NAME, "Restarting", "2", "3", "1", "trainer[1]", "Unschedulable"]
 
     wait_for(lambda: said(cluster, namespace, "Degraded"), 30, "the Degraded Event")
+    short = {"namespace": namespace, "job": NAME}
+    assert value(samples(live_operator), "aitj_job_degraded_indices", **short) == 1
     # Once, across later passes and an operator restart; since holds.
     live_operator.restart()
     time.sleep(5)
@@ -126,3 +129,6 @@ def test_a_trainer_that_cannot_be_placed_leaves_the_job_degraded_until_room_appe
     assert len(said(cluster, namespace, "Recovered")) == 1 and (recovered[0].count or 1) == 1
     assert recovered[0].type == "Normal" and "every index the job wants runs again" in recovered[0].message
     assert len(said(cluster, namespace, "Degraded")) == 1
+    found = samples(live_operator)
+    assert ("aitj_job_degraded_indices", frozenset(short.items())) in found  # 0, not absent
+    assert value(found, "aitj_job_degraded_indices", **short) == 0

@@ -149,13 +149,14 @@ def test_every_alert_has_a_summary_a_description_and_a_runbook_section_and_every
         assert notes["runbook_url"] == f"docs/runbooks.md#{rule['alert'].lower()}"
 
 
-def test_the_issue_s_alerts_are_all_there() -> None:
+def test_the_issue_s_alerts_and_the_degraded_state_s_are_all_there() -> None:
     names = {a.name for a in alerts.ALERTS}
     assert names == {
         "AitjOperatorDown",
         "AitjRestartStorm",
         "AitjRestartBudgetNearLimit",
         "AitjJobStuck",
+        "AitjJobDegraded",
         "AitjRecoveryP99High",
         "AitjReconcileErrors",
     }

@@ -152,6 +152,7 @@ def test_an_empty_cache_exports_the_families_without_series() -> None:
         "aitj_jobs": [],
         "aitj_job_replicas": [],
         "aitj_restart_budget_used_ratio": [],
+        "aitj_job_degraded_indices": [],
     }
 
 

@@ -97,6 +97,22 @@ def test_a_finished_job_has_nothing_vacant_and_a_job_without_status_is_pending()
 
 
 @pytest.mark.parametrize(
+    ("phase", "degraded", "short"),
+    [
+        pytest.param("Running", None, 0, id="not degraded: 0"),
+        pytest.param("Restarting", {"count": 2, "reason": "trainer[1,2] Unschedulable"}, 2, id="two short"),
+        pytest.param("Failed", {"count": 2}, 0, id="a finished job runs short of nothing"),
+        pytest.param("Running", {"count": "x"}, 0, id="unreadable: 0"),
+    ],
+)
+def test_the_indices_short_are_the_degraded_states_count(
+    phase: str, degraded: dict[str, Any] | None, short: int
+) -> None:
+    doc = body(phase) if degraded is None else body(phase, degraded=degraded)
+    assert job_gauges(doc, []).degraded == short
+
+
+@pytest.mark.parametrize(
     ("limits", "counts", "ratios"),
     [
         pytest.param({"trainer": 100, "launcher": 100}, {}, {"trainer": 0.0, "launcher": 0.0}, id="unused"),

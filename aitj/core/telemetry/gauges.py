@@ -31,11 +31,13 @@ class ReplicaCount:
 @dataclass(frozen=True)
 class JobGauges:
     """JobGauges: what a scrape reports of one job. ``budgets``: (replica, RestartCount /
-    restartLimit) for each replica type that has a ``restartLimit``."""
+    restartLimit) for each replica type that has a ``restartLimit``; ``degraded``: how many
+    indices the job runs short of (``status.degraded.count``, 0 when absent)."""
 
     phase: Phase
     replicas: tuple[ReplicaCount, ...]
     budgets: tuple[tuple[str, float], ...]
+    degraded: int = 0
 
 
 _PHASES = {p.value: p for p in Phase}
@@ -71,7 +73,8 @@ def newest(pods: Iterable[PodView]) -> dict[tuple[str, int], PodView]:
 
 
 def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
-    """job_gauges: the phase, each replica type's pods by state and the restart budgets.
+    """job_gauges: the phase, each replica type's pods by state, the restart budgets and the
+    indices short (as the job's degraded state, written by the planner, says).
 
     Counted per index, on the index's newest pod: running (Running, not being deleted), pending
     (not finished and not Running: waiting to be scheduled or started, or being deleted with no
@@ -96,7 +99,12 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
                 pending += 1
         vacant = 0 if phase in FINISHED_PHASES else max(want - len(mine), 0)
         counts.append(ReplicaCount(name, want, running, pending, vacant))
-    return JobGauges(phase, tuple(counts), _budgets(specs, status))
+    degraded = (
+        0
+        if phase in FINISHED_PHASES
+        else max(as_int(mapping(status.get("degraded")).get("count"), 0) or 0, 0)
+    )
+    return JobGauges(phase, tuple(counts), _budgets(specs, status), degraded)
 
 
 def _budgets(

@@ -23,6 +23,7 @@ STORM_RESTARTS = 5  # restarts of one job ...
 STORM_WINDOW = "15m"  # ... within this window
 RECOVERY_P99_SECONDS = 300
 STUCK_FOR = "15m"
+DEGRADED_FOR = "30m"  # a replacement that waits this long for a node, a backoff or a budget
 RECONCILE_ERRORS = 5  # failed API calls within 10 minutes
 
 ALERTS: tuple[Alert, ...] = (
@@ -65,6 +66,16 @@ ALERTS: tuple[Alert, ...] = (
         "Job {{ $labels.namespace }}/{{ $labels.job }} is stuck Restarting or Scaling.",
         f"{{{{ $value }}}} replicas have been pending or missing for {STUCK_FOR} while the job "
         "restarts or scales: no node fits, an image does not pull, or a quota is full.",
+    ),
+    Alert(
+        "AitjJobDegraded",
+        "aitj_job_degraded_indices > 0",
+        DEGRADED_FOR,
+        "warning",
+        "Job {{ $labels.namespace }}/{{ $labels.job }} runs short of workers.",
+        f"{{{{ $value }}}} indices have had no Running pod for {DEGRADED_FOR}: a replacement "
+        "that does not schedule, a restart backoff, a rule's budget used up or a node excluded "
+        "(status.degraded says which).",
     ),
     Alert(
         "AitjRecoveryP99High",
