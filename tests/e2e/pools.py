@@ -33,6 +33,20 @@ class Pool:
         wait_for(lambda: self.cluster.core.read_node(name).status.conditions, 30, f"node {name} initialised")
         return name
 
+    def add_ready(self) -> str:
+        """add_ready adds a pool node that pods can use only once it is Ready: a kwok node starts
+        without a Ready condition and without the not-ready taint a kubelet registers with, so a
+        pod bound to it at once would look like one on a node that is not Ready."""
+        node = self.add(labelled=False)
+
+        def ready() -> bool:
+            conditions = self.cluster.core.read_node(node).status.conditions or []
+            return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+        wait_for(ready, 30, f"node {node} Ready")
+        self.label(node, on=True)
+        return node
+
     def label(self, node: str, on: bool) -> None:
         self.cluster.core.patch_node(node, {"metadata": {"labels": {POOL_LABEL: self.value if on else None}}})
 

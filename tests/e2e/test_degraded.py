@@ -32,20 +32,6 @@ def spread(doc: Doc) -> None:
     spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
 
-def ready_node(cluster: KubeCluster, pool: Pool) -> str:
-    """ready_node: a pool node the trainers can use only once it is Ready (a kwok node starts
-    without a Ready condition; a pod bound to it before would look like one on a bad node)."""
-    node = pool.add(labelled=False)
-
-    def ready() -> bool:
-        conditions = cluster.core.read_node(node).status.conditions or []
-        return any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-    wait_for(ready, 30, f"node {node} Ready")
-    pool.label(node, on=True)
-    return node
-
-
 def trainers(cluster: KubeCluster, namespace: str) -> dict[int, Any]:
     """trainers: the running trainer pods by index."""
     return {
@@ -74,7 +60,7 @@ def test_a_trainer_that_cannot_be_placed_leaves_the_job_degraded_until_room_appe
     cluster: KubeCluster, namespace: str, live_operator: OperatorProcess, pool: Pool
 ) -> None:
     for _ in range(3):
-        ready_node(cluster, pool)
+        pool.add_ready()
     create_job(cluster, namespace, seed_variant(NAME, pin=pool.pin(), spread=spread))
     wait_phase(cluster, namespace, NAME, "Running")
     before = trainers(cluster, namespace)
@@ -117,7 +103,7 @@ def test_a_trainer_that_cannot_be_placed_leaves_the_job_degraded_until_room_appe
     assert parse_time(status(cluster, namespace)["degraded"]["since"]) == since
 
     # Room appears: the replacement is placed, runs, and the job regrows by itself.
-    ready_node(cluster, pool)
+    pool.add_ready()
     wait_for(lambda: len(trainers(cluster, namespace)) == 3, 60, "trainer 1 running again")
     wait_for(lambda: "degraded" not in status(cluster, namespace), 30, "the degraded state gone")
     wait_phase(cluster, namespace, NAME, "Running")

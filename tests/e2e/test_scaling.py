@@ -64,21 +64,6 @@ def start(cluster: KubeCluster, namespace: str, doc: Doc, count: int) -> dict[in
     return trainers(cluster, namespace)
 
 
-def ready_node(cluster: KubeCluster, pool: Pool) -> str:
-    """ready_node adds a pool node that pods can use only once it is Ready: a kwok node starts
-    without a Ready condition and without the not-ready taint a kubelet registers with, so a
-    pod bound to it at once would look like one on a node that is not Ready."""
-    node = pool.add(labelled=False)
-
-    def ready() -> bool:
-        conditions = cluster.core.read_node(node).status.conditions or []
-        return any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-    wait_for(ready, 30, f"node {node} Ready")
-    pool.label(node, on=True)
-    return node
-
-
 def replicas(n: int) -> Callable[[Doc], None]:
     return set_path("spec.replicaSpecs.trainer.replicas", n)
 
@@ -110,7 +95,7 @@ def aitj(cluster: KubeCluster, *args: str, timeout: float = 120) -> subprocess.C
 def test_the_seeds_scale_out_adds_trainer_3_to_the_host_list_only_once_it_runs(
     cluster: KubeCluster, namespace: str, live_operator: OperatorProcess, pool: Pool
 ) -> None:
-    node = ready_node(cluster, pool)
+    node = pool.add_ready()
     before = start(cluster, namespace, seed_variant(NAME, pin=pool.pin()), 3)
     pool.label(node, on=False)  # the new trainer finds no node: it stays Pending
     scale_to(cluster, namespace, 4)
@@ -131,7 +116,7 @@ def test_the_seeds_scale_out_adds_trainer_3_to_the_host_list_only_once_it_runs(
         time.sleep(0.2)
     assert listed == [before[i].metadata.name for i in range(3)]
 
-    ready_node(cluster, pool)  # room for it
+    pool.add_ready()  # room for it
     order: list[tuple[bool, str]] = []
 
     def joined() -> bool:
@@ -243,7 +228,7 @@ def test_edits_outside_the_rules_are_refused_at_admission_by_every_path(
 def test_a_scale_out_beyond_the_clusters_capacity_is_rolled_back_after_scale_timeout(
     cluster: KubeCluster, namespace: str, live_operator: OperatorProcess, pool: Pool
 ) -> None:
-    ready_node(cluster, pool)  # the trainers may use this node only; each takes half of its 8 cGPUs
+    pool.add_ready()  # the trainers may use this node only; each takes half of its 8 cGPUs
     cgpu = {
         "baidu.com/v100_32g_cgpu": "4",
         "baidu.com/v100_32g_cgpu_core": "20",
