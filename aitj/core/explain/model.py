@@ -33,6 +33,7 @@ class RuleOutcome(enum.StrEnum):
 
     FIRES = "fires"  # the first active rule that names the failure: its scope is restarted
     NO_MATCH = "no match"  # active, but it does not name this exit code or event
+    BUDGET_SPENT = "budget used up"  # names the failure, but its restartLimit (in its window) is used up
     INACTIVE = "inactive"  # the replica restartPolicy does not allow rules of its kind
     NOT_TRIED = "not tried"  # an earlier rule fired
     IGNORED = "ignored"  # faultTolerant is false: rules are not used at all

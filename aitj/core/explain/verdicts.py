@@ -328,6 +328,7 @@ _OUTCOMES = {
     RuleWhy.OTHER_EVENT: RuleOutcome.NO_MATCH,
     RuleWhy.NOT_AN_EVENT: RuleOutcome.NO_MATCH,
     RuleWhy.INACTIVE: RuleOutcome.INACTIVE,
+    RuleWhy.BUDGET_SPENT: RuleOutcome.BUDGET_SPENT,
     RuleWhy.EARLIER_RULE_FIRED: RuleOutcome.NOT_TRIED,
     RuleWhy.RESTART_TIMEOUT: RuleOutcome.NOT_TRIED,
     RuleWhy.IGNORED: RuleOutcome.IGNORED,

@@ -24,6 +24,18 @@ from typing import Any
 
 from aitj.core.api import RestartScope
 from aitj.core.observed import PodView
+from aitj.core.planner.rulelog import (
+    Exclusion,
+    NodeKey,
+    RuleHistory,
+    RuleKey,
+    excluded_from_json,
+    excluded_to_json,
+    merge_excluded,
+    merge_rules,
+    rules_from_json,
+    rules_to_json,
+)
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import Failure, FailureKind
 from aitj.core.wire import as_int, as_list, format_time, mapping, parse_time
@@ -77,12 +89,16 @@ class ReplicaHistory:
     restart records of its indices that pods carry (sorted by key; never in the status form).
 
     The epoch counts Replica- and All-scope restarts that covered the replica: a pod stamped
-    with an older epoch than the ledger's is superseded and gets replaced.
+    with an older epoch than the ledger's is superseded and gets replaced. ``rules`` and
+    ``excluded``: what each rule did to each index, and the nodes each index keeps off
+    (aitj.core.planner.rulelog), sorted by key.
     """
 
     epoch: int = 0
     indices: tuple[tuple[int, IndexHistory], ...] = ()
     records: tuple[RestartRecord, ...] = ()
+    rules: tuple[tuple[RuleKey, RuleHistory], ...] = ()
+    excluded: tuple[tuple[NodeKey, Exclusion], ...] = ()
 
     @functools.cached_property
     def _by_index(self) -> dict[int, IndexHistory]:
@@ -112,7 +128,13 @@ class ReplicaHistory:
             max(h.epoch for h in histories),
             tuple(sorted(merged.items())),
             tuple(records[k] for k in sorted(records)),
+            merge_rules(h.rules for h in histories),
+            merge_excluded(h.excluded for h in histories),
         )
+
+    def rule(self, index: int, rule: str) -> RuleHistory:
+        """rule: what ``rule`` (its text) did to ``index`` (nothing yet: an empty history)."""
+        return dict(self.rules).get((index, rule)) or RuleHistory()
 
     @property
     def restart_count(self) -> int:
@@ -145,6 +167,20 @@ class Ledger:
     def with_epoch(self, replica: str, epoch: int) -> Ledger:
         return self.merge(Ledger(((replica, ReplicaHistory(epoch)),)))
 
+    def with_rule(self, replica: str, index: int, rule: str, history: RuleHistory) -> Ledger:
+        """with_rule merges ``history`` into what ``rule`` did to the replica's index."""
+        return self.merge(Ledger(((replica, ReplicaHistory(rules=(((index, rule), history),))),)))
+
+    def with_exclusion(self, replica: str, index: int, exclusion: Exclusion) -> Ledger:
+        """with_exclusion merges ``exclusion`` into the nodes the replica's index keeps off."""
+        key = (index, exclusion.node)
+        return self.merge(Ledger(((replica, ReplicaHistory(excluded=((key, exclusion),))),)))
+
+    def replaced(self, replica: str, history: ReplicaHistory) -> Ledger:
+        """replaced: the ledger with the replica's history replaced (not merged: pruning)."""
+        kept = tuple((n, h) for n, h in self.replicas if n != replica)
+        return Ledger(tuple(sorted((*kept, (replica, history)))))
+
     def unrecorded(self) -> tuple[RestartRecord, ...]:
         """unrecorded: the restart records pods carry that the status does not hold yet (above
         their index's ``recorded``), oldest first."""
@@ -169,9 +205,10 @@ class Ledger:
         ``{"trainer": {"epoch": 1, "seen": [0, 2, 0], "ended": {"1": 1},
         "restarts": {"1": [1, 2]}, "stood": {"0": 0}, "recorded": {"1": 1}}}``: ``seen`` is
         dense by index (-1: never seen), ``ended``, ``succeeded``, ``stood``, ``recorded`` and
-        ``restarts`` ([failed generation, count]) are sparse. A pod carries only ``epoch`` and
-        ``restarts``, enough to recount exactly if the status write was lost, and (``stamp``)
-        the records of its pass. Records are never part of this form.
+        ``restarts`` ([failed generation, count]) are sparse. A pod carries only ``epoch``,
+        ``restarts``, ``rules`` and ``excluded`` (aitj.core.planner.rulelog), enough to recount
+        exactly if the status write was lost, and (``stamp``) the records of its pass. Records
+        are never part of this form.
         """
         out: dict[str, Any] = {}
         for name, record in self.replicas:
@@ -179,6 +216,10 @@ class Ledger:
             restarts = {str(i): [r.failed, r.restarts] for i, r in record.indices if r.restarts}
             if restarts:
                 entry["restarts"] = restarts
+            if record.rules:
+                entry["rules"] = rules_to_json(record.rules)
+            if record.excluded:
+                entry["excluded"] = excluded_to_json(record.excluded)
             if not for_pod:
                 size = max((i + 1 for i, r in record.indices if r.seen >= 0), default=0)
                 if size:
@@ -289,7 +330,11 @@ def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
     found = (record_from_json(r) for r in as_list(e.get("records")))
     records = {r.key: r for r in found if r is not None and r.replica == name}
     return ReplicaHistory(
-        max(epoch, 0), tuple(sorted(indices.items())), tuple(records[k] for k in sorted(records))
+        max(epoch, 0),
+        tuple(sorted(indices.items())),
+        tuple(records[k] for k in sorted(records)),
+        rules_from_json(e.get("rules")),
+        excluded_from_json(e.get("excluded")),
     )
 
 
