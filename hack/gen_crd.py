@@ -298,10 +298,7 @@ def recovery_properties() -> Schema:
             "x-kubernetes-validations": [
                 rule(
                     "!has(self.maxSeconds) || self.maxSeconds >= self.initialSeconds",
-                    message_expression=(
-                        "'maxSeconds (' + string(self.maxSeconds) + ') must not be less than "
-                        "initialSeconds (' + string(self.initialSeconds) + ')'"
-                    ),
+                    "maxSeconds must not be less than initialSeconds",
                     field_path=".maxSeconds",
                 ),
             ],
@@ -758,6 +755,9 @@ def excluded_nodes(time: Schema) -> Schema:
                 "rule": string("The rule that restarted the pod and excludes the node."),
                 "reason": string("The failure's cause (exitCode 101, nodeNotReady, ...)."),
                 "until": {"description": "When the exclusion expires.", **time},
+                "message": string(
+                    "Set while the index's replacement waits Pending because no other node fits it."
+                ),
             },
         },
     }

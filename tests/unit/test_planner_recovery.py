@@ -356,4 +356,5 @@ def test_a_replacement_the_scheduler_cannot_place_elsewhere_waits_pending_and_sa
     (short,) = result.shortfalls
     assert (short.cause, short.until) == (ShortfallCause.NODE_EXCLUDED, at(700))
     assert "keeps off [node-a]" in short.message and "0/2 nodes are available" in short.message
+    assert cluster.status["excludedNodes"][0]["message"] == short.message
     assert result.creates == () and result.deletes == ()

@@ -200,10 +200,10 @@ def _live(
     deletes, release, force_events, wake = retire(job, found.retirees, now)
     hosts = _hosts(job, found, shape.joining)
     status = scaling.write_status(_status(job, prev, ledger, found, condition, stamp), scale, now)
-    status.pop("excludedNodes", None)
-    if excluded := recovery.excluded_status(job, ledger, now):
-        status["excludedNodes"] = excluded
     shortfalls = tuple(s.shortfall for s in found.slots if s.shortfall is not None)
+    status.pop("excludedNodes", None)
+    if excluded := recovery.excluded_status(job, ledger, now, shortfalls):
+        status["excludedNodes"] = excluded
     if started is not None:
         status["startRunningTime"] = format_time(started)
     if hosts is not None:

@@ -85,10 +85,12 @@ def spent(replica: ReplicaSpec, history: ReplicaHistory, now: datetime) -> dict[
 
 
 def ran_seconds(pod: PodView | None, failure: Failure, now: datetime) -> float:
-    """ran_seconds: how long the failed pod ran before its failure (0 if it never ran, or is gone)."""
-    if pod is None or pod.running_since is None:
+    """ran_seconds: how long the index went without failing: from the failed pod's creation
+    to its failure (0 if the pod is gone). Counted from the creation, not from the container's
+    start, which a kubelet reports again when the container ends; a pod kept Pending counts."""
+    if pod is None or pod.created is None:
         return 0.0
-    return max(((failure.at or now) - pod.running_since).total_seconds(), 0.0)
+    return max(((failure.at or now) - pod.created).total_seconds(), 0.0)
 
 
 def restarted(
@@ -166,22 +168,27 @@ def exclusion_shortfall(
     return Shortfall(replica.name, index, ShortfallCause.NODE_EXCLUDED, message, pod.created or now, until)
 
 
-def excluded_status(job: Job, ledger: Ledger, now: datetime) -> list[dict[str, Any]]:
-    """excluded_status: ``status.excludedNodes``, the exclusions in force (expired ones dropped)."""
+def excluded_status(
+    job: Job, ledger: Ledger, now: datetime, shortfalls: Sequence[Shortfall] = ()
+) -> list[dict[str, Any]]:
+    """excluded_status: ``status.excludedNodes``, the exclusions in force (expired ones
+    dropped); ``message`` when the index's replacement waits Pending because of them."""
+    waiting = {(s.replica, s.index): s.message for s in shortfalls if s.cause is ShortfallCause.NODE_EXCLUDED}
     out = []
     for r in job.spec.replicas:
         for (index, node), e in ledger.replica(r.name).excluded:
             if e.until > now:
-                out.append(
-                    {
-                        "node": node,
-                        "replica": r.name,
-                        "index": index,
-                        "rule": e.rule,
-                        "reason": e.reason,
-                        "until": format_time(e.until),
-                    }
-                )
+                entry = {
+                    "node": node,
+                    "replica": r.name,
+                    "index": index,
+                    "rule": e.rule,
+                    "reason": e.reason,
+                    "until": format_time(e.until),
+                }
+                if (r.name, index) in waiting:
+                    entry["message"] = waiting[(r.name, index)]
+                out.append(entry)
     return out
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from aitj.core.wire import as_int, format_time, mapping, parse_time
@@ -90,6 +90,12 @@ def merge_excluded(
     return tuple(sorted(out.items()))
 
 
+def precise_time(value: datetime) -> str:
+    """precise_time: RFC 3339 in UTC with milliseconds. A backoff of 2 s cannot be timed from
+    whole seconds (format_time), which would end it up to a second early."""
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def rules_to_json(rules: Iterable[tuple[RuleKey, RuleHistory]]) -> dict[str, Any]:
     """rules_to_json: ``{"0": {"exitCodes 101": {"failed": 2, "count": 3, "streak": 2,
     "last": "...", "times": {"2": "..."}}}}`` (times: failed generation -> time)."""
@@ -97,9 +103,9 @@ def rules_to_json(rules: Iterable[tuple[RuleKey, RuleHistory]]) -> dict[str, Any
     for (index, rule), h in rules:
         entry: dict[str, Any] = {"failed": h.failed, "count": h.count, "streak": h.streak}
         if h.last is not None:
-            entry["last"] = format_time(h.last)
+            entry["last"] = precise_time(h.last)
         if h.times:
-            entry["times"] = {str(g): format_time(t) for g, t in h.times}
+            entry["times"] = {str(g): precise_time(t) for g, t in h.times}
         out.setdefault(str(index), {})[rule] = entry
     return out
 
