@@ -12,6 +12,7 @@ from typing import Any
 
 from aitj.core.api import Job
 from aitj.core.explain.model import ConditionView, Explanation, UnknownPod
+from aitj.core.explain.recovery import recovery_lines
 from aitj.core.explain.verdicts import Judge, cleanup, ignored
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import Plan
@@ -35,6 +36,7 @@ def explain(
         key=lambda p: (_replica_order(job, p.replica), p.index if p.index is not None else -1, p.generation),
     )
     status = job.status or {}
+    recovery: tuple[str, ...] = ()
     if deleting:
         entries = [ignored(p, nodes) for p in mine]
         next_pass: tuple[str, ...] = (
@@ -47,6 +49,7 @@ def explain(
         else:
             judge = Judge(job, nodes, assessment.found, result)
             entries = [judge.pod(p) for p in mine] + judge.absent(mine)
+            recovery = recovery_lines(job, assessment.found.ledger, result, now)
         next_pass = _next_pass(job, result)
     if pod_name is not None:
         known = [e.name for e in entries]
@@ -63,6 +66,7 @@ def explain(
         deleting=deleting,
         next_pass=next_pass,
         pods=tuple(entries),
+        recovery=recovery,
     )
 
 

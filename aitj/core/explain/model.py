@@ -96,6 +96,7 @@ class Explanation:
 
     ``restart_counts``: ``status.RestartCount`` as observed (the next pass may change it; see
     ``next_pass``). ``next_pass``: the Plan of the next pass, one line per action.
+    ``recovery``: the rules' budgets left, backoffs and excluded nodes, one line each.
     """
 
     namespace: str
@@ -107,6 +108,8 @@ class Explanation:
     deleting: bool
     next_pass: tuple[str, ...]
     pods: tuple[PodExplanation, ...]
+    # the recovery rules (issue 15): budgets left, backoffs, excluded nodes (aitj.core.explain.recovery)
+    recovery: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """to_json: plain JSON data (``aitj explain --json``)."""
