@@ -139,6 +139,12 @@ def test_a_life_budget_counts_across_indices_and_a_budget_of_zero_never_restarts
         ShortfallCause.BUDGET_EXHAUSTED,
         None,
     )
+    (event,) = result.events
+    assert (event.type, event.reason) == ("Warning", "RuleBudgetExhausted")
+    assert event.message == f"pod {name_of('trainer', 1)}: {short.message}"
+    assert (
+        "but its restart budget ran out (restartLimit 1 for the job's life: 1 used, 0 left)" in event.message
+    )
 
     zero = running(job_with(rule(restart_limit=0)))
     exit_at(zero, 100)

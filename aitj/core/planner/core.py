@@ -222,7 +222,7 @@ def _live(
         deletes=deletes,
         release=tuple(dict.fromkeys(release + found.released)),
         status=None if status == prev else status,
-        events=force_events + scaling.events(job, scale),
+        events=force_events + scaling.events(job, scale) + _budget_events(job, found),
         restart_events=tuple(_restart_event(job, r) for r in records),
         requeue_after=min(wake) if wake else None,
         hosts=hosts if changed else None,
@@ -250,6 +250,14 @@ def _budgets(
         resources.budgets(job, wanted, recorded, owned),
         resources.budget_removes(job, wanted, recorded, owned),
     )
+
+
+def _budget_events(job: Job, found: Survey) -> tuple[Event, ...]:
+    """_budget_events: one per failure that stands because a rule's budget ran out."""
+    events = (
+        recovery.budget_event(job, s.name, s.generation, s.shortfall) for s in found.slots if s.shortfall
+    )
+    return tuple(e for e in events if e is not None)
 
 
 def _create(

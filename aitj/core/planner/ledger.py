@@ -132,9 +132,32 @@ class ReplicaHistory:
             merge_excluded(h.excluded for h in histories),
         )
 
+    @functools.cached_property
+    def _rules_by_index(self) -> dict[int, dict[str, RuleHistory]]:
+        # Every slot of a pass asks about its own index: a dict, not a scan per question.
+        out: dict[int, dict[str, RuleHistory]] = {}
+        for (i, text), h in self.rules:
+            out.setdefault(i, {})[text] = h
+        return out
+
+    @functools.cached_property
+    def _excluded_by_index(self) -> dict[int, tuple[Exclusion, ...]]:
+        out: dict[int, list[Exclusion]] = {}
+        for (i, _), e in self.excluded:
+            out.setdefault(i, []).append(e)
+        return {i: tuple(found) for i, found in out.items()}
+
     def rule(self, index: int, rule: str) -> RuleHistory:
         """rule: what ``rule`` (its text) did to ``index`` (nothing yet: an empty history)."""
-        return dict(self.rules).get((index, rule)) or RuleHistory()
+        return self.rules_of(index).get(rule) or RuleHistory()
+
+    def rules_of(self, index: int) -> Mapping[str, RuleHistory]:
+        """rules_of: what each rule (by text) did to ``index``."""
+        return self._rules_by_index.get(index, {})
+
+    def excluded_of(self, index: int) -> tuple[Exclusion, ...]:
+        """excluded_of: the nodes ``index`` keeps off (expired ones included), by node."""
+        return self._excluded_by_index.get(index, ())
 
     @property
     def restart_count(self) -> int:

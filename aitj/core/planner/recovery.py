@@ -12,6 +12,7 @@ Pure and clock-free: every function is given ``now``. What a rule did is in the 
   the pod's anti-affinity, the job's ``status.excludedNodes`` and a Shortfall when the
   replacement cannot be placed elsewhere.
 - ``prune``: drops what no budget or exclusion needs any more, so the ledger stays small.
+- ``budget_event``: the Event of a failure that stands because a budget ran out.
 
 docs/semantics.md ("Rule budgets over windows", "Backoff", "Keeping replacements off bad
 nodes") is the user-facing description.
@@ -29,6 +30,7 @@ from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger, ReplicaHistory
 from aitj.core.planner.rulelog import Exclusion, RuleHistory
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
+from aitj.core.planner.types import Event
 from aitj.core.policy import Failure, rule_text
 from aitj.core.wire import format_time
 
@@ -124,8 +126,8 @@ def hold(
     """hold: the backoff the replacement ``generation`` of ``index`` waits out before it is
     created, as a Shortfall until the wait ends (None: it is created now). The wait follows the
     restart of the generation before, by a rule that has a backoff."""
-    for (i, text), h in history.rules:
-        if i != index or h.failed != generation - 1 or h.last is None:
+    for text, h in history.rules_of(index).items():
+        if h.failed != generation - 1 or h.last is None:
             continue
         rule = next((r for r in replica.rules if r.backoff is not None and rule_text(r) == text), None)
         if rule is None or rule.backoff is None:
@@ -143,7 +145,7 @@ def hold(
 
 def active(history: ReplicaHistory, index: int, now: datetime) -> tuple[Exclusion, ...]:
     """active: the exclusions of ``index`` that have not expired, by node."""
-    return tuple(e for (i, _), e in history.excluded if i == index and e.until > now)
+    return tuple(e for e in history.excluded_of(index) if e.until > now)
 
 
 def avoid(history: ReplicaHistory, index: int, now: datetime) -> tuple[str, ...]:
@@ -218,6 +220,19 @@ def _kept(rule: FaultTolerantRule | None, h: RuleHistory, now: datetime) -> tupl
         return ()
     start = now - timedelta(seconds=rule.restart_window)
     return tuple(item for item in h.times if item[1] > start)[-rule.restart_limit :]
+
+
+EVENT_BUDGET_EXHAUSTED = "RuleBudgetExhausted"
+
+
+def budget_event(job: Job, pod: str, generation: int, shortfall: Shortfall) -> Event | None:
+    """budget_event: the Warning Event of a failure that stands because a rule's budget ran out,
+    while the job goes on (when it ends the job, the job's own Event says it). Named after the
+    failed generation, so it is sent once however many passes see it."""
+    if shortfall.cause is not ShortfallCause.BUDGET_EXHAUSTED:
+        return None
+    name = f"{job.name}.{job.uid[:8] or 'job'}.budget-{shortfall.replica}-{shortfall.index}-{generation}"
+    return Event("Warning", EVENT_BUDGET_EXHAUSTED, f"pod {pod}: {shortfall.message}", name)
 
 
 def wakes(shortfalls: Sequence[Shortfall], expiry: datetime | None, now: datetime) -> list[float]:

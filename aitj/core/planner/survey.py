@@ -20,6 +20,9 @@ How the pieces fit (docs/semantics.md has the user-facing version):
 - An index with no pod: never seen → create generation 0; its last pod was ended by the
   operator (``ended >= seen``) → create the next generation; otherwise the pod vanished,
   which is a PodForceDeleted failure.
+- The recovery rules (aitj.core.planner.recovery): a rule whose budget is used up does not
+  match; a restart by a rule goes into its history in the ledger (and its node into the index's
+  exclusions); a replacement whose rule has a backoff waits it out (State.BACKOFF).
 """
 
 from __future__ import annotations
@@ -291,7 +294,7 @@ class _Surveyor:
                 )
         if isinstance(decision, Fail):
             return replace(
-                slot, state=State.FAILED, fail=decision, shortfall=self.spent(slot, decision, used)
+                slot, state=State.FAILED, fail=decision, shortfall=self.exhausted(slot, decision, used)
             )
         self.count_rule(slot, decision)
         self.ledger = self.ledger.with_index(
@@ -310,8 +313,8 @@ class _Surveyor:
         )
         return replace(self.renew(slot, RetireReason.RESTART), restart=decision)
 
-    def spent(self, slot: Slot, fail: Fail, used: Mapping[int, recovery.Budget]) -> Shortfall | None:
-        """spent: the Shortfall of a failure that stands because a rule's budget ran out; until
+    def exhausted(self, slot: Slot, fail: Fail, used: Mapping[int, recovery.Budget]) -> Shortfall | None:
+        """exhausted: the Shortfall of a failure that stands because a rule's budget ran out; until
         its window lets a restart through again (the next pass then restarts it)."""
         if fail.reason is not FailReason.BUDGET_EXHAUSTED or slot.failure is None:
             return None
