@@ -94,8 +94,12 @@ def test_a_rule_budget_of_two_in_600s_restarts_twice_and_the_third_exit_falls_to
     message = conditions(job)[-1]["message"]
     assert "budget ran out" in message and "restartLimit 2 within 600s" in message, message
     assert restart_count(cluster, namespace) == 2
-    said = [e.message for e in events_for(cluster, namespace, NAME) if e.reason == "TrainingJobFailed"]
-    assert any("budget ran out" in m for m in said), said
+
+    def said() -> bool:
+        events = events_for(cluster, namespace, NAME)
+        return any(e.reason == "TrainingJobFailed" and "budget ran out" in e.message for e in events)
+
+    wait_for(said, 30, "the TrainingJobFailed Event says the budget ran out")
 
 
 def test_exits_further_apart_than_a_5s_window_are_restarted_each_time(
@@ -211,3 +215,22 @@ def test_a_replacement_never_lands_on_the_failed_pods_node_and_waits_pending_whe
     other = pool.add()  # room elsewhere: the scheduler places it there
     pod = running_index0(cluster, namespace, 1)
     assert pod.spec.node_name == other
+
+
+def test_a_replacement_that_waited_out_a_5s_exclusion_is_replaced_by_one_that_may_use_the_node(
+    cluster: KubeCluster, namespace: str, live_operator: OperatorProcess, pool: Pool
+) -> None:
+    only = pool.add()
+    doc = seed_variant(
+        NAME,
+        pin=pool.pin(),
+        replicas=set_path("spec.replicaSpecs.trainer.replicas", 1),
+        rules=trainer_rules(exit_rule(excludeNodeSeconds=5)),
+    )
+    create_job(cluster, namespace, doc)
+    pod = running_index0(cluster, namespace, 0)
+    faults.pod_exit(cluster.api, namespace, pod.metadata.name, 101)
+    pod = running_index0(cluster, namespace, 2)  # generation 1 could not be placed; 2 may use the node
+    assert pod.spec.node_name == only and pod.spec.affinity is None
+    job = get_job(cluster, namespace, NAME)
+    assert job["status"]["RestartCount"]["trainer"] == 1 and "excludedNodes" not in job["status"]

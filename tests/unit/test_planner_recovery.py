@@ -364,3 +364,26 @@ def test_a_replacement_the_scheduler_cannot_place_elsewhere_waits_pending_and_sa
     assert "keeps off [node-a]" in short.message and "0/2 nodes are available" in short.message
     assert cluster.status["excludedNodes"][0]["message"] == short.message
     assert result.creates == () and result.deletes == ()
+
+
+def test_an_unschedulable_replacement_whose_exclusion_expired_is_replaced_without_it_and_counts_nothing() -> (
+    None
+):
+    cluster = running(job_with(rule(exclude_node_seconds=60)))
+    exit_at(cluster, 100)
+    cluster.step(100)
+    pending = name_of("trainer", 0, 1)
+    cluster.pods[pending].raw["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/2 nodes"}
+    ]
+    assert cluster.step(159).deletes == ()
+    result = cluster.step(160)
+    assert [(d.name, d.message) for d in result.deletes] == [
+        (
+            pending,
+            f"its node exclusion expired and it cannot be scheduled: replaced by {name_of('trainer', 0, 2)}",
+        )
+    ]
+    (create,) = result.creates
+    assert create.generation == 2 and "affinity" not in create.body["spec"]
+    assert cluster.status["RestartCount"]["trainer"] == 1 and "excludedNodes" not in cluster.status

@@ -10,7 +10,8 @@ Pure and clock-free: every function is given ``now``. What a rule did is in the 
 - ``hold``: a replacement that waits out its rule's backoff (a Shortfall, until the wait ends).
 - ``avoid`` / ``excluded_status`` / ``exclusion_shortfall``: the nodes an index keeps off, as
   the pod's anti-affinity, the job's ``status.excludedNodes`` and a Shortfall when the
-  replacement cannot be placed elsewhere.
+  replacement cannot be placed elsewhere; ``outlived``: such a replacement, once its
+  exclusions have expired, is replaced by one without them.
 - ``prune``: drops what no budget or exclusion needs any more, so the ledger stays small.
 - ``budget_event``: the Event of a failure that stands because a budget ran out.
 
@@ -27,7 +28,7 @@ from typing import Any
 
 from aitj.core.api import DEFAULT_BACKOFF_RESET_AFTER, FaultTolerantRule, Job, ReplicaSpec
 from aitj.core.observed import PodView
-from aitj.core.planner.ledger import Ledger, ReplicaHistory
+from aitj.core.planner.ledger import Ledger, ReplicaHistory, pod_ledger
 from aitj.core.planner.rulelog import Exclusion, RuleHistory
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.types import Event
@@ -168,6 +169,16 @@ def exclusion_shortfall(
         f"{format_time(until)}) and the scheduler cannot place it elsewhere: {pod.unschedulable}"
     )
     return Shortfall(replica.name, index, ShortfallCause.NODE_EXCLUDED, message, pod.created or now, until)
+
+
+def outlived(replica: ReplicaSpec, index: int, pod: PodView, now: datetime) -> bool:
+    """outlived: ``pod`` cannot be scheduled, and every node it keeps off (the exclusions in
+    force when it was created, from its own ledger stamp) is excluded no longer."""
+    if pod.unschedulable is None or pod.created is None or pod.node_name:
+        return False
+    created = pod.created
+    kept_off = [e for e in pod_ledger(pod).replica(replica.name).excluded_of(index) if e.until > created]
+    return bool(kept_off) and all(e.until <= now for e in kept_off)
 
 
 def excluded_status(

@@ -105,6 +105,7 @@ class RetireReason(enum.StrEnum):
     RESTART = "Restart"  # the old pod of a restart counted in this pass
     RESTART_COUNTED = "RestartCounted"  # its failure was counted by a pass that did not finish
     RESTART_SCOPE = "RestartScope"  # a Replica- or All-scope restart recreates it
+    EXCLUSION_EXPIRED = "ExclusionExpired"  # unschedulable while it kept off nodes no longer excluded
 
     @property
     def restart(self) -> bool:
@@ -341,12 +342,16 @@ class _Surveyor:
 
     def hold(self, slot: Slot) -> Slot:
         """hold: a replacement waits out its rule's backoff (State.BACKOFF); a Pending one the
-        scheduler cannot place while it keeps off nodes says so (its Shortfall)."""
+        scheduler cannot place while it keeps off nodes says so (its Shortfall), and once those
+        exclusions have expired it is replaced by a pod without them (a pod's affinity cannot
+        change)."""
         history = self.ledger.replica(slot.replica.name)
         if slot.state in (State.CREATE, State.REPLACE):
             held = recovery.hold(slot.replica, slot.index, slot.generation, history, self.now)
             return slot if held is None else replace(slot, state=State.BACKOFF, shortfall=held)
         if slot.state is State.PENDING and slot.pod is not None and slot.failure is None:
+            if recovery.outlived(slot.replica, slot.index, slot.pod, self.now):
+                return self.renew(slot, RetireReason.EXCLUSION_EXPIRED)  # counts no restart
             found = recovery.exclusion_shortfall(slot.replica, slot.index, slot.pod, history, self.now)
             return slot if found is None else replace(slot, shortfall=found)
         return slot
@@ -387,7 +392,10 @@ class _Surveyor:
         self.ledger = self.ledger.with_index(r.name, i, IndexHistory(ended=gen))
         successor = self.name(r.name, i, gen + 1)
         if slot.pod is not None:
-            what = "restart scope" if reason is RetireReason.RESTART_SCOPE else "restart"
+            what = {
+                RetireReason.RESTART_SCOPE: "restart scope",
+                RetireReason.EXCLUSION_EXPIRED: "its node exclusion expired and it cannot be scheduled",
+            }.get(reason, "restart")
             if reason is RetireReason.RESTART and slot.failure is not None:
                 what += f" ({slot.failure.cause})"
             self.retire(slot.pod, reason, f"{what}: replaced by {successor}")
