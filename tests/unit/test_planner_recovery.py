@@ -5,11 +5,13 @@ cluster (builders.Cluster), so what one pass records is what the next one reads.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
 
 from aitj.core.api import LABEL_INDEX, Backoff, FaultTolerantRule, Policy
+from aitj.core.observed import ANNOTATION_LEDGER
 from aitj.core.planner import Plan
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.shortfall import ShortfallCause
@@ -387,3 +389,36 @@ def test_an_unschedulable_replacement_whose_exclusion_expired_is_replaced_withou
     (create,) = result.creates
     assert create.generation == 2 and "affinity" not in create.body["spec"]
     assert cluster.status["RestartCount"]["trainer"] == 1 and "excludedNodes" not in cluster.status
+
+
+def test_a_budget_over_indices_is_exact_when_a_later_status_write_was_lost() -> None:
+    cluster = running(job_with(rule(restart_limit=2, restart_window=600)))
+    exit_at(cluster, 100, index=0)
+    cluster.step(100)
+    exit_at(cluster, 110, index=1)
+    cluster.step(110, status=False)  # its replacement carries index 1's history, the status index 0's
+    run(cluster, 111)
+    cluster.step(111)
+    exit_at(cluster, 120, index=2)
+    result = cluster.step(120)
+    assert result.creates == () and result.outcome is not None and "2 used, 0 left" in result.outcome.message
+
+
+def test_a_pod_carries_the_rule_histories_of_the_indices_its_pass_restarted_only() -> None:
+    cluster = running(job_with(rule(restart_limit=5, exclude_node_seconds=60)))
+    exit_at(cluster, 100, index=0)
+    cluster.step(100)
+    exit_at(cluster, 110, index=1)
+    (create,) = cluster.step(110).creates
+    stamp = json.loads(create.body["metadata"]["annotations"][ANNOTATION_LEDGER])["trainer"]
+    assert set(stamp["rules"]) == {"1"} and set(stamp["excluded"]) == {"1"}
+    assert set(cluster.status["restartLedger"]["trainer"]["rules"]) == {"0", "1"}
+
+
+def test_rules_without_recovery_fields_leave_the_ledger_as_it_was() -> None:
+    cluster = running(job_with(rule()))
+    exit_at(cluster, 100)
+    (create,) = cluster.step(100).creates
+    assert "rules" not in cluster.status["restartLedger"]["trainer"]
+    assert "excluded" not in cluster.status["restartLedger"]["trainer"]
+    assert "rules" not in json.loads(create.body["metadata"]["annotations"][ANNOTATION_LEDGER])["trainer"]

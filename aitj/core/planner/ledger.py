@@ -228,10 +228,11 @@ class Ledger:
         ``{"trainer": {"epoch": 1, "seen": [0, 2, 0], "ended": {"1": 1},
         "restarts": {"1": [1, 2]}, "stood": {"0": 0}, "recorded": {"1": 1}}}``: ``seen`` is
         dense by index (-1: never seen), ``ended``, ``succeeded``, ``stood``, ``recorded`` and
-        ``restarts`` ([failed generation, count]) are sparse. A pod carries only ``epoch``,
-        ``restarts``, ``rules`` and ``excluded`` (aitj.core.planner.rulelog), enough to recount
-        exactly if the status write was lost, and (``stamp``) the records of its pass. Records
-        are never part of this form.
+        ``restarts`` ([failed generation, count]) are sparse, and so are ``rules`` and
+        ``excluded`` (aitj.core.planner.rulelog). A pod carries only ``epoch`` and
+        ``restarts``, enough to recount exactly if the status write was lost, and (``annotation``)
+        the records of its pass with their indices' rules and exclusions. Records are never
+        part of this form.
         """
         out: dict[str, Any] = {}
         for name, record in self.replicas:
@@ -239,11 +240,11 @@ class Ledger:
             restarts = {str(i): [r.failed, r.restarts] for i, r in record.indices if r.restarts}
             if restarts:
                 entry["restarts"] = restarts
-            if record.rules:
-                entry["rules"] = rules_to_json(record.rules)
-            if record.excluded:
-                entry["excluded"] = excluded_to_json(record.excluded)
             if not for_pod:
+                if record.rules:
+                    entry["rules"] = rules_to_json(record.rules)
+                if record.excluded:
+                    entry["excluded"] = excluded_to_json(record.excluded)
                 size = max((i + 1 for i, r in record.indices if r.seen >= 0), default=0)
                 if size:
                     entry["seen"] = [record.index(i).seen for i in range(size)]
@@ -272,11 +273,24 @@ class Ledger:
 
     def annotation(self, records: Sequence[RestartRecord] = ()) -> str:
         """annotation is the compact JSON a new pod carries in ANNOTATION_LEDGER: the pod form,
-        and ``records`` (the restarts its pass records) under their replicas' ``records``."""
+        and ``records`` (the restarts its pass records) under their replicas' ``records``, with
+        the rule histories and exclusions of their indices (aitj.core.planner.rulelog): the only
+        ones the pass may have changed, so a job of many indices does not stamp them all on
+        every pod. Older ones are in the status, or on the pods of the pass that changed them."""
         out = self.to_json(for_pod=True)
+        touched: dict[str, set[int]] = {}
         for r in records:
             entry = out.setdefault(r.replica, {"epoch": self.replica(r.replica).epoch})
             entry.setdefault("records", []).append(record_to_json(r))
+            touched.setdefault(r.replica, set()).add(r.index)
+        for name, indices in touched.items():
+            history = self.replica(name)
+            rules = [item for item in history.rules if item[0][0] in indices]
+            excluded = [item for item in history.excluded if item[0][0] in indices]
+            if rules:
+                out[name]["rules"] = rules_to_json(rules)
+            if excluded:
+                out[name]["excluded"] = excluded_to_json(excluded)
         return json.dumps(out, sort_keys=True, separators=(",", ":"))
 
 

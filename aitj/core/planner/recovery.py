@@ -104,16 +104,20 @@ def restarted(
     pod: PodView | None,
     failure: Failure,
     now: datetime,
-) -> tuple[RuleHistory, Exclusion | None]:
+) -> tuple[RuleHistory | None, Exclusion | None]:
     """restarted: what a restart of ``index`` (failed ``generation``) by ``rule`` adds to the
     ledger: the rule's history of the index (one more restart; the streak goes on unless the
-    pod ran resetAfterSeconds) and, with excludeNodeSeconds, the failed pod's node."""
+    pod ran resetAfterSeconds; None for a rule with neither restartLimit nor backoff, which
+    needs none, so the seed's ledger stays as it was) and, with excludeNodeSeconds, the failed
+    pod's node."""
     text = rule_text(rule)
     before = history.rule(index, text)
     reset_after = rule.backoff.reset_after if rule.backoff is not None else DEFAULT_BACKOFF_RESET_AFTER
     in_a_row = before.failed >= 0 and ran_seconds(pod, failure, now) < reset_after
     times = ((generation, now),) if rule.restart_window is not None else ()
-    after = RuleHistory(generation, before.count + 1, before.streak + 1 if in_a_row else 1, now, times)
+    after: RuleHistory | None = None
+    if rule.restart_limit is not None or rule.backoff is not None:
+        after = RuleHistory(generation, before.count + 1, before.streak + 1 if in_a_row else 1, now, times)
     exclusion = None
     if rule.exclude_node_seconds is not None and pod is not None and pod.node_name:
         until = now + timedelta(seconds=rule.exclude_node_seconds)

@@ -336,7 +336,8 @@ class _Surveyor:
         history, exclusion = recovery.restarted(
             rule, self.ledger.replica(r.name), i, slot.generation, slot.pod, slot.failure, self.now
         )
-        self.ledger = self.ledger.with_rule(r.name, i, decision.rule, history)
+        if history is not None:
+            self.ledger = self.ledger.with_rule(r.name, i, decision.rule, history)
         if exclusion is not None:
             self.ledger = self.ledger.with_exclusion(r.name, i, exclusion)
 
