@@ -255,6 +255,66 @@ def cel_str(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def recovery_properties() -> Schema:
+    """recovery_properties: a rule's optional budget, backoff and node exclusion (issue 15)."""
+    seconds = api.MAX_SECONDS
+    return {
+        "restartLimit": integer(
+            "Most restarts this rule makes per replica type (all its indices together) within "
+            "restartWindowSeconds, or for the job's life when that is unset. Past it the rule does "
+            "not match: the failure falls to the next rule, then to failPolicy. The replica's own "
+            "restartLimit stays the overall cap.",
+            0,
+            seconds,
+        ),
+        "restartWindowSeconds": integer(
+            "The window of restartLimit, in seconds: at most restartLimit restarts within any window "
+            "of this length. Unset: the job's life. Needs restartLimit.",
+            1,
+            seconds,
+        ),
+        "backoff": {
+            "description": (
+                "Delay the replacement of an index this rule restarted before: initialSeconds, then "
+                "twice that at each further failure in a row, up to maxSeconds. Forgotten once the "
+                "index ran resetAfterSeconds without failing. Unset: replacements are created at once."
+            ),
+            "type": "object",
+            "required": ["initialSeconds"],
+            "properties": {
+                "initialSeconds": integer("The first delay, in seconds.", 1, seconds),
+                "maxSeconds": integer(
+                    f"The longest delay, in seconds (default {api.DEFAULT_BACKOFF_MAX}, or "
+                    "initialSeconds if that is more).",
+                    1,
+                    seconds,
+                ),
+                "resetAfterSeconds": integer(
+                    "Seconds an index must run without failing for its delays to start over "
+                    f"(default {api.DEFAULT_BACKOFF_RESET_AFTER}).",
+                    1,
+                    seconds,
+                ),
+            },
+            "x-kubernetes-validations": [
+                rule(
+                    "!has(self.maxSeconds) || self.maxSeconds >= self.initialSeconds",
+                    "maxSeconds must not be less than initialSeconds",
+                    field_path=".maxSeconds",
+                ),
+            ],
+        },
+        "excludeNodeSeconds": integer(
+            "Keep a replacement this rule makes off the node the failed pod ran on for this many "
+            "seconds (a required node anti-affinity on kubernetes.io/hostname, ANDed with the "
+            "template's own). If no other node fits, the replacement waits Pending; "
+            "status.excludedNodes lists the exclusions in force.",
+            1,
+            seconds,
+        ),
+    }
+
+
 def rule_schema() -> Schema:
     """rule_schema: one faultTolerantPolicy rule."""
     codes = cel_str(exitcodes.LIST_PATTERN)
@@ -317,11 +377,17 @@ def rule_schema() -> Schema:
                 "Replica spec, or All pods of the job. Unset: the replica's restartScope.",
                 enum=enum_values(api.RestartScope),
             ),
+            **recovery_properties(),
         },
         "x-kubernetes-validations": [
             rule(
                 "has(self.exitCodes) != has(self.exceptionalEvent)",
                 "a rule needs exactly one of exitCodes or exceptionalEvent",
+            ),
+            rule(
+                "!has(self.restartWindowSeconds) || has(self.restartLimit)",
+                "restartWindowSeconds needs restartLimit (the restarts allowed in it)",
+                field_path=".restartWindowSeconds",
             ),
             rule(
                 "!has(self.exitCodes) || !has(self.restartPolicy) || self.restartPolicy == 'ExitCode'",
@@ -622,6 +688,82 @@ def spec_schema(template: Schema) -> Schema:
     }
 
 
+def ledger_rules(time: Schema) -> Schema:
+    """ledger_rules: restartLedger.<replica>.rules, what each rule did to each index."""
+    int64 = {"type": "integer", "format": "int64"}
+    return {
+        "description": (
+            "Per index, per rule (its text): the generation of the last failure it restarted, its "
+            "restarts, failures in a row (backoff), when the last restart was decided, and the times "
+            "of the recent ones (restartWindowSeconds)."
+        ),
+        "type": "object",
+        "additionalProperties": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "failed": {"description": "The generation of the last failure it restarted.", **int64},
+                    "count": {"description": "Its restarts of the index for the job's life.", **int64},
+                    "streak": {"description": "Failures of the index in a row by it (backoff).", **int64},
+                    "last": {"description": "When its last restart of the index was decided.", **time},
+                    "times": {
+                        "description": "Failed generation to restart time, within restartWindowSeconds.",
+                        "type": "object",
+                        "additionalProperties": time,
+                    },
+                },
+            },
+        },
+    }
+
+
+def ledger_excluded(time: Schema) -> Schema:
+    """ledger_excluded: restartLedger.<replica>.excluded, the nodes each index keeps off."""
+    return {
+        "description": "Per index, per node: until when replacements keep off it, the rule and the cause.",
+        "type": "object",
+        "additionalProperties": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "until": {"description": "When the exclusion expires.", **time},
+                    "rule": string("The rule that excludes the node."),
+                    "reason": string("The cause of the failure on it."),
+                },
+            },
+        },
+    }
+
+
+def excluded_nodes(time: Schema) -> Schema:
+    """excluded_nodes: status.excludedNodes, the exclusions in force (excludeNodeSeconds)."""
+    return {
+        "description": (
+            "Nodes replacements keep off (a rule's excludeNodeSeconds): the node, the replica and "
+            "index whose pod failed there, the rule, the failure's cause, and until when. Expired "
+            "ones are dropped."
+        ),
+        "type": "array",
+        "x-kubernetes-list-type": "atomic",
+        "items": {
+            "type": "object",
+            "properties": {
+                "node": string("The node a pod of the index failed on."),
+                "replica": string("The replica type."),
+                "index": {"description": "The index.", "type": "integer", "format": "int32", "minimum": 0},
+                "rule": string("The rule that restarted the pod and excludes the node."),
+                "reason": string("The failure's cause (exitCode 101, nodeNotReady, ...)."),
+                "until": {"description": "When the exclusion expires.", **time},
+                "message": string(
+                    "Set while the index's replacement waits Pending because no other node fits it."
+                ),
+            },
+        },
+    }
+
+
 def status_schema() -> Schema:
     time = {"type": "string", "format": "date-time"}
     count = {"type": "integer", "format": "int32", "minimum": 0}
@@ -755,9 +897,12 @@ def status_schema() -> Schema:
                                 "items": {"type": "integer", "format": "int64"},
                             },
                         },
+                        "rules": ledger_rules(time),
+                        "excluded": ledger_excluded(time),
                     },
                 },
             },
+            "excludedNodes": excluded_nodes(time),
             "disruptionBudgets": {
                 "description": (
                     "Per replica type, the minAvailable of the PodDisruptionBudget the operator keeps "

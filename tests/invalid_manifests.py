@@ -412,6 +412,42 @@ CASES: list[Case] = [
         'Unsupported value: "Node"',
     ),
     Case(
+        "a rule with a negative restartLimit is refused",
+        setting(f"{L_CODES}.restartLimit", -1),
+        f"{L_CODES}.restartLimit",
+        "should be greater than or equal to 0",
+    ),
+    Case(
+        "a rule with restartWindowSeconds 0 is refused",
+        setting(f"{L_CODES}.restartWindowSeconds", 0),
+        f"{L_CODES}.restartWindowSeconds",
+        "should be greater than or equal to 1",
+    ),
+    Case(
+        "a rule with restartWindowSeconds and no restartLimit is refused",
+        setting(f"{L_CODES}.restartWindowSeconds", 600),
+        f"{L_CODES}.restartWindowSeconds",
+        "restartWindowSeconds needs restartLimit",
+    ),
+    Case(
+        "a rule backoff without initialSeconds is refused",
+        setting(f"{L_CODES}.backoff", {"maxSeconds": 60}),
+        f"{L_CODES}.backoff.initialSeconds",
+        "Required value",
+    ),
+    Case(
+        "a rule backoff whose maxSeconds is below initialSeconds is refused",
+        setting(f"{L_CODES}.backoff", {"initialSeconds": 10, "maxSeconds": 5}),
+        f"{L_CODES}.backoff.maxSeconds",
+        "must not be less than initialSeconds",
+    ),
+    Case(
+        "a rule with excludeNodeSeconds 0 is refused",
+        setting(f"{L_CODES}.excludeNodeSeconds", 0),
+        f"{L_CODES}.excludeNodeSeconds",
+        "should be greater than or equal to 1",
+    ),
+    Case(
         "more than 16 rules are refused",
         setting(
             f"{T}.faultTolerantPolicy",

@@ -35,6 +35,9 @@ def header_lines(e: Explanation) -> list[str]:
             lines.append(f"    {s.replica} {s.index}: {s.cause} since {s.since}{until}: {s.message}")
     lines.append("next pass:")
     lines.extend(f"  - {line}" for line in e.next_pass)
+    if e.recovery:
+        lines.append("recovery rules:")
+        lines.extend(f"  - {line}" for line in e.recovery)
     return lines
 
 

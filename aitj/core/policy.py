@@ -13,13 +13,17 @@ the caller passes ``now``. Two steps, like the Kubernetes Job controller's
   carries its ``trace``: every rule, whether it was active, whether it matched, and why; the
   planner and ``aitj explain`` read that one trace, so they cannot disagree about a rule.
 
-The restart limit is not checked here: it depends on counts only the planner has.
+The restart limits are not counted here: they depend on counts only the planner has. A rule
+whose own budget (restartLimit over restartWindowSeconds) is used up is passed to ``decide``
+(``spent``) and matches no failure.
 docs/semantics.md is the user-facing description of every branch below.
 """
 
 from __future__ import annotations
 
 import enum
+import types
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -213,6 +217,7 @@ class FailReason(enum.StrEnum):
     NOT_RESTARTABLE = "NotRestartable"  # the replica restartPolicy does not restart this kind
     NO_MATCHING_RULE = "NoMatchingRule"  # faultTolerant: no active rule matches
     RESTART_LIMIT_EXCEEDED = "RestartLimitExceeded"  # set by the planner
+    BUDGET_EXHAUSTED = "RuleBudgetExhausted"  # the rules that match have used up their restartLimit
     RESTART_TIMEOUT = "RestartTimeout"
     STOOD = "FailureStood"  # a failure that stood in an earlier pass; its pod has gone since
 
@@ -227,6 +232,7 @@ class RuleWhy(enum.StrEnum):
     NOT_AN_EVENT = "notAnEvent"  # an exceptionalEvent rule, and the failure is no event
     INACTIVE = "inactive"  # the replica restartPolicy does not allow rules of its kind
     EARLIER_RULE_FIRED = "earlierRuleFired"  # not tried: an earlier rule fired
+    BUDGET_SPENT = "budgetSpent"  # names the failure, but its restartLimit (in its window) is used up
     RESTART_TIMEOUT = "restartTimeout"  # not tried: no rule restarts a RestartTimeout
     IGNORED = "ignored"  # faultTolerant is false: rules are not used at all
 
@@ -279,6 +285,7 @@ class Fail:
 
 
 Decision = RestartDecision | Fail
+_NOTHING_SPENT: Mapping[int, str] = types.MappingProxyType({})
 
 _EXIT_CODE_POLICIES = frozenset(
     {
@@ -315,7 +322,9 @@ def allows(policy: RestartPolicy, kind: FailureKind) -> bool:
     return policy in _ANY_POLICIES
 
 
-def decide(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> Decision:
+def decide(
+    replica: ReplicaSpec, fault_tolerant: bool, failure: Failure, spent: Mapping[int, str] = _NOTHING_SPENT
+) -> Decision:
     """decide: RestartDecision or Fail for a failure of one of ``replica``'s pods, with the trace of
     every rule (``trace``).
 
@@ -324,9 +333,12 @@ def decide(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> Deci
     restartPolicy allows its kind; the first active rule that matches restarts with the rule's
     scope; with no match the failure stands (NoMatchingRule). Without ``fault_tolerant`` the
     rules are ignored and an allowed failure restarts with the replica's ``restartScope``.
+    ``spent``: the rules (by position) whose restartLimit is used up, and how; such a rule does
+    not match (the failure falls to the next rule), and when no other rule fires the failure
+    stands as RuleBudgetExhausted (aitj.core.planner.budgets counts them).
     """
     policy = replica.restart_policy
-    trace = _trace(replica, fault_tolerant, failure)
+    trace = _trace(replica, fault_tolerant, failure, spent)
     if failure.kind is FailureKind.RESTART_TIMEOUT:
         return Fail(FailReason.RESTART_TIMEOUT, failure.description, trace)
     if not allows(policy, failure.kind):
@@ -340,6 +352,14 @@ def decide(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> Deci
     fired = next((check for check in trace if check.fired), None)
     if fired is not None:
         return RestartDecision(fired.scope, fired.rule, trace)
+    used = next((check for check in trace if check.why is RuleWhy.BUDGET_SPENT), None)
+    if used is not None:
+        return Fail(
+            FailReason.BUDGET_EXHAUSTED,
+            f"{failure.cause} matches rule {used.rule} of replica {replica.name}, but its restart "
+            f"budget ran out ({used.detail}) and no later rule restarts it",
+            trace,
+        )
     return Fail(
         FailReason.NO_MATCHING_RULE,
         f"{failure.cause} matches no faultTolerantPolicy rule of replica {replica.name}",
@@ -347,10 +367,12 @@ def decide(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> Deci
     )
 
 
-def _trace(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> tuple[RuleCheck, ...]:
+def _trace(
+    replica: ReplicaSpec, fault_tolerant: bool, failure: Failure, spent: Mapping[int, str]
+) -> tuple[RuleCheck, ...]:
     """_trace: every rule of ``replica`` against ``failure``, in order: the rule loop of decide.
-    Only an active rule that names the failure fires, and only the first one: the rules after
-    it are not tried."""
+    Only an active rule that names the failure, with budget left, fires, and only the first
+    one: the rules after it are not tried."""
     policy = replica.restart_policy
     checks: list[RuleCheck] = []
     fired = False
@@ -371,6 +393,8 @@ def _trace(replica: ReplicaSpec, fault_tolerant: bool, failure: Failure) -> tupl
         elif not active:
             what = "exit-code" if is_exit else "exceptionalEvent"
             why, detail = RuleWhy.INACTIVE, f"restartPolicy {policy} does not allow {what} rules"
+        elif matched and i in spent:
+            why, detail = RuleWhy.BUDGET_SPENT, spent[i]
         elif matched:
             fired = True
             named = f"exit code {failure.exit_code}" if is_exit else failure.kind.value

@@ -36,8 +36,8 @@ STEPS = (
     Step("events"),
     Step("outcome"),
 )
-# Plan fields that are not sent: the reconciler's wake-up, and the host list for people.
-NOT_SENT = ("requeue_after", "hosts")
+# Plan fields that are not sent: the reconciler's wake-up, and the host list and shortfalls for people.
+NOT_SENT = ("requeue_after", "hosts", "shortfalls")
 
 
 def walk(plan: Plan, sink: object, prefix: str, skip: Collection[str] = ()) -> None:

@@ -16,6 +16,8 @@ Everything public is re-exported here: ``from aitj.core import api; api.Job``.
 from __future__ import annotations
 
 from aitj.core.api.model import (
+    DEFAULT_BACKOFF_MAX,
+    DEFAULT_BACKOFF_RESET_AFTER,
     DEFAULT_CLEAN_POD_POLICY,
     DEFAULT_FAULT_TOLERANT,
     DEFAULT_JOB_COMPLETE_POLICY,
@@ -35,6 +37,7 @@ from aitj.core.api.model import (
     JOB_POLICIES,
     REPLICA_POLICIES,
     RULE_RESTART_POLICIES,
+    Backoff,
     CleanPodPolicy,
     ExceptionalEvent,
     FaultTolerantRule,
@@ -93,6 +96,8 @@ from aitj.core.api.validation import InvalidJob, parse_job, update_errors
 
 __all__ = [
     "API_VERSION",
+    "DEFAULT_BACKOFF_MAX",
+    "DEFAULT_BACKOFF_RESET_AFTER",
     "DEFAULT_CLEAN_POD_POLICY",
     "DEFAULT_FAULT_TOLERANT",
     "DEFAULT_JOB_COMPLETE_POLICY",
@@ -142,6 +147,7 @@ __all__ = [
     "SCALE_REPLICA",
     "SHORT_NAME",
     "VERSION",
+    "Backoff",
     "CleanPodPolicy",
     "ExceptionalEvent",
     "FaultTolerantRule",

@@ -121,6 +121,9 @@ DEFAULT_RESTART_POLICY = RestartPolicy.NEVER
 DEFAULT_RESTART_SCOPE = RestartScope.POD
 DEFAULT_RESTART_TIME_LIMIT = 60
 DEFAULT_SCALE_TIMEOUT = 600
+# A rule's backoff (issue 15): maxSeconds and resetAfterSeconds when unset.
+DEFAULT_BACKOFF_MAX = 300
+DEFAULT_BACKOFF_RESET_AFTER = 600
 # Seconds scale-in pods stay alive after leaving the discovery host list: about one kubelet
 # sync period, the time a ConfigMap edit takes to reach the launcher's mounted file.
 DEFAULT_SCALE_IN_GRACE_PERIOD = 60
@@ -134,14 +137,40 @@ EVENTS_HINT = "a comma-separated list of " + ", ".join(e.value for e in Exceptio
 
 
 @dataclass(frozen=True)
+class Backoff:
+    """Backoff: a rule's delay before recreating an index it restarted before: ``initial``
+    seconds, doubled at each further failure up to ``maximum``; forgotten once the index has
+    run ``reset_after`` seconds without failing (docs/semantics.md, "Backoff")."""
+
+    initial: int
+    maximum: int = DEFAULT_BACKOFF_MAX
+    reset_after: int = DEFAULT_BACKOFF_RESET_AFTER
+
+    def delay(self, streak: int) -> int:
+        """delay: seconds to wait before recreating an index whose failure is the ``streak``-th
+        in a row by the rule (the first is not delayed)."""
+        if streak <= 1:
+            return 0
+        return min(self.initial << min(streak - 2, 32), self.maximum)
+
+
+@dataclass(frozen=True)
 class FaultTolerantRule:
-    """One faultTolerantPolicy rule: exactly one of exit_codes / events is non-empty."""
+    """One faultTolerantPolicy rule: exactly one of exit_codes / events is non-empty.
+
+    The optional recovery fields (issue 15; None: not set): ``restart_limit`` restarts per
+    replica within ``restart_window`` seconds (None: the job's life), ``backoff``, and
+    ``exclude_node_seconds`` (a replacement keeps off the failed pod's node that long)."""
 
     restart_policy: RestartPolicy
     restart_scope: RestartScope
     exit_codes: frozenset[int] = frozenset()
     events: frozenset[ExceptionalEvent] = frozenset()
     source: str = ""  # the rule as written, for messages ("exitCodes 129,101")
+    restart_limit: int | None = None
+    restart_window: int | None = None
+    backoff: Backoff | None = None
+    exclude_node_seconds: int | None = None
 
 
 @dataclass(frozen=True)

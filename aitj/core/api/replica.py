@@ -10,6 +10,8 @@ import re
 from collections.abc import Mapping
 
 from aitj.core.api.model import (
+    DEFAULT_BACKOFF_MAX,
+    DEFAULT_BACKOFF_RESET_AFTER,
     DEFAULT_REPLICA_COMPLETE_POLICY,
     DEFAULT_REPLICA_FAIL_POLICY,
     DEFAULT_REPLICA_TYPE,
@@ -23,6 +25,7 @@ from aitj.core.api.model import (
     EVENTS_PATTERN,
     REPLICA_POLICIES,
     RULE_RESTART_POLICIES,
+    Backoff,
     ExceptionalEvent,
     FaultTolerantRule,
     ReplicaSpec,
@@ -131,7 +134,17 @@ def _check_counts(
                 f.error(key, f"a master replica (replicaType: master) runs exactly one pod: {key} must be 1")
 
 
-_RULE_FIELDS = ("exitCodes", "exceptionalEvent", "restartPolicy", "restartScope")
+_RULE_FIELDS = (
+    "exitCodes",
+    "exceptionalEvent",
+    "restartPolicy",
+    "restartScope",
+    "restartLimit",
+    "restartWindowSeconds",
+    "backoff",
+    "excludeNodeSeconds",
+)
+_BACKOFF_FIELDS = ("initialSeconds", "maxSeconds", "resetAfterSeconds")
 
 
 def _parse_rules(replica: Fields, inherited_scope: RestartScope) -> tuple[FaultTolerantRule, ...]:
@@ -175,6 +188,14 @@ def _parse_rule(
         )
     codes = _rule_codes(f) if has_codes else frozenset[int]()
     events = frozenset[ExceptionalEvent]() if has_codes else _rule_events(f)
+    limit = f.optional_integer("restartLimit", 0, MAX_SECONDS)
+    window = f.optional_integer("restartWindowSeconds", 1, MAX_SECONDS)
+    if window is not None and limit is None:
+        f.error(
+            "restartWindowSeconds", "restartWindowSeconds needs restartLimit (the restarts allowed in it)"
+        )
+    backoff = _rule_backoff(f)
+    exclude = f.optional_integer("excludeNodeSeconds", 1, MAX_SECONDS)
     if policy is None:
         return None
     return FaultTolerantRule(
@@ -183,7 +204,34 @@ def _parse_rule(
         exit_codes=codes,
         events=events,
         source=f"{kind} {f.get(kind)}",
+        restart_limit=limit,
+        restart_window=window,
+        backoff=backoff,
+        exclude_node_seconds=exclude,
     )
+
+
+def _rule_backoff(rule: Fields) -> Backoff | None:
+    """_rule_backoff reads a rule's backoff: initialSeconds is required, maxSeconds (default
+    300, or initialSeconds if that is more) may not be below it, resetAfterSeconds defaults to 600."""
+    value = rule.get("backoff")
+    if value is None:
+        return None
+    f = Fields(value, rule.at("backoff"), rule.errors, _BACKOFF_FIELDS)
+    if not isinstance(value, Mapping):
+        return None
+    initial = f.optional_integer("initialSeconds", 1, MAX_SECONDS)
+    if not f.has("initialSeconds"):
+        f.error("initialSeconds", "Required value")
+    maximum = f.optional_integer("maxSeconds", 1, MAX_SECONDS)
+    reset_after = f.integer("resetAfterSeconds", DEFAULT_BACKOFF_RESET_AFTER, 1, MAX_SECONDS)
+    if initial is None:
+        return None
+    if maximum is None:
+        maximum = max(DEFAULT_BACKOFF_MAX, initial)
+    elif maximum < initial:
+        f.error("maxSeconds", f"maxSeconds ({maximum}) must not be less than initialSeconds ({initial})")
+    return Backoff(initial, maximum, reset_after)
 
 
 def _rule_codes(f: Fields) -> frozenset[int]:

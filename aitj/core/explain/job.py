@@ -12,6 +12,7 @@ from typing import Any
 
 from aitj.core.api import Job
 from aitj.core.explain.model import ConditionView, DegradedView, Explanation, ShortfallView, UnknownPod
+from aitj.core.explain.recovery import recovery_lines
 from aitj.core.explain.verdicts import Judge, cleanup, ignored
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
@@ -41,6 +42,7 @@ def explain(
     )
     status = job.status or {}
     degraded: DegradedView | None = None
+    recovery: tuple[str, ...] = ()
     if deleting:
         entries = [ignored(p, nodes) for p in mine]
         next_pass: tuple[str, ...] = (
@@ -55,6 +57,7 @@ def explain(
             judge = Judge(job, nodes, assessment.found, result)
             entries = [judge.pod(p) for p in mine] + judge.absent(mine)
             degraded = _degraded(result.status if result.status is not None else status)
+            recovery = recovery_lines(job, assessment.found.ledger, result, now)
         next_pass = _next_pass(job, result)
     if pod_name is not None:
         known = [e.name for e in entries]
@@ -72,6 +75,7 @@ def explain(
         next_pass=next_pass,
         pods=tuple(entries),
         degraded=degraded,
+        recovery=recovery,
     )
 
 

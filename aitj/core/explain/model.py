@@ -33,6 +33,7 @@ class RuleOutcome(enum.StrEnum):
 
     FIRES = "fires"  # the first active rule that names the failure: its scope is restarted
     NO_MATCH = "no match"  # active, but it does not name this exit code or event
+    BUDGET_SPENT = "budget used up"  # names the failure, but its restartLimit (in its window) is used up
     INACTIVE = "inactive"  # the replica restartPolicy does not allow rules of its kind
     NOT_TRIED = "not tried"  # an earlier rule fired
     IGNORED = "ignored"  # faultTolerant is false: rules are not used at all
@@ -122,6 +123,7 @@ class Explanation:
     ``restart_counts``: ``status.RestartCount`` as observed (the next pass may change it; see
     ``next_pass``). ``next_pass``: the Plan of the next pass, one line per action.
     ``degraded``: why the job runs short of pods, as the next pass's status says.
+    ``recovery``: the rules' budgets left, backoffs and excluded nodes, one line each.
     """
 
     namespace: str
@@ -134,6 +136,8 @@ class Explanation:
     next_pass: tuple[str, ...]
     pods: tuple[PodExplanation, ...]
     degraded: DegradedView | None = None  # None: the job does not run short of pods
+    # the recovery rules (issue 15): budgets left, backoffs, excluded nodes (aitj.core.explain.recovery)
+    recovery: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """to_json: plain JSON data (``aitj explain --json``)."""

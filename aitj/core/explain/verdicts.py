@@ -159,6 +159,9 @@ class Judge:
                 out.append(self._fails(_absent(s.name, r, i, s.generation), s))
             elif s.state is State.WAITING:
                 out.append(self._gated(_absent(s.name, r, i, s.generation), s))
+            elif s.state is State.BACKOFF and s.shortfall is not None:
+                summary = f"create once its backoff ends: {s.shortfall.message}"
+                out.append(_entry(_absent(s.name, r, i, s.generation), Verdict.CREATE, summary))
             else:
                 why = (
                     f"its previous pod (generation {s.generation - 1}) was ended by the operator"
@@ -183,6 +186,8 @@ class Judge:
         successor = final.name
         if final.state is State.WAITING:
             notes.append(f"replaced by {successor} once every worker index runs (launcher gating)")
+        elif final.state is State.BACKOFF and final.shortfall is not None:
+            notes.append(f"replaced by {successor} once its backoff ends: {final.shortfall.message}")
         else:
             notes.append(f"replaced by {successor}, created in the next pass")
         if self.result.outcome is not None:
@@ -239,6 +244,8 @@ class Judge:
                 notes.append("an earlier Replica- or All-scope restart covered it (restart epoch)")
         elif t.reason is RetireReason.RESTART_COUNTED:
             notes.append("its failure was counted by an earlier pass that did not finish: not counted again")
+        if slot is not None and slot.state is State.BACKOFF and slot.shortfall is not None:
+            notes.append(f"its successor is created once the backoff ends: {slot.shortfall.message}")
         notes.extend(self._deletion_notes(p, t))
         return _entry(seen, Verdict.REPLACED, f"replaced by the operator: {t.text}", failure, notes=notes)
 
@@ -328,6 +335,7 @@ _OUTCOMES = {
     RuleWhy.OTHER_EVENT: RuleOutcome.NO_MATCH,
     RuleWhy.NOT_AN_EVENT: RuleOutcome.NO_MATCH,
     RuleWhy.INACTIVE: RuleOutcome.INACTIVE,
+    RuleWhy.BUDGET_SPENT: RuleOutcome.BUDGET_SPENT,
     RuleWhy.EARLIER_RULE_FIRED: RuleOutcome.NOT_TRIED,
     RuleWhy.RESTART_TIMEOUT: RuleOutcome.NOT_TRIED,
     RuleWhy.IGNORED: RuleOutcome.IGNORED,

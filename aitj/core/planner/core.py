@@ -17,7 +17,6 @@ from typing import Any
 
 from aitj.core import naming, nodesignals, render
 from aitj.core.api import (
-    DEFAULT_RESTART_TIME_LIMIT,
     FINISHED_PHASES,
     MAX_RESTART_RECORDS,
     CleanPodPolicy,
@@ -27,10 +26,11 @@ from aitj.core.api import (
     RestartScope,
 )
 from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
-from aitj.core.planner import degraded, resources, scaling
+from aitj.core.planner import degraded, recovery, resources, scaling
 from aitj.core.planner.ledger import Ledger, record_to_json
 from aitj.core.planner.lifecycle import phase_of
 from aitj.core.planner.outcome import judge, timeout_at
+from aitj.core.planner.retire import retire
 from aitj.core.planner.status import (
     Condition,
     advance,
@@ -38,7 +38,7 @@ from aitj.core.planner.status import (
     replica_statuses,
     scale_fields,
 )
-from aitj.core.planner.survey import Retiree, Slot, State, Survey, observe, survey
+from aitj.core.planner.survey import Slot, State, Survey, observe, survey
 from aitj.core.planner.types import (
     DeleteReason,
     Event,
@@ -57,7 +57,6 @@ from aitj.core.planner.types import (
 from aitj.core.wire import format_time, parse_time
 
 EVENT_RESTARTING = "TrainingJobRestarting"
-EVENT_FORCE_DELETING = "ForceDeletingPod"
 
 
 DEFAULT_SETTINGS = Settings()
@@ -185,24 +184,40 @@ def _live(
     counts = {r.name: found.ledger.replica(r.name).restart_count for r in job.spec.replicas}
     # What this pass records: restarts earlier passes decided and did not get to record, and its own.
     records = found.ledger.unrecorded() + found.restarts
-    ledger = found.ledger.recording(records)
+    ledger = recovery.prune(job, found.ledger.recording(records), now)
     # Every pod created carries them, so a pass that fails after any create is recorded by the
     # next one; bounded like status.restarts, which keeps no more.
     annotations = {ANNOTATION_LEDGER: ledger.annotation(records[-MAX_RESTART_RECORDS:])}
     wanted = [s for s in found.slots if s.state in (State.CREATE, State.REPLACE)]
     # No pod goes where a node shows a fault signal: the scheduler knows nothing of them.
     off = nodesignals.faulty_nodes(given.nodes, given.settings.node_signals) if wanted else ()
-    creates = tuple(_create(job, s, counts, annotations, given.settings, off) for s in wanted)
-    deletes, release, force_events, wake = _retire(job, found.retirees, now)
+    creates = tuple(
+        _create(
+            job,
+            s,
+            counts,
+            annotations,
+            given.settings,
+            off,
+            recovery.avoid(ledger.replica(s.replica.name), s.index, now),
+        )
+        for s in wanted
+    )
+    deletes, release, force_events, wake = retire(job, found.retirees, now)
     hosts = _hosts(job, found, shape.joining)
     status = scaling.write_status(_status(job, prev, ledger, found, condition, stamp), scale, now)
+    shortfalls = tuple(s.shortfall for s in found.slots if s.shortfall is not None)
+    status.pop("excludedNodes", None)
+    if excluded := recovery.excluded_status(job, ledger, now, shortfalls):
+        status["excludedNodes"] = excluded
     if started is not None:
         status["startRunningTime"] = format_time(started)
     if hosts is not None:
         status["discoveryHosts"] = [h.pod for h in hosts]
     _record(status, prev, records)
-    status, degraded_events = degraded.update(status, job, found, (), prev, now, shape.joining)
+    status, degraded_events = degraded.update(status, job, found, shortfalls, prev, now, shape.joining)
     wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
+    wake += recovery.wakes(shortfalls, recovery.next_expiry(job, ledger, now), now)
     changed = hosts is not None and prev.get("discoveryHosts") != [h.pod for h in hosts]
     budgets, unbudgets = _budgets(job, found, prev, status, given.owned)
     return Plan(
@@ -214,12 +229,13 @@ def _live(
         deletes=deletes,
         release=tuple(dict.fromkeys(release + found.released)),
         status=None if status == prev else status,
-        events=force_events + scaling.events(job, scale) + degraded_events,
+        events=force_events + scaling.events(job, scale) + _budget_events(job, found) + degraded_events,
         restart_events=tuple(_restart_event(job, r) for r in records),
         requeue_after=min(wake) if wake else None,
         hosts=hosts if changed else None,
         restarts=records,
         spec_replicas=scale.patches,
+        shortfalls=shortfalls,
     )
 
 
@@ -243,6 +259,14 @@ def _budgets(
     )
 
 
+def _budget_events(job: Job, found: Survey) -> tuple[Event, ...]:
+    """_budget_events: one per failure that stands because a rule's budget ran out."""
+    events = (
+        recovery.budget_event(job, s.name, s.generation, s.shortfall) for s in found.slots if s.shortfall
+    )
+    return tuple(e for e in events if e is not None)
+
+
 def _create(
     job: Job,
     slot: Slot,
@@ -250,9 +274,11 @@ def _create(
     annotations: Mapping[str, str],
     settings: Settings,
     off: Sequence[str],
+    avoid: Sequence[str],
 ) -> PodCreate:
     """_create: the pod of ``slot`` (its successor's, for a replacement), rendered under the
-    name the survey gave it, kept off the nodes ``off``."""
+    name the survey gave it, kept off the nodes ``off`` (fault signals, by name) and those its
+    index must ``avoid`` (a rule's excludeNodeSeconds, by hostname)."""
     body = render.render_pod(
         job,
         slot.replica,
@@ -263,6 +289,7 @@ def _create(
         priority_class=settings.priority_classes.get(job.spec.priority or ""),
         finalizer=TRACKING_FINALIZER,
         extra_annotations=annotations,
+        avoid_nodes=avoid,
     )
     return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, render.avoid_nodes(body, off))
 
@@ -300,42 +327,6 @@ def _hosts(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> tupl
         and s.state is State.RUNNING
         and (s.replica.name, s.index) not in joining
     )
-
-
-def _retire(
-    job: Job, retirees: Sequence[Retiree], now: datetime
-) -> tuple[tuple[PodDelete, ...], tuple[str, ...], tuple[Event, ...], list[float]]:
-    """_retire: delete what is no longer wanted; force-delete the old pod of a restart once it
-    has been terminating for restartTimeLimit seconds; release every retiree's finalizer."""
-    deletes: list[PodDelete] = []
-    events: list[Event] = []
-    wake: list[float] = []
-    limits = {r.name: r.restart_time_limit for r in job.spec.replicas}
-    for t in retirees:
-        p = t.pod
-        limit = limits.get(p.replica or "", DEFAULT_RESTART_TIME_LIMIT)
-        if not p.deleting:
-            why = DeleteReason.RESTART if t.restart else DeleteReason.UNWANTED
-            deletes.append(PodDelete(p.name, p.uid, None, why, t.text))
-            if t.restart:
-                wake.append(float(limit))
-            continue
-        started = p.deletion_started
-        if not t.restart or p.deletion_grace_seconds == 0 or started is None:
-            continue
-        due = started + timedelta(seconds=limit)
-        if now < due:
-            wake.append((due - now).total_seconds())
-            continue
-        stuck = f"still terminating {limit}s after its deletion started (restartTimeLimit)"
-        deletes.append(PodDelete(p.name, p.uid, 0, DeleteReason.STUCK, stuck))
-        events.append(
-            Event(
-                "Warning", EVENT_FORCE_DELETING, f"pod {p.name} is {stuck}: deleting it with grace period 0"
-            )
-        )
-    release = tuple(t.pod.name for t in retirees if t.pod.tracked)
-    return tuple(deletes), tuple(dict.fromkeys(release)), tuple(events), wake
 
 
 def _timeouts(job: Job, found: Survey, started: datetime | None, now: datetime) -> list[float]:

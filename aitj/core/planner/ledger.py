@@ -24,6 +24,18 @@ from typing import Any
 
 from aitj.core.api import RestartScope
 from aitj.core.observed import PodView
+from aitj.core.planner.rulelog import (
+    Exclusion,
+    NodeKey,
+    RuleHistory,
+    RuleKey,
+    excluded_from_json,
+    excluded_to_json,
+    merge_excluded,
+    merge_rules,
+    rules_from_json,
+    rules_to_json,
+)
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import Failure, FailureKind
 from aitj.core.wire import as_int, as_list, format_time, mapping, parse_time
@@ -77,12 +89,16 @@ class ReplicaHistory:
     restart records of its indices that pods carry (sorted by key; never in the status form).
 
     The epoch counts Replica- and All-scope restarts that covered the replica: a pod stamped
-    with an older epoch than the ledger's is superseded and gets replaced.
+    with an older epoch than the ledger's is superseded and gets replaced. ``rules`` and
+    ``excluded``: what each rule did to each index, and the nodes each index keeps off
+    (aitj.core.planner.rulelog), sorted by key.
     """
 
     epoch: int = 0
     indices: tuple[tuple[int, IndexHistory], ...] = ()
     records: tuple[RestartRecord, ...] = ()
+    rules: tuple[tuple[RuleKey, RuleHistory], ...] = ()
+    excluded: tuple[tuple[NodeKey, Exclusion], ...] = ()
 
     @functools.cached_property
     def _by_index(self) -> dict[int, IndexHistory]:
@@ -112,7 +128,36 @@ class ReplicaHistory:
             max(h.epoch for h in histories),
             tuple(sorted(merged.items())),
             tuple(records[k] for k in sorted(records)),
+            merge_rules(h.rules for h in histories),
+            merge_excluded(h.excluded for h in histories),
         )
+
+    @functools.cached_property
+    def _rules_by_index(self) -> dict[int, dict[str, RuleHistory]]:
+        # Every slot of a pass asks about its own index: a dict, not a scan per question.
+        out: dict[int, dict[str, RuleHistory]] = {}
+        for (i, text), h in self.rules:
+            out.setdefault(i, {})[text] = h
+        return out
+
+    @functools.cached_property
+    def _excluded_by_index(self) -> dict[int, tuple[Exclusion, ...]]:
+        out: dict[int, list[Exclusion]] = {}
+        for (i, _), e in self.excluded:
+            out.setdefault(i, []).append(e)
+        return {i: tuple(found) for i, found in out.items()}
+
+    def rule(self, index: int, rule: str) -> RuleHistory:
+        """rule: what ``rule`` (its text) did to ``index`` (nothing yet: an empty history)."""
+        return self.rules_of(index).get(rule) or RuleHistory()
+
+    def rules_of(self, index: int) -> Mapping[str, RuleHistory]:
+        """rules_of: what each rule (by text) did to ``index``."""
+        return self._rules_by_index.get(index, {})
+
+    def excluded_of(self, index: int) -> tuple[Exclusion, ...]:
+        """excluded_of: the nodes ``index`` keeps off (expired ones included), by node."""
+        return self._excluded_by_index.get(index, ())
 
     @property
     def restart_count(self) -> int:
@@ -145,6 +190,20 @@ class Ledger:
     def with_epoch(self, replica: str, epoch: int) -> Ledger:
         return self.merge(Ledger(((replica, ReplicaHistory(epoch)),)))
 
+    def with_rule(self, replica: str, index: int, rule: str, history: RuleHistory) -> Ledger:
+        """with_rule merges ``history`` into what ``rule`` did to the replica's index."""
+        return self.merge(Ledger(((replica, ReplicaHistory(rules=(((index, rule), history),))),)))
+
+    def with_exclusion(self, replica: str, index: int, exclusion: Exclusion) -> Ledger:
+        """with_exclusion merges ``exclusion`` into the nodes the replica's index keeps off."""
+        key = (index, exclusion.node)
+        return self.merge(Ledger(((replica, ReplicaHistory(excluded=((key, exclusion),))),)))
+
+    def replaced(self, replica: str, history: ReplicaHistory) -> Ledger:
+        """replaced: the ledger with the replica's history replaced (not merged: pruning)."""
+        kept = tuple((n, h) for n, h in self.replicas if n != replica)
+        return Ledger(tuple(sorted((*kept, (replica, history)))))
+
     def unrecorded(self) -> tuple[RestartRecord, ...]:
         """unrecorded: the restart records pods carry that the status does not hold yet (above
         their index's ``recorded``), oldest first."""
@@ -169,9 +228,11 @@ class Ledger:
         ``{"trainer": {"epoch": 1, "seen": [0, 2, 0], "ended": {"1": 1},
         "restarts": {"1": [1, 2]}, "stood": {"0": 0}, "recorded": {"1": 1}}}``: ``seen`` is
         dense by index (-1: never seen), ``ended``, ``succeeded``, ``stood``, ``recorded`` and
-        ``restarts`` ([failed generation, count]) are sparse. A pod carries only ``epoch`` and
-        ``restarts``, enough to recount exactly if the status write was lost, and (``stamp``)
-        the records of its pass. Records are never part of this form.
+        ``restarts`` ([failed generation, count]) are sparse, and so are ``rules`` and
+        ``excluded`` (aitj.core.planner.rulelog). A pod carries only ``epoch`` and
+        ``restarts``, enough to recount exactly if the status write was lost, and (``annotation``)
+        the records of its pass with their indices' rules and exclusions. Records are never
+        part of this form.
         """
         out: dict[str, Any] = {}
         for name, record in self.replicas:
@@ -180,6 +241,10 @@ class Ledger:
             if restarts:
                 entry["restarts"] = restarts
             if not for_pod:
+                if record.rules:
+                    entry["rules"] = rules_to_json(record.rules)
+                if record.excluded:
+                    entry["excluded"] = excluded_to_json(record.excluded)
                 size = max((i + 1 for i, r in record.indices if r.seen >= 0), default=0)
                 if size:
                     entry["seen"] = [record.index(i).seen for i in range(size)]
@@ -208,11 +273,24 @@ class Ledger:
 
     def annotation(self, records: Sequence[RestartRecord] = ()) -> str:
         """annotation is the compact JSON a new pod carries in ANNOTATION_LEDGER: the pod form,
-        and ``records`` (the restarts its pass records) under their replicas' ``records``."""
+        and ``records`` (the restarts its pass records) under their replicas' ``records``, with
+        the rule histories and exclusions of their indices (aitj.core.planner.rulelog): the only
+        ones the pass may have changed, so a job of many indices does not stamp them all on
+        every pod. Older ones are in the status, or on the pods of the pass that changed them."""
         out = self.to_json(for_pod=True)
+        touched: dict[str, set[int]] = {}
         for r in records:
             entry = out.setdefault(r.replica, {"epoch": self.replica(r.replica).epoch})
             entry.setdefault("records", []).append(record_to_json(r))
+            touched.setdefault(r.replica, set()).add(r.index)
+        for name, indices in touched.items():
+            history = self.replica(name)
+            rules = [item for item in history.rules if item[0][0] in indices]
+            excluded = [item for item in history.excluded if item[0][0] in indices]
+            if rules:
+                out[name]["rules"] = rules_to_json(rules)
+            if excluded:
+                out[name]["excluded"] = excluded_to_json(excluded)
         return json.dumps(out, sort_keys=True, separators=(",", ":"))
 
 
@@ -289,7 +367,11 @@ def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
     found = (record_from_json(r) for r in as_list(e.get("records")))
     records = {r.key: r for r in found if r is not None and r.replica == name}
     return ReplicaHistory(
-        max(epoch, 0), tuple(sorted(indices.items())), tuple(records[k] for k in sorted(records))
+        max(epoch, 0),
+        tuple(sorted(indices.items())),
+        tuple(records[k] for k in sorted(records)),
+        rules_from_json(e.get("rules")),
+        excluded_from_json(e.get("excluded")),
     )
 
 

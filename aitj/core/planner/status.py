@@ -156,9 +156,16 @@ def running_message(survey: Survey) -> str:
 
 
 def restart_message(survey: Survey) -> str:
-    """restart_message: the Restarting condition's message, one part per restart decided."""
+    """restart_message: the Restarting condition's message, one part per restart decided (with
+    the backoff its replacement waits out, if any)."""
+    held = {
+        (s.replica.name, s.index): f"; {s.shortfall.message}"
+        for s in survey.slots
+        if s.state is State.BACKOFF and s.shortfall is not None
+    }
     parts = [
         f"pod {r.pod}: {r.failure.description}; rule {r.rule} restarts scope {r.scope}"
+        + held.get((r.replica, r.index), "")
         for r in survey.restarts[:MAX_LISTED]
     ]
     if len(survey.restarts) > MAX_LISTED:

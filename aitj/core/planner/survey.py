@@ -20,6 +20,9 @@ How the pieces fit (docs/semantics.md has the user-facing version):
 - An index with no pod: never seen → create generation 0; its last pod was ended by the
   operator (``ended >= seen``) → create the next generation; otherwise the pod vanished,
   which is a PodForceDeleted failure.
+- The recovery rules (aitj.core.planner.recovery): a rule whose budget is used up does not
+  match; a restart by a rule goes into its history in the ledger (and its node into the index's
+  exclusions); a replacement whose rule has a backoff waits it out (State.BACKOFF).
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from aitj.core import naming
 from aitj.core.api import Job, ReplicaSpec, ReplicaType, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
+from aitj.core.planner import recovery
 from aitj.core.planner.ledger import IndexHistory, Ledger, ReplicaHistory, pod_epoch, pod_ledger
+from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
     Fail,
@@ -41,6 +46,7 @@ from aitj.core.policy import (
     Failure,
     FailureKind,
     RestartDecision,
+    RuleWhy,
     classify,
     decide,
     restart_timed_out,
@@ -54,6 +60,7 @@ class State(enum.Enum):
     CREATE = "create"  # no pod: create one at ``generation``
     REPLACE = "replace"  # the current pod is retired; its successor is created at ``generation``
     WAITING = "waiting"  # a master that needs a pod but waits until every worker runs
+    BACKOFF = "backoff"  # needs a pod, and waits out its rule's backoff first (``Slot.shortfall``)
     PENDING = "pending"  # the pod exists and has not reached Running yet
     RUNNING = "running"
     SUCCEEDED = "succeeded"
@@ -62,11 +69,11 @@ class State(enum.Enum):
     @property
     def in_progress(self) -> bool:
         """in_progress: the index is on its way to Running."""
-        return self in (State.CREATE, State.REPLACE, State.WAITING, State.PENDING)
+        return self in (State.CREATE, State.REPLACE, State.WAITING, State.BACKOFF, State.PENDING)
 
     @property
     def needs_pod(self) -> bool:
-        return self in (State.CREATE, State.REPLACE, State.WAITING)
+        return self in (State.CREATE, State.REPLACE, State.WAITING, State.BACKOFF)
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,8 @@ class Slot:
     index has after this pass (the successor's, when one is to be created). ``pod`` is the
     observed current pod, if any. ``failure``/``fail``: the failure found and, when it stands,
     why it is not restarted; ``restart``: when this pass restarts it, the rule engine's verdict
-    (its trace is what ``aitj explain`` shows)."""
+    (its trace is what ``aitj explain`` shows). ``shortfall``: what holds the index back (a
+    backoff, a used-up rule budget, an excluded node; aitj.core.planner.recovery)."""
 
     replica: ReplicaSpec
     index: int
@@ -86,6 +94,7 @@ class Slot:
     failure: Failure | None = None
     fail: Fail | None = None
     restart: RestartDecision | None = None
+    shortfall: Shortfall | None = None
 
 
 class RetireReason(enum.StrEnum):
@@ -97,6 +106,7 @@ class RetireReason(enum.StrEnum):
     RESTART = "Restart"  # the old pod of a restart counted in this pass
     RESTART_COUNTED = "RestartCounted"  # its failure was counted by a pass that did not finish
     RESTART_SCOPE = "RestartScope"  # a Replica- or All-scope restart recreates it
+    EXCLUSION_EXPIRED = "ExclusionExpired"  # unschedulable while it kept off nodes no longer excluded
 
     @property
     def restart(self) -> bool:
@@ -194,7 +204,7 @@ def survey(
         for i in shape.of(r):
             slots.append(s.look(r, i, groups.get((r.name, i), []), nodes))
     slots = [s.resolve(slot) if slot.failure is not None and slot.fail is None else slot for slot in slots]
-    slots = [s.sweep(slot) for slot in slots]
+    slots = [s.hold(s.sweep(slot)) for slot in slots]
     released = tuple(slot.pod.name for slot in slots if slot.pod is not None and s.settle(slot, ledger))
     gated = tuple(_gate(slots, shape.joining))
     return Survey(gated, tuple(s.retirees), tuple(s.restarts), s.ledger, released)
@@ -276,7 +286,8 @@ class _Surveyor:
             return self.renew(slot, RetireReason.RESTART_COUNTED)  # by a pass that did not finish
         if r.name in self.covered:
             return slot  # a Replica/All-scope restart decided earlier in this pass recreates it
-        decision = decide(r, self.job.spec.fault_tolerant, slot.failure)
+        used = recovery.spent(r, self.ledger.replica(r.name), self.now)
+        decision = decide(r, self.job.spec.fault_tolerant, slot.failure, {k: b.text for k, b in used.items()})
         if isinstance(decision, RestartDecision):
             count = self.ledger.replica(r.name).restart_count
             if r.restart_limit is not None and count >= r.restart_limit:
@@ -287,7 +298,10 @@ class _Surveyor:
                     decision.trace,
                 )
         if isinstance(decision, Fail):
-            return replace(slot, state=State.FAILED, fail=decision)
+            return replace(
+                slot, state=State.FAILED, fail=decision, shortfall=self.exhausted(slot, decision, used)
+            )
+        self.count_rule(slot, decision)
         self.ledger = self.ledger.with_index(
             r.name, i, IndexHistory(failed=slot.generation, restarts=record.restarts + 1)
         )
@@ -303,6 +317,49 @@ class _Surveyor:
             )
         )
         return replace(self.renew(slot, RetireReason.RESTART), restart=decision)
+
+    def exhausted(self, slot: Slot, fail: Fail, used: Mapping[int, recovery.Budget]) -> Shortfall | None:
+        """exhausted: the Shortfall of a failure that stands because a rule's budget ran out; until
+        its window lets a restart through again (the next pass then restarts it)."""
+        if fail.reason is not FailReason.BUDGET_EXHAUSTED or slot.failure is None:
+            return None
+        check = next(c for c in fail.trace if c.index in used and c.why is RuleWhy.BUDGET_SPENT)
+        frees = used[check.index].frees_at
+        cause = ShortfallCause.BUDGET_EXHAUSTED
+        since = slot.failure.at or self.now
+        return Shortfall(slot.replica.name, slot.index, cause, fail.message, since, frees)
+
+    def count_rule(self, slot: Slot, decision: RestartDecision) -> None:
+        """count_rule: a restart by a rule goes into its history (budget, backoff) and, with
+        excludeNodeSeconds, the failed pod's node into the index's exclusions."""
+        fired = next((c.index for c in decision.trace if c.fired), None)
+        if fired is None or slot.failure is None:
+            return
+        r, i = slot.replica, slot.index
+        rule = r.rules[fired]
+        history, exclusion = recovery.restarted(
+            rule, self.ledger.replica(r.name), i, slot.generation, slot.pod, slot.failure, self.now
+        )
+        if history is not None:
+            self.ledger = self.ledger.with_rule(r.name, i, decision.rule, history)
+        if exclusion is not None:
+            self.ledger = self.ledger.with_exclusion(r.name, i, exclusion)
+
+    def hold(self, slot: Slot) -> Slot:
+        """hold: a replacement waits out its rule's backoff (State.BACKOFF); a Pending one the
+        scheduler cannot place while it keeps off nodes says so (its Shortfall), and once those
+        exclusions have expired it is replaced by a pod without them (a pod's affinity cannot
+        change)."""
+        history = self.ledger.replica(slot.replica.name)
+        if slot.state in (State.CREATE, State.REPLACE):
+            held = recovery.hold(slot.replica, slot.index, slot.generation, history, self.now)
+            return slot if held is None else replace(slot, state=State.BACKOFF, shortfall=held)
+        if slot.state is State.PENDING and slot.pod is not None and slot.failure is None:
+            if recovery.outlived(slot.replica, slot.index, slot.pod, self.now):
+                return self.renew(slot, RetireReason.EXCLUSION_EXPIRED)  # counts no restart
+            found = recovery.exclusion_shortfall(slot.replica, slot.index, slot.pod, history, self.now)
+            return slot if found is None else replace(slot, shortfall=found)
+        return slot
 
     def settle(self, slot: Slot, before: Ledger) -> bool:
         """settle: record the outcome of a slot whose pod is on its way out (being deleted, or
@@ -340,7 +397,10 @@ class _Surveyor:
         self.ledger = self.ledger.with_index(r.name, i, IndexHistory(ended=gen))
         successor = self.name(r.name, i, gen + 1)
         if slot.pod is not None:
-            what = "restart scope" if reason is RetireReason.RESTART_SCOPE else "restart"
+            what = {
+                RetireReason.RESTART_SCOPE: "restart scope",
+                RetireReason.EXCLUSION_EXPIRED: "its node exclusion expired and it cannot be scheduled",
+            }.get(reason, "restart")
             if reason is RetireReason.RESTART and slot.failure is not None:
                 what += f" ({slot.failure.cause})"
             self.retire(slot.pod, reason, f"{what}: replaced by {successor}")
@@ -372,7 +432,7 @@ def _gate(slots: list[Slot], joining: frozenset[tuple[str, int]]) -> list[Slot]:
         return slots
     return [
         replace(s, state=State.WAITING)
-        if s.replica.replica_type is ReplicaType.MASTER and s.state.needs_pod
+        if s.replica.replica_type is ReplicaType.MASTER and s.state.needs_pod and s.state is not State.BACKOFF
         else s
         for s in slots
     ]

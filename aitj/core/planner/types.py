@@ -19,6 +19,7 @@ from typing import Any
 
 from aitj.core.api import Phase, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
+from aitj.core.planner.shortfall import Shortfall
 from aitj.core.policy import Failure
 
 
@@ -193,8 +194,11 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Plan:
-    """Plan: what one pass should do. Each field but ``hosts`` and ``requeue_after`` is a step
-    of ``aitj.controller.executor.STEPS``; empty (or None) means nothing to do."""
+    """Plan: what one pass should do. Each field but ``hosts``, ``shortfalls`` and
+    ``requeue_after`` is a step of ``aitj.controller.executor.STEPS``; empty (or None) means
+    nothing to do. ``hosts`` and ``shortfalls`` are for people: what ``discovery`` lists, and
+    why indices run without a Running pod (a backoff, a used-up rule budget, an excluded node;
+    aitj.core.planner.recovery)."""
 
     ensure: tuple[Manifest, ...] = ()  # the job's objects the cache does not hold: create them
     removes: tuple[ObjectRef, ...] = ()  # delete (the Service, cleanPodPolicy All)
@@ -211,3 +215,4 @@ class Plan:
     outcome: Outcome | None = None
     hosts: tuple[HostEntry, ...] | None = None  # what ``discovery`` lists, for people
     requeue_after: float | None = None  # seconds: plan the job again then even if nothing changes
+    shortfalls: tuple[Shortfall, ...] = ()  # indices held back, and why (not sent: for people)

@@ -8,7 +8,10 @@ What the operator adds to or forces on the user's template (docs/pods.md says it
   (``name``, ``generateName``, ``creationTimestamp``, owner references) is dropped.
 - spec: ``restartPolicy: Never`` (the operator owns restarts), ``hostname`` = pod name and
   ``subdomain`` = the headless Service, ``priorityClassName`` when the operator maps the job's
-  priority to one. Everything else, ``schedulerName`` included, passes through untouched.
+  priority to one; for a replacement that keeps off nodes (a rule's excludeNodeSeconds), a
+  required ``kubernetes.io/hostname NotIn`` node affinity, ANDed into every nodeSelectorTerm of
+  the template's own (``exclude_nodes``). Everything else, ``schedulerName`` included, passes
+  through untouched.
 - every container: the environment of ``aitj.core.render.env``.
 - plugin.ssh: the ssh init step and ``/root/.ssh`` (``aitj.core.render.ssh``), in every pod.
 - plugin.discovery: ``/etc/edl`` (``aitj.core.render.discovery``), in the master replica's pod.
@@ -22,7 +25,7 @@ from __future__ import annotations
 import copy
 import posixpath
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aitj.core import api, naming
@@ -58,6 +61,7 @@ def render_pod(
     priority_class: str | None,
     finalizer: str,
     extra_annotations: Mapping[str, str] = _NO_ANNOTATIONS,
+    avoid_nodes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """render_pod returns the pod ``name`` for ``index`` of ``replica`` at restart ``generation``.
 
@@ -65,7 +69,7 @@ def render_pod(
     the planner has already computed for the slot: it is taken, not computed again, so a pod's
     name has one source. ``restart_counts`` is ``status.RestartCount`` (replica name →
     restarts); this replica's entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. The replica's
-    template is not modified.
+    template is not modified. ``avoid_nodes``: nodes the pod must not be scheduled on.
     Raises ValueError if the pod name cannot be a hostname (longer than 63 characters):
     admission is expected to keep job and replica names short enough.
     """
@@ -94,6 +98,8 @@ def render_pod(
     spec["restartPolicy"] = "Never"
     spec["hostname"] = name
     spec["subdomain"] = service
+    if avoid_nodes:
+        exclude_nodes(spec, avoid_nodes)
     if priority_class:
         spec["priorityClassName"] = priority_class
         spec.pop("priority", None)  # admission fills it from the class; a stale value is refused
@@ -127,3 +133,22 @@ def _mount_unless_taken(containers: list[dict[str, Any]], mount: dict[str, Any])
         mounts = container.get("volumeMounts") or []
         if all(posixpath.normpath(m.get("mountPath", "")) != path for m in mounts):
             container["volumeMounts"] = [*mounts, dict(mount)]
+
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def exclude_nodes(spec: dict[str, Any], nodes: Sequence[str]) -> None:
+    """exclude_nodes keeps the pod of ``spec`` off ``nodes``: a required ``kubernetes.io/hostname
+    NotIn`` expression. The scheduler ORs nodeSelectorTerms, so the expression is ANDed into
+    every one of the template's terms (none dropped); without terms it is the only one."""
+    expression = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": sorted(set(nodes))}
+    affinity = spec.setdefault("affinity", {})
+    node_affinity = affinity.setdefault("nodeAffinity", {})
+    required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        terms = [{}]
+    for term in terms:
+        term["matchExpressions"] = [*(term.get("matchExpressions") or []), dict(expression)]
+    required["nodeSelectorTerms"] = terms

@@ -1,0 +1,50 @@
+"""The recovery rules of a live job as ``aitj explain`` shows them (issue 15): per rule, the
+restart budget left, and per index the backoff and the nodes it keeps off.
+
+Pure and clock-free. Read back from the planner's own ledger (the Assessment's) and Plan, with
+the functions the planner decides by (aitj.core.planner.recovery), so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from aitj.core.api import Job
+from aitj.core.planner import Plan
+from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.recovery import active, budget
+from aitj.core.policy import rule_text
+from aitj.core.wire import format_time
+
+
+def recovery_lines(job: Job, ledger: Ledger, result: Plan, now: datetime) -> tuple[str, ...]:
+    """recovery_lines: one line per rule with a budget, backoff or node exclusion, then one per
+    index held back (a backoff running, a budget used up, an excluded node) and per exclusion."""
+    lines: list[str] = []
+    for r in job.spec.replicas:
+        history = ledger.replica(r.name)
+        for position, rule in enumerate(r.rules, 1):
+            text = rule_text(rule)
+            parts = []
+            if (b := budget(rule, history, now)) is not None:
+                parts.append(b.text)
+            if rule.backoff is not None:
+                bo = rule.backoff
+                streaks = [(i, h.streak) for (i, t), h in history.rules if t == text and h.streak]
+                now_at = ", ".join(f"index {i} failed {n} in a row" for i, n in streaks) or "no failures yet"
+                doubling = f"backoff {bo.initial}s doubling to {bo.maximum}s"
+                parts.append(f"{doubling}, reset after {bo.reset_after}s ({now_at})")
+            if rule.exclude_node_seconds is not None:
+                parts.append(f"replacements keep off the failed pod's node for {rule.exclude_node_seconds}s")
+            if parts:
+                lines.append(f"replica {r.name} rule {position} {text}: " + "; ".join(parts))
+        indices = sorted({i for (i, _), _ in history.excluded})
+        for i in indices:
+            for e in active(history, i, now):
+                lines.append(
+                    f"replica {r.name} index {i} keeps off node {e.node} until {format_time(e.until)} "
+                    f"(rule {e.rule}, {e.reason})"
+                )
+    for s in result.shortfalls:
+        lines.append(f"replica {s.replica} index {s.index} held back ({s.cause}): {s.message}")
+    return tuple(lines)

@@ -1,0 +1,51 @@
+"""Retiring pods: delete what is no longer wanted, force-delete what is stuck terminating.
+
+Pure. Part of ``plan`` (aitj.core.planner.core) for a job that goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from aitj.core.api import DEFAULT_RESTART_TIME_LIMIT, Job
+from aitj.core.planner.survey import Retiree
+from aitj.core.planner.types import DeleteReason, Event, PodDelete
+
+EVENT_FORCE_DELETING = "ForceDeletingPod"
+
+
+def retire(
+    job: Job, retirees: Sequence[Retiree], now: datetime
+) -> tuple[tuple[PodDelete, ...], tuple[str, ...], tuple[Event, ...], list[float]]:
+    """retire: delete what is no longer wanted; force-delete the old pod of a restart once it
+    has been terminating for restartTimeLimit seconds; release every retiree's finalizer."""
+    deletes: list[PodDelete] = []
+    events: list[Event] = []
+    wake: list[float] = []
+    limits = {r.name: r.restart_time_limit for r in job.spec.replicas}
+    for t in retirees:
+        p = t.pod
+        limit = limits.get(p.replica or "", DEFAULT_RESTART_TIME_LIMIT)
+        if not p.deleting:
+            why = DeleteReason.RESTART if t.restart else DeleteReason.UNWANTED
+            deletes.append(PodDelete(p.name, p.uid, None, why, t.text))
+            if t.restart:
+                wake.append(float(limit))
+            continue
+        started = p.deletion_started
+        if not t.restart or p.deletion_grace_seconds == 0 or started is None:
+            continue
+        due = started + timedelta(seconds=limit)
+        if now < due:
+            wake.append((due - now).total_seconds())
+            continue
+        stuck = f"still terminating {limit}s after its deletion started (restartTimeLimit)"
+        deletes.append(PodDelete(p.name, p.uid, 0, DeleteReason.STUCK, stuck))
+        events.append(
+            Event(
+                "Warning", EVENT_FORCE_DELETING, f"pod {p.name} is {stuck}: deleting it with grace period 0"
+            )
+        )
+    release = tuple(t.pod.name for t in retirees if t.pod.tracked)
+    return tuple(deletes), tuple(dict.fromkeys(release)), tuple(events), wake
