@@ -20,8 +20,8 @@ from typing import Any
 from kubernetes import client
 
 from aitj.controller.kubeclient import api_client, release
-from aitj.tools.bench.watcher import lines
 from aitj.tools.bench.workload import BURST, FLOOR_SLOT, IMAGE
+from aitj.tools.listwatch import lines
 
 
 def floor_pod(slot: str) -> dict[str, Any]:

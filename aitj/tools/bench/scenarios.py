@@ -20,7 +20,7 @@ from aitj.devcluster.faults import force_delete, node_not_ready, node_ready, pod
 from aitj.tools.bench import peer
 from aitj.tools.bench.floor import create_sequentially
 from aitj.tools.bench.session import Candidate, Session, timed, uid
-from aitj.tools.bench.watcher import CountReaches, Matches, Obj
+from aitj.tools.bench.watcher import CountReaches, Matches
 from aitj.tools.bench.workload import (
     BURST,
     EXIT_CODE,
@@ -31,6 +31,7 @@ from aitj.tools.bench.workload import (
     running,
     training_job,
 )
+from aitj.tools.listwatch import Obj
 
 Strike = Callable[[Session, Obj], None]
 

@@ -25,9 +25,10 @@ from aitj.core import api
 from aitj.devcluster.cluster import LocalCluster, port_free
 from aitj.tools.bench import procstat
 from aitj.tools.bench.floor import start_floor
-from aitj.tools.bench.watcher import Matches, Obj, Watcher
+from aitj.tools.bench.watcher import Matches, Watcher
 from aitj.tools.bench.workload import NS_OURS, job_classes, pod_classes, running, slot
 from aitj.tools.demo import start_operator
+from aitj.tools.listwatch import Obj
 
 Say = Callable[[str], None]
 LEASE_NAMESPACE = "default"  # F9's candidates elect on a Lease there

@@ -8,8 +8,6 @@ a pod that is gone.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -18,113 +16,41 @@ from typing import Any
 from kubernetes import client
 
 from aitj.core import api
-from aitj.tools.bench.watcher import key_of, lines
 from aitj.tools.chaos.history import History, job_sample, node_sample, pod_sample
+from aitj.tools.listwatch import Key, Lister, ListWatch, Obj, key_of
 
-Lister = Callable[..., Any]
 Record = Callable[[float, str, dict[str, Any]], None]
 
 
-class Stream:
+class Stream(ListWatch):
     """Stream: one kind, listed and watched in a daemon thread; ``record(t, type, object)`` is
-    called for every object listed and every event."""
+    called for every object listed and every event, ``t`` on the history's clock."""
 
     def __init__(self, name: str, lister: Lister, record: Record, clock: Callable[[], float]) -> None:
-        self.name = name
-        self.lister = lister
+        super().__init__(lister, name)
         self.record = record
         self.clock = clock
-        self.synced = threading.Event()
-        self.relists = 0
-        self._known: dict[tuple[str, str], dict[str, Any]] = {}
-        self._stop = threading.Event()
-        self._response: Any = None
-        self._thread = threading.Thread(target=self._run, name=f"chaos-watch-{name}", daemon=True)
+        self._known: dict[Key, dict[str, Any]] = {}
 
-    def start(self, timeout: float = 60) -> None:
-        self._thread.start()
-        if not self.synced.wait(timeout):
-            raise TimeoutError(f"the {self.name} watch did not list within {timeout:.0f}s")
-
-    def stop(self) -> None:
-        """stop: nothing is recorded after it returns. The stream is closed from a thread of
-        its own, since closing a response another thread reads can block; the watch thread is a
-        daemon and ends with the process at the latest."""
-        self._stop.set()
-        response = self._response
-        if response is not None:
-            threading.Thread(target=_close, args=(response,), daemon=True).start()
-        self._thread.join(timeout=2)
-
-    def _run(self) -> None:
-        rv = ""
-        while not self._stop.is_set():
-            try:
-                if not rv:
-                    rv = self._list()
-                rv = self._watch(rv)
-            except Exception:
-                if self._stop.is_set():
-                    return
-                rv = ""  # a broken stream or a 410 Gone: list again
-                time.sleep(0.5)
-
-    def _list(self) -> str:
-        objects: dict[tuple[str, str], dict[str, Any]] = {}
-        token = None
-        while True:
-            resp = self.lister(limit=500, _continue=token, _preload_content=False)
-            page = json.loads(resp.data)
-            for obj in page.get("items") or []:
-                objects[key_of(obj)] = obj
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                rv: str = page["metadata"]["resourceVersion"]
-                break
-        now = self.clock()
+    def listed(self, objects: dict[Key, Obj], rv: str, now: float) -> None:
+        t = self.clock()
         for key, old in self._known.items():
             if key not in objects:
                 # Gone while the stream was down; the list's revision orders the deletion.
                 gone = {**old, "metadata": {**old.get("metadata", {}), "resourceVersion": rv}}
-                self.record(now, "DELETED", gone)
+                self.record(t, "DELETED", gone)
         for obj in objects.values():
-            if self._stop.is_set():
+            if self.stopping:
                 break
-            self.record(now, "ADDED", obj)
+            self.record(t, "ADDED", obj)
         self._known = objects
-        self.relists += 1
-        self.synced.set()
-        return rv
 
-    def _watch(self, rv: str) -> str:
-        self._response = self.lister(
-            watch=True,
-            resource_version=rv,
-            allow_watch_bookmarks=True,
-            timeout_seconds=300,
-            _preload_content=False,
-        )
-        for line in lines(self._response):
-            event = json.loads(line)
-            etype, obj = event["type"], event["object"]
-            if etype == "ERROR":
-                raise RuntimeError(f"watch error: {obj.get('message')}")
-            rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
-            if etype == "BOOKMARK":
-                continue
-            if etype == "DELETED":
-                self._known.pop(key_of(obj), None)
-            else:
-                self._known[key_of(obj)] = obj
-            if self._stop.is_set():
-                return rv
-            self.record(self.clock(), etype, obj)
-        return rv
-
-
-def _close(response: Any) -> None:
-    with contextlib.suppress(Exception):
-        response.close()
+    def changed(self, etype: str, obj: Obj, now: float) -> None:
+        if etype == "DELETED":
+            self._known.pop(key_of(obj), None)
+        else:
+            self._known[key_of(obj)] = obj
+        self.record(self.clock(), etype, obj)
 
 
 class Watch:
