@@ -701,6 +701,18 @@ def status_schema() -> Schema:
                 "x-kubernetes-list-type": "atomic",
                 "items": {"type": "string"},
             },
+            "hostFiles": {
+                "description": (
+                    "Per replica type, its pods in Volcano's host file /etc/volcano/<replica>.host, "
+                    "in index order; written when plugin.discovery is on."
+                ),
+                "type": "object",
+                "additionalProperties": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "atomic",
+                    "items": {"type": "string"},
+                },
+            },
             "restartLedger": {
                 "description": (
                     "The operator's restart bookkeeping per replica type, which keeps restart counts "

@@ -369,6 +369,11 @@ OUR_NAMES = [
     "TRAININGJOB_LAUNCHER_MIN_REPLICAS",
     "TRAININGJOB_LAUNCHER_MAX_REPLICAS",
     "TRAININGJOB_LAUNCHER_SLOTS",
+    # plugin.discovery (the seed has it): Volcano's (aitj.core.render.volcano)
+    "VC_TRAINER_HOSTS",
+    "VC_TRAINER_NUM",
+    "VC_LAUNCHER_HOSTS",
+    "VC_LAUNCHER_NUM",
 ]
 
 
@@ -549,7 +554,7 @@ def test_a_user_mount_at_root_ssh_is_left_alone() -> None:
         t["spec"]["containers"][0]["volumeMounts"].append({"name": "mine", "mountPath": "/root/.ssh/"})
 
     container = pod(with_template(seed_job(), "trainer", own_ssh))["spec"]["containers"][0]
-    assert [m["name"] for m in container["volumeMounts"]] == ["cache-volume", "mine"]
+    assert [m["name"] for m in container["volumeMounts"]] == ["cache-volume", "mine", "aitj-volcano-hosts"]
 
 
 @pytest.mark.parametrize(

@@ -23,11 +23,10 @@ from aitj.core.api import (
     CleanPodPolicy,
     Job,
     Phase,
-    ReplicaType,
     RestartScope,
 )
 from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
-from aitj.core.planner import resources, scaling
+from aitj.core.planner import hostfiles, resources, scaling
 from aitj.core.planner.ledger import Ledger, record_to_json
 from aitj.core.planner.lifecycle import phase_of
 from aitj.core.planner.outcome import judge, timeout_at
@@ -42,7 +41,6 @@ from aitj.core.planner.survey import Retiree, Slot, State, Survey, observe, surv
 from aitj.core.planner.types import (
     DeleteReason,
     Event,
-    HostEntry,
     Manifest,
     ObjectRef,
     Outcome,
@@ -186,35 +184,38 @@ def _live(
     # Every pod created carries them, so a pass that fails after any create is recorded by the
     # next one; bounded like status.restarts, which keeps no more.
     annotations = {ANNOTATION_LEDGER: ledger.annotation(records[-MAX_RESTART_RECORDS:])}
+    peers = hostfiles.peers(job, found)
     creates = tuple(
-        _create(job, s, counts, annotations, given.settings)
+        _create(job, s, counts, annotations, given.settings, peers)
         for s in found.slots
         if s.state in (State.CREATE, State.REPLACE)
     )
     deletes, release, force_events, wake = _retire(job, found.retirees, now)
-    hosts = _hosts(job, found, shape.joining)
+    lists = hostfiles.host_lists(job, found, shape.joining)
+    hosts = lists.hosts if lists is not None else None
     status = scaling.write_status(_status(job, prev, ledger, found, condition, stamp), scale, now)
     if started is not None:
         status["startRunningTime"] = format_time(started)
-    if hosts is not None:
-        status["discoveryHosts"] = [h.pod for h in hosts]
+    hostfiles.record(status, lists)
     _record(status, prev, records)
     wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
-    changed = hosts is not None and prev.get("discoveryHosts") != [h.pod for h in hosts]
+    changed = hostfiles.changed(prev, lists)
     budgets, unbudgets = _budgets(job, found, prev, status, given.owned)
+    running = lists.running if lists is not None else None
     return Plan(
-        ensure=resources.ensure(job, given.owned, given.keys, hosts or ()),
+        ensure=resources.ensure(job, given.owned, given.keys, hosts or (), running)
+        + resources.podgroups(job, given.owned, given.settings),
         removes=unbudgets,
         budgets=budgets,
         creates=creates,
-        discovery=resources.discovery(job, hosts) if hosts is not None and changed else None,
+        discovery=resources.discovery(job, hosts, running) if hosts is not None and changed else None,
         deletes=deletes,
         release=tuple(dict.fromkeys(release + found.released)),
         status=None if status == prev else status,
         events=force_events + scaling.events(job, scale),
         restart_events=tuple(_restart_event(job, r) for r in records),
         requeue_after=min(wake) if wake else None,
-        hosts=hosts if changed else None,
+        hosts=hosts if hostfiles.hosts_changed(prev, lists) else None,
         restarts=records,
         spec_replicas=scale.patches,
     )
@@ -241,10 +242,15 @@ def _budgets(
 
 
 def _create(
-    job: Job, slot: Slot, counts: Mapping[str, int], annotations: Mapping[str, str], settings: Settings
+    job: Job,
+    slot: Slot,
+    counts: Mapping[str, int],
+    annotations: Mapping[str, str],
+    settings: Settings,
+    peers: Mapping[str, Sequence[str]] | None,
 ) -> PodCreate:
     """_create: the pod of ``slot`` (its successor's, for a replacement), rendered under the
-    name the survey gave it."""
+    name the survey gave it; ``peers``: every replica's pods as planned (plugin.discovery)."""
     body = render.render_pod(
         job,
         slot.replica,
@@ -255,6 +261,8 @@ def _create(
         priority_class=settings.priority_classes.get(job.spec.priority or ""),
         finalizer=TRACKING_FINALIZER,
         extra_annotations=annotations,
+        peers=peers,
+        pod_group=resources.pod_group(job, settings),
     )
     return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, body)
 
@@ -278,20 +286,6 @@ def _status(
         **scale_fields(job, counts),
     }
     return status
-
-
-def _hosts(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> tuple[HostEntry, ...] | None:
-    """_hosts: the Running workers, by replica then index (None without plugin.discovery), less
-    the pods of a scale-out in flight: they join together once all of them run."""
-    if not job.spec.discovery:
-        return None
-    return tuple(
-        HostEntry(s.name, s.replica.name, s.index)
-        for s in found.slots
-        if s.replica.replica_type is ReplicaType.WORKER
-        and s.state is State.RUNNING
-        and (s.replica.name, s.index) not in joining
-    )
 
 
 def _retire(

@@ -28,6 +28,7 @@ class ObjectKind(enum.StrEnum):
     SECRET = "Secret"  # plugin.ssh: the job's key pair
     CONFIGMAP = "ConfigMap"  # plugin.discovery: the host list
     PDB = "PodDisruptionBudget"  # one per replica type: a drain takes one pod of each at a time
+    VOLCANO_PODGROUP = "PodGroup.scheduling.volcano.sh"  # the gang, when Volcano schedules the pods
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,11 @@ class Manifest:
 @dataclass(frozen=True)
 class Settings:
     """Settings: what the operator was started with that shapes what it renders.
-    ``priority_classes``: job priority -> PriorityClass name (``aitj run --priority-class``)."""
+    ``priority_classes``: job priority -> PriorityClass name (``aitj run --priority-class``).
+    ``volcano_podgroups``: Volcano's PodGroup kind was served when the operator started."""
 
     priority_classes: Mapping[str, str] = field(default_factory=dict, hash=False)
+    volcano_podgroups: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@
 | ``TRAININGJOB_<R>_REPLICAS`` | for every replica R of the job: its ``replicas`` |
 | ``TRAININGJOB_<R>_MIN_REPLICAS`` / ``_MAX_REPLICAS`` | its ``minReplicas`` / ``maxReplicas`` |
 | ``TRAININGJOB_<R>_SLOTS`` | slots (GPUs, 1 if none) of each R pod, as the discovery list counts them |
+| ``VC_<R>_HOSTS`` / ``VC_<R>_NUM`` | plugin.discovery only: Volcano's names, ``aitj.core.render.volcano`` |
 
 ``<R>`` is the replica name in upper case with every character outside A-Z and 0-9 turned into
 ``_`` (``trainer`` → ``TRAININGJOB_TRAINER_REPLICAS``). The first five names come from
@@ -36,11 +37,12 @@ left to the user: ours is dropped, theirs stays where it is. (``envFrom`` is wea
 from __future__ import annotations
 
 import re
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 from aitj.core import api, naming
 from aitj.core.render.discovery import slots_for
+from aitj.core.render.volcano import volcano_env
 
 ENV_JOB_NAME = "TRAININGJOB_NAME"
 ENV_JOB_NAMESPACE = "TRAININGJOB_NAMESPACE"
@@ -59,8 +61,15 @@ def replica_env_prefix(replica_name: str) -> str:
     return f"TRAININGJOB_{_NOT_ENV_CHAR.sub('_', replica_name.upper())}_"
 
 
-def job_env(job: api.Job, replica: api.ReplicaSpec, index: int, restart_count: int) -> list[dict[str, str]]:
-    """job_env is the operator's environment for one pod, in the order it goes into ``env``."""
+def job_env(
+    job: api.Job,
+    replica: api.ReplicaSpec,
+    index: int,
+    restart_count: int,
+    peers: Mapping[str, Sequence[str]] | None = None,
+) -> list[dict[str, str]]:
+    """job_env is the operator's environment for one pod, in the order it goes into ``env``.
+    ``peers``: each replica's pods as planned (plugin.discovery), for the VC_ variables."""
     pairs = [
         (ENV_JOB_NAME, job.name),
         (ENV_JOB_NAMESPACE, job.namespace),
@@ -79,6 +88,8 @@ def job_env(job: api.Job, replica: api.ReplicaSpec, index: int, restart_count: i
             (f"{prefix}MAX_REPLICAS", str(other.max_replicas)),
             (f"{prefix}SLOTS", str(slots_for(other.template))),
         ]
+    if peers is not None:
+        pairs += volcano_env(job, peers)
     env: list[dict[str, str]] = []
     seen: set[str] = set()
     for name, value in pairs:  # two replica names may map to one prefix ("a-b", "a_b"): first wins
