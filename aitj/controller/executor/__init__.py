@@ -7,7 +7,8 @@ or a failed call anywhere in between is repaired by the next pass, which holds b
 step is idempotent:
 
 1. ``ensure``: create each of the job's objects the cache did not hold (Service, ssh Secret,
-   discovery ConfigMap), rendered. AlreadyExists is success (the cache was only late).
+   discovery ConfigMap, Volcano PodGroup), rendered. AlreadyExists is success (the cache was
+   only late).
 2. ``removes``: delete each object named (the Service, cleanPodPolicy All). NotFound is success.
 3. ``creates``: create each rendered pod; AlreadyExists is success (pod names are deterministic,
    so a create repeated after a crash meets the pod it made). Any other failure stops the
