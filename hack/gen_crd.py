@@ -703,8 +703,9 @@ def status_schema() -> Schema:
             },
             "hostFiles": {
                 "description": (
-                    "Per replica type, its pods in Volcano's host file /etc/volcano/<replica>.host, "
-                    "in index order; written when plugin.discovery is on."
+                    "Per master replica type, its pods in Volcano's host file "
+                    "/etc/volcano/<replica>.host, in index order (a worker replica's file lists its "
+                    "pods in discoveryHosts); written when plugin.discovery is on."
                 ),
                 "type": "object",
                 "additionalProperties": {

@@ -60,3 +60,27 @@ def container_files(
         for path, content in volume_files(volume, data).items():
             out[posixpath.join(mount["mountPath"], path)] = content
     return out
+
+
+def container_env(
+    pod: Mapping[str, Any], container: str, configmaps: Mapping[str, Mapping[str, str]]
+) -> dict[str, str]:
+    """container_env: the environment ``container`` of ``pod`` starts with, as the kubelet
+    resolves it then: literal values, and ``configMapKeyRef`` values read from ``configmaps``
+    at that moment (a missing key fails the start, unless ``optional``). ``$(VAR)`` expansion
+    and other sources are not modelled."""
+    spec = pod["spec"]
+    (found,) = [c for c in [*spec.get("initContainers", []), *spec["containers"]] if c["name"] == container]
+    out: dict[str, str] = {}
+    for var in found.get("env") or []:
+        ref = (var.get("valueFrom") or {}).get("configMapKeyRef")
+        if ref is None:
+            out[var["name"]] = var.get("value", "")
+            continue
+        data = configmaps.get(ref["name"])
+        if data is None or ref["key"] not in data:
+            if ref.get("optional"):
+                continue
+            raise MountFailed(f"env {var['name']}: configmap {ref['name']!r} key {ref['key']!r} not found")
+        out[var["name"]] = data[ref["key"]]
+    return out

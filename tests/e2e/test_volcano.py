@@ -29,7 +29,7 @@ from aitj.core.render import volcano
 from tests.clusters import KubeCluster
 from tests.e2e import volcano_crds
 from tests.jobs import create_job, delete_job, get_job, job_pods, patch_job, running, seed_variant, set_path
-from tests.kubelet_volumes import container_files
+from tests.kubelet_volumes import container_env, container_files
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
 
@@ -66,6 +66,12 @@ def seen_files(cluster: KubeCluster, namespace: str, job: str, pod: str, contain
     configmaps = {naming.discovery_configmap_name(job): configmap_data(cluster, namespace, job)}
     files = container_files(pod_json(cluster, namespace, pod), container, configmaps)
     return {k: v for k, v in files.items() if k.startswith(volcano.HOSTS_MOUNT_PATH + "/")}
+
+
+def started_env(cluster: KubeCluster, namespace: str, pod: str) -> dict[str, str]:
+    """started_env: the environment the pod's aitj-0 container would start with now."""
+    configmaps = {naming.discovery_configmap_name(HOSTS_JOB): configmap_data(cluster, namespace, HOSTS_JOB)}
+    return container_env(pod_json(cluster, namespace, pod), "aitj-0", configmaps)
 
 
 def files_agree(cluster: KubeCluster, namespace: str, trainers: int) -> dict[str, str] | None:
@@ -119,18 +125,18 @@ def test_host_files_follow_a_scale_out_and_a_scale_in_in_index_order_as_the_kube
         {"key": "trainer.host", "path": "trainer.host"},
         {"key": "launcher.host", "path": "launcher.host"},
     ]
-    env = {e.name: e.value for e in launcher.spec.containers[-1].env or []}
+    env = started_env(cluster, namespace, launcher.metadata.name)
     assert env["VC_TRAINER_NUM"] == "3" and len(env["VC_TRAINER_HOSTS"].split(",")) == 3
 
     scale_to(cluster, namespace, 5)
     wait_for(lambda: files_agree(cluster, namespace, 5), 60, "5 trainers in the host file")
     status = get_job(cluster, namespace, HOSTS_JOB)["status"]
-    assert status["hostFiles"]["trainer"] == [
+    assert status["discoveryHosts"] == [
         p.metadata.name for p in running(job_pods(cluster, namespace, HOSTS_JOB, "trainer"))
     ]
-    # Fixed at creation: the launcher's variables still say 3 (docs/volcano.md).
-    (launcher,) = running(job_pods(cluster, namespace, HOSTS_JOB, "launcher"))
-    assert {e.name: e.value for e in launcher.spec.containers[-1].env or []}["VC_TRAINER_NUM"] == "3"
+    assert status["hostFiles"] == {"launcher": [launcher.metadata.name]}
+    # A container starting now reads 5 (one started before keeps what it read: docs/volcano.md).
+    assert started_env(cluster, namespace, launcher.metadata.name)["VC_TRAINER_NUM"] == "5"
 
     scale_to(cluster, namespace, 2)
     wait_for(lambda: files_agree(cluster, namespace, 2), 60, "2 trainers in the host file")

@@ -454,7 +454,8 @@ def test_the_seed_init_container_args_resolve() -> None:
     barrier = next(c for c in all_containers(pod(seed_job(), "launcher")) if c["name"] == "job-barrier")
     defined: dict[str, str] = {}
     for var in barrier["env"]:
-        defined[var["name"]] = expand(var["value"], defined)
+        if "value" in var:  # not the VC_ variables, read from the ConfigMap (valueFrom)
+            defined[var["name"]] = expand(var["value"], defined)
     args = [expand(arg, defined) for arg in barrier["args"]]
     assert "--name=test-horovod-elastic" in args
     assert "--namespace=default" in args

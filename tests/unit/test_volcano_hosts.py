@@ -1,12 +1,14 @@
 """Volcano's host files and variables (issue 16, item 3): with plugin.discovery the job's
 ConfigMap also carries ``<replica>.host``, one stable DNS name per Running pod of the replica in
 index order, kept current through restarts and scaling; every pod mounts those files at
-/etc/volcano and gets ``VC_<REPLICA>_HOSTS`` / ``VC_<REPLICA>_NUM``, fixed at its creation.
-Files are read back as the kubelet lays them out (tests/kubelet_volumes.py)."""
+/etc/volcano and gets ``VC_<REPLICA>_HOSTS`` / ``VC_<REPLICA>_NUM``, read from the ConfigMap when
+a container starts. Files and variables are read back as the kubelet lays them out
+(tests/kubelet_volumes.py)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from aitj.core import naming, render
 from aitj.core.planner import ObjectKind, ObjectRef, Plan
 from aitj.core.render.volcano import host_file_key, host_files, volcano_env
-from tests.kubelet_volumes import MountFailed, container_files, volume_files
+from tests.kubelet_volumes import MountFailed, container_env, container_files, volume_files
 from tests.unit.builders import JOB, Cluster, Pod, launcher, name_of, seed_job, trainer, with_replica
 
 CONFIGMAP = ObjectRef(ObjectKind.CONFIGMAP, naming.discovery_configmap_name(JOB))
@@ -54,10 +56,6 @@ def created(result: Plan, replica: str) -> dict[str, Any]:
     return next(dict(c.body) for c in result.creates if c.replica == replica)
 
 
-def env(pod: dict[str, Any]) -> dict[str, str]:
-    return {v["name"]: v["value"] for v in pod["spec"]["containers"][-1]["env"]}
-
-
 # ---------------------------------------------------------------------------------------------
 # The files
 
@@ -66,7 +64,9 @@ def test_each_replica_gets_a_host_file_of_its_running_pods_in_index_order() -> N
     cluster = running()
     assert lines(cluster, "trainer") == dns(*T[:3])
     assert lines(cluster, "launcher") == dns(name_of("launcher", 0))
-    assert cluster.status["hostFiles"] == {"trainer": T[:3], "launcher": [name_of("launcher", 0)]}
+    # The status records the master replicas' files; the workers' are discoveryHosts, by index.
+    assert cluster.status["hostFiles"] == {"launcher": [name_of("launcher", 0)]}
+    assert cluster.status["discoveryHosts"] == T[:3]
 
 
 def test_a_host_file_has_one_name_per_line_and_no_newline_after_the_last() -> None:
@@ -115,7 +115,7 @@ def test_a_scale_in_leaves_the_file_first_and_the_order_holds() -> None:
     cluster.step(20)
     assert lines(cluster, "trainer") == dns(*T[:2])  # leaving, not deleted yet
     cluster.step(80)
-    assert lines(cluster, "trainer") == dns(*T[:2]) and cluster.status["hostFiles"]["trainer"] == T[:2]
+    assert lines(cluster, "trainer") == dns(*T[:2]) and cluster.status["discoveryHosts"] == T[:2]
 
 
 def test_the_configmap_is_rewritten_when_only_the_launcher_starts_running() -> None:
@@ -133,7 +133,7 @@ def test_a_dash_in_a_replica_name_becomes_an_underscore_as_in_volcano() -> None:
     job = seed_job(trainer(name="my-workers"), launcher())
     assert host_file_key("my-workers") == "my_workers.host"
     assert set(host_files(job, {})) == {"my_workers.host", "launcher.host"}
-    assert [n for n, _ in volcano_env(job, {})] == [
+    assert [v["name"] for v in volcano_env(job)] == [
         "VC_MY_WORKERS_HOSTS",
         "VC_MY_WORKERS_NUM",
         "VC_LAUNCHER_HOSTS",
@@ -186,20 +186,44 @@ def test_the_volcano_seed_launcher_command_gets_its_host_list() -> None:
     assert worker_host == ",".join(dns(*workers)) and "" not in worker_host.split(",")
 
 
-def test_the_pods_of_a_new_job_get_every_planned_peer_in_the_vc_variables() -> None:
-    result = Cluster(seed_job()).step(0)
-    pod = created(result, "trainer")
-    assert env(pod)["VC_TRAINER_HOSTS"] == ",".join(dns(*T[:3]))
-    assert env(pod)["VC_TRAINER_NUM"] == "3"
-    assert env(pod)["VC_LAUNCHER_NUM"] == "1"
+def test_the_vc_variables_are_read_from_the_configmap_when_the_container_starts() -> None:
+    cluster = running()
+    launcher = render.render_pod(
+        cluster.job,
+        cluster.job.spec.replica("launcher"),
+        0,
+        0,
+        {},
+        name="l",
+        priority_class=None,
+        finalizer="f",
+    )
+    started = container_env(launcher, "aitj-0", {CONFIGMAP.name: data(cluster)})
+    assert started["VC_TRAINER_HOSTS"] == ",".join(dns(*T[:3])) and started["VC_TRAINER_NUM"] == "3"
+    assert started["VC_LAUNCHER_HOSTS"] == naming.pod_host(JOB, name_of("launcher", 0))
+    assert started["VC_LAUNCHER_NUM"] == "1"
 
 
-def test_a_scale_out_does_not_change_the_variables_of_running_pods_but_new_pods_see_five() -> None:
+def test_after_a_scale_out_a_container_starting_reads_five_and_the_pods_are_unchanged() -> None:
     cluster = running()
     scale(cluster, 5)
     result = cluster.step(20)
-    assert env(created(result, "trainer"))["VC_TRAINER_NUM"] == "5"
-    assert env(created(result, "trainer"))["VC_TRAINER_HOSTS"] == ",".join(dns(*T[:5]))
+    cluster.run_all(21)
+    cluster.step(22)
+    body = created(result, "trainer")
+    assert container_env(body, "aitj-0", {CONFIGMAP.name: data(cluster)})["VC_TRAINER_NUM"] == "5"
+    assert data(cluster)["VC_TRAINER_HOSTS"] == ",".join(dns(*T[:5]))
+
+
+def test_a_pods_size_does_not_grow_with_the_job() -> None:
+    def size(trainers: int) -> int:
+        job = with_replica(seed_job(), "trainer", replicas=trainers, max_replicas=trainers)
+        body = render.render_pod(
+            job, job.spec.replica("trainer"), 0, 0, {}, name=T[0], priority_class=None, finalizer="f"
+        )
+        return len(json.dumps(body))
+
+    assert size(999) == size(100)  # the same digits in TRAININGJOB_TRAINER_REPLICAS
 
 
 def test_a_user_mount_at_etc_volcano_is_theirs() -> None:

@@ -184,9 +184,8 @@ def _live(
     # Every pod created carries them, so a pass that fails after any create is recorded by the
     # next one; bounded like status.restarts, which keeps no more.
     annotations = {ANNOTATION_LEDGER: ledger.annotation(records[-MAX_RESTART_RECORDS:])}
-    peers = hostfiles.peers(job, found)
     creates = tuple(
-        _create(job, s, counts, annotations, given.settings, peers)
+        _create(job, s, counts, annotations, given.settings)
         for s in found.slots
         if s.state in (State.CREATE, State.REPLACE)
     )
@@ -242,15 +241,10 @@ def _budgets(
 
 
 def _create(
-    job: Job,
-    slot: Slot,
-    counts: Mapping[str, int],
-    annotations: Mapping[str, str],
-    settings: Settings,
-    peers: Mapping[str, Sequence[str]] | None,
+    job: Job, slot: Slot, counts: Mapping[str, int], annotations: Mapping[str, str], settings: Settings
 ) -> PodCreate:
     """_create: the pod of ``slot`` (its successor's, for a replacement), rendered under the
-    name the survey gave it; ``peers``: every replica's pods as planned (plugin.discovery)."""
+    name the survey gave it."""
     body = render.render_pod(
         job,
         slot.replica,
@@ -261,7 +255,6 @@ def _create(
         priority_class=settings.priority_classes.get(job.spec.priority or ""),
         finalizer=TRACKING_FINALIZER,
         extra_annotations=annotations,
-        peers=peers,
         pod_group=resources.pod_group(job, settings),
     )
     return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, body)

@@ -1,12 +1,14 @@
-"""plugin.discovery's lists: who is in them, what the status records, when the ConfigMap is
-rewritten, and the peers the pods' VC_ variables name.
+"""plugin.discovery's lists: who is in them, what the status records, and when the ConfigMap
+is rewritten.
 
 Pure. Two lists live in the discovery ConfigMap (``aitj.core.render.discovery``): Horovod's
 host list, the Running workers (docs/semantics.md, section 10), and Volcano's host files, each
 replica's Running pods (``aitj.core.render.volcano``). Both follow one rule: a pod is in them
 while it runs, is not being deleted or replaced, and is not a pod of a scale-out in flight (those
-join together once all of them run). ``status.discoveryHosts`` records the first and
-``status.hostFiles`` the second; the ConfigMap is rewritten when either changes.
+join together once all of them run). ``status.discoveryHosts`` records the first, which also
+says who is in the worker replicas' host files (the same pods, by index); ``status.hostFiles``
+records only the master replicas' files, so a large job's status does not carry its workers
+twice. The ConfigMap is rewritten when either changes.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ STATUS_HOST_FILES = "hostFiles"
 @dataclass(frozen=True)
 class HostLists:
     """HostLists: ``hosts``, Horovod's list (workers); ``running``, each replica's pods in its
-    Volcano host file (every replica, in index order)."""
+    Volcano host file (every replica, in index order); ``masters``, the master replicas' part
+    of ``running`` (what ``status.hostFiles`` records)."""
 
     hosts: tuple[HostEntry, ...]
     running: Mapping[str, tuple[str, ...]]
+    masters: Mapping[str, list[str]]
 
 
 def host_lists(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> HostLists | None:
@@ -46,14 +50,17 @@ def host_lists(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> 
         r.name: tuple(s.name for s in sorted(listed, key=lambda s: s.index) if s.replica.name == r.name)
         for r in job.spec.replicas
     }
-    return HostLists(hosts, running)
+    masters = {
+        r.name: list(running[r.name]) for r in job.spec.replicas if r.replica_type is ReplicaType.MASTER
+    }
+    return HostLists(hosts, running, masters)
 
 
 def record(status: dict[str, Any], lists: HostLists | None) -> None:
     """record: the lists into ``status`` (nothing without plugin.discovery)."""
     if lists is not None:
         status[STATUS_HOSTS] = [h.pod for h in lists.hosts]
-        status[STATUS_HOST_FILES] = {name: list(pods) for name, pods in lists.running.items()}
+        status[STATUS_HOST_FILES] = dict(lists.masters)
 
 
 def hosts_changed(prev: Mapping[str, Any], lists: HostLists | None) -> bool:
@@ -66,17 +73,4 @@ def changed(prev: Mapping[str, Any], lists: HostLists | None) -> bool:
     must be rewritten)."""
     if lists is None:
         return False
-    files = {name: list(pods) for name, pods in lists.running.items()}
-    return hosts_changed(prev, lists) or prev.get(STATUS_HOST_FILES) != files
-
-
-def peers(job: Job, found: Survey) -> dict[str, tuple[str, ...]] | None:
-    """peers: each replica's pods as this pass plans them, every current index (the successor
-    of a pod being replaced), for the VC_ variables of the pods it creates (None without
-    plugin.discovery)."""
-    if not job.spec.discovery:
-        return None
-    return {
-        r.name: tuple(s.name for s in sorted(found.of(r.name), key=lambda s: s.index))
-        for r in job.spec.replicas
-    }
+    return hosts_changed(prev, lists) or prev.get(STATUS_HOST_FILES) != lists.masters

@@ -1,7 +1,8 @@
 """plugin.discovery: the host list Horovod elastic reads through ``/etc/edl/discover_hosts.sh``,
 and the per-replica host files of Volcano's svc plugin (``aitj.core.render.volcano``).
 
-The ConfigMap holds two files for Horovod, and ``<replica>.host`` per replica for Volcano.
+The ConfigMap holds two files for Horovod, and ``<replica>.host`` per replica for Volcano (with
+the ``VC_<REPLICA>_HOSTS`` / ``_NUM`` keys the pods' variables are read from).
 ``hosts`` is the list, one ``host:slots`` per line; the operator rewrites it (and the host
 files) whenever the set of Running pods changes. ``discover_hosts.sh`` only prints that file,
 so it never changes. The kubelet swaps a ConfigMap volume's files atomically (one
@@ -17,7 +18,7 @@ from typing import Any
 
 from aitj.core import api, naming
 from aitj.core.render._meta import object_meta
-from aitj.core.render.volcano import host_files
+from aitj.core.render.volcano import env_data, host_files
 from aitj.core.wire import as_int, as_list, mapping
 
 DISCOVERY_MOUNT_PATH = "/etc/edl"  # the path et-operator and Arena use (--host-discovery-script)
@@ -128,6 +129,7 @@ def render_discovery_configmap(
             DISCOVERY_SCRIPT_KEY: DISCOVER_HOSTS_SCRIPT,
             DISCOVERY_HOSTS_KEY: hosts_file(hosts),
             **host_files(job, running or {}),
+            **env_data(job, running or {}),
         },
     }
 

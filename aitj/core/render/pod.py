@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import posixpath
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from aitj.core import api, naming
@@ -62,7 +62,6 @@ def render_pod(
     priority_class: str | None,
     finalizer: str,
     extra_annotations: Mapping[str, str] = _NO_ANNOTATIONS,
-    peers: Mapping[str, Sequence[str]] | None = None,
     pod_group: str | None = None,
 ) -> dict[str, Any]:
     """render_pod returns the pod ``name`` for ``index`` of ``replica`` at restart ``generation``.
@@ -70,8 +69,7 @@ def render_pod(
     ``name`` is ``naming.pod_name(job.name, job.uid, replica.name, index, generation)``, which
     the planner has already computed for the slot: it is taken, not computed again, so a pod's
     name has one source. ``restart_counts`` is ``status.RestartCount`` (replica name →
-    restarts); this replica's entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. ``peers``: each
-    replica's pods as planned, for the VC_ variables (plugin.discovery). ``pod_group``: the
+    restarts); this replica's entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. ``pod_group``: the
     job's Volcano PodGroup, named on the pods of replicas Volcano schedules. The replica's
     template is not modified.
     Raises ValueError if the pod name cannot be a hostname (longer than 63 characters):
@@ -127,8 +125,7 @@ def render_pod(
     if init_containers:
         spec["initContainers"] = init_containers
 
-    vc_peers = (peers or {}) if job.spec.discovery else None
-    ours = job_env(job, replica, index, restart_counts.get(replica.name, 0), vc_peers)
+    ours = job_env(job, replica, index, restart_counts.get(replica.name, 0))
     for container in init_containers + containers:
         inject_env(container, ours)
 

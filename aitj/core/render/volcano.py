@@ -10,10 +10,12 @@ files (one stable DNS name per Running pod of the replica, in index order), and 
 mounts just those keys at ``/etc/volcano``. The operator rewrites them together with the
 Horovod host list, so they follow restarts and scaling.
 
-``VC_<REPLICA>_HOSTS`` (comma-separated) and ``VC_<REPLICA>_NUM`` are set in every container.
-Like every variable, they are fixed when the pod is created: they name every index of the
-replica as planned at that moment, and scaling or a peer's restart does not change them. The
-files do change: read the files.
+``VC_<REPLICA>_HOSTS`` (comma-separated) and ``VC_<REPLICA>_NUM`` are set in every container,
+from keys of the same ConfigMap (``configMapKeyRef``, as Volcano's svc plugin does: a literal
+list in every pod would make each pod's size, and the job's, grow with the square of its pods).
+The kubelet reads them when the container starts; from then on they are fixed, and scaling or
+a peer's restart does not change them. The files do change: read the files. The launcher
+starts once every worker runs (docs/semantics.md, section 2), so its list is complete.
 
 PodGroup (``scheduling.volcano.sh/v1beta1``). ``minMember`` is the sum of ``minReplicas``
 over the replicas whose pods use Volcano: the job can train with that many pods, so the gang
@@ -84,15 +86,34 @@ def hosts_mount() -> dict[str, Any]:
     return {"name": HOSTS_VOLUME, "mountPath": HOSTS_MOUNT_PATH, "readOnly": True}
 
 
-def volcano_env(job: api.Job, peers: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
-    """volcano_env: ``VC_<REPLICA>_HOSTS`` and ``VC_<REPLICA>_NUM`` for every replica, from
-    ``peers[replica]``, the pods of its indices as planned when the pod is created."""
-    pairs: list[tuple[str, str]] = []
+def env_names(replica_name: str) -> tuple[str, str]:
+    """env_names: ``VC_<REPLICA>_HOSTS`` and ``VC_<REPLICA>_NUM`` of a replica."""
+    suffix = task_key(replica_name).upper()
+    return f"VC_{suffix}_HOSTS", f"VC_{suffix}_NUM"
+
+
+def env_data(job: api.Job, running: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """env_data: the ConfigMap keys the VC_ variables are read from: each replica's pods in
+    ``running`` as a comma-separated list of stable DNS names, and how many."""
+    out: dict[str, str] = {}
     for r in job.spec.replicas:
-        hosts = [naming.pod_host(job.name, pod) for pod in peers.get(r.name, ())]
-        suffix = task_key(r.name).upper()
-        pairs += [(f"VC_{suffix}_HOSTS", ",".join(hosts)), (f"VC_{suffix}_NUM", str(len(hosts)))]
-    return pairs
+        hosts_key, num_key = env_names(r.name)
+        pods = running.get(r.name, ())
+        out[hosts_key] = ",".join(naming.pod_host(job.name, pod) for pod in pods)
+        out[num_key] = str(len(pods))
+    return out
+
+
+def volcano_env(job: api.Job) -> list[dict[str, Any]]:
+    """volcano_env: the VC_ variables of every replica, read by the kubelet from the discovery
+    ConfigMap when the container starts (as Volcano's svc plugin does), so a pod's size does
+    not grow with the job's."""
+    configmap = naming.discovery_configmap_name(job.name)
+    return [
+        {"name": name, "valueFrom": {"configMapKeyRef": {"name": configmap, "key": name}}}
+        for r in job.spec.replicas
+        for name in env_names(r.name)
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
