@@ -10,7 +10,8 @@ PodGroup: the default test cluster has no Volcano, and a seed job (its pods ask 
 gets no PodGroup and no group annotation. With a minimal PodGroup CRD installed
 (tests/e2e/volcano_crds.py) and the operator restarted (it looks once, at start), the job gets a
 PodGroup with minMember the sum of minReplicas, owned by the job, gone with it. The module then
-removes the CRD and restarts the operator again, so later tests run as before.
+removes the CRD and restarts the operator again, so later tests run as before. A PodGroup
+deleted by hand is made again.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from aitj.controller.served import served_kinds
 from aitj.core import api, naming
+from aitj.core.planner import ObjectKind
 from aitj.core.render import volcano
 from tests.clusters import KubeCluster
 from tests.e2e import volcano_crds
@@ -95,6 +98,7 @@ def test_a_volcano_scheduled_job_without_volcano_installed_gets_no_podgroup_and_
     cluster: KubeCluster, namespace: str, live_operator: OperatorProcess
 ) -> None:
     assert not volcano_crds.served(cluster)
+    assert served_kinds(cluster.api) == frozenset()  # what the operator asked at its start
     create_job(cluster, namespace, seed_variant(PLAIN_JOB))
     pods = wait_for(
         lambda: found if len(found := job_pods(cluster, namespace, PLAIN_JOB, "trainer")) == 3 else None,
@@ -185,9 +189,15 @@ def podgroup(cluster: KubeCluster, namespace: str, name: str) -> dict[str, Any] 
     return found
 
 
+def remade(cluster: KubeCluster, namespace: str, uid: str) -> bool:
+    again = podgroup(cluster, namespace, GANG_JOB)
+    return again is not None and again["metadata"]["uid"] != uid
+
+
 def test_a_volcano_job_gets_a_podgroup_with_min_member_and_owner_that_goes_with_the_job(
     cluster: KubeCluster, namespace: str, volcano_served: None, live_operator: OperatorProcess
 ) -> None:
+    assert served_kinds(cluster.api) == {ObjectKind.VOLCANO_PODGROUP}
     job = create_job(cluster, namespace, seed_variant(GANG_JOB))
     group = wait_for(lambda: podgroup(cluster, namespace, GANG_JOB), 30, "the job's PodGroup")
     assert group["spec"]["minMember"] == 2  # the seed: trainer minReplicas 1 + launcher 1
@@ -203,6 +213,13 @@ def test_a_volcano_job_gets_a_podgroup_with_min_member_and_owner_that_goes_with_
         lambda: found if len(found := job_pods(cluster, namespace, GANG_JOB)) == 4 else None, 60, "4 pods"
     )
     assert all((p.metadata.annotations or {}).get(volcano.ANNOTATION_GROUP_NAME) == GANG_JOB for p in pods)
+    # Deleted by hand: the watch kicks the job and the next pass makes it again.
+    custom: Any = client.CustomObjectsApi(cluster.api)
+    custom.delete_namespaced_custom_object(
+        volcano.PODGROUP_GROUP, volcano.PODGROUP_VERSION, namespace, volcano.PODGROUP_PLURAL, GANG_JOB
+    )
+    uid = group["metadata"]["uid"]
+    wait_for(lambda: remade(cluster, namespace, uid), 30, "the PodGroup made again")
     delete_job(cluster, namespace, GANG_JOB)
     started = time.monotonic()
     wait_for(lambda: podgroup(cluster, namespace, GANG_JOB) is None, 60, "the PodGroup gone with its job")
