@@ -9,7 +9,8 @@ PodGroup: the default test cluster has no Volcano, and a seed job (its pods ask 
 ``schedulerName: volcano``, which the local kube-scheduler serves with a profile of that name)
 gets no PodGroup and no group annotation. With a minimal PodGroup CRD installed
 (tests/e2e/volcano_crds.py) and the operator restarted (it looks once, at start), the job gets a
-PodGroup with minMember the sum of minReplicas, owned by the job, gone with it. The module then
+PodGroup with minMember the sum of minReplicas, owned by the job, rewritten when minReplicas is
+edited, gone with the job. The module then
 removes the CRD and restarts the operator again, so later tests run as before. A PodGroup
 deleted by hand is made again.
 """
@@ -213,6 +214,13 @@ def test_a_volcano_job_gets_a_podgroup_with_min_member_and_owner_that_goes_with_
         lambda: found if len(found := job_pods(cluster, namespace, GANG_JOB)) == 4 else None, 60, "4 pods"
     )
     assert all((p.metadata.annotations or {}).get(volcano.ANNOTATION_GROUP_NAME) == GANG_JOB for p in pods)
+    # An edit of minReplicas reaches the PodGroup (a merge patch of its spec).
+    patch_job(cluster, namespace, GANG_JOB, {"spec": {"replicaSpecs": {"trainer": {"minReplicas": 2}}}})
+    wait_for(
+        lambda: (podgroup(cluster, namespace, GANG_JOB) or {}).get("spec", {}).get("minMember") == 3,
+        30,
+        "minMember 3 after minReplicas 2",
+    )
     # Deleted by hand: the watch kicks the job and the next pass makes it again.
     custom: Any = client.CustomObjectsApi(cluster.api)
     custom.delete_namespaced_custom_object(

@@ -35,6 +35,7 @@ from tests.unit.builders import (
     nodes,
     seed_job,
     with_replica,
+    with_status,
 )
 
 SERVED = Settings({"normal": "aitj-normal"}, volcano_podgroups=True)
@@ -150,7 +151,35 @@ def test_scale_out_pods_join_the_gangs_accounting_without_raising_min_member() -
     result = cluster.step(20)
     assert [c.index for c in result.creates] == [3, 4]
     assert all(group_of(c.body) == JOB for c in result.creates)
+    assert result.podgroup is None
     assert cluster.objects[PODGROUP] is before and before["spec"]["minMember"] == 2
+
+
+def test_the_status_records_the_spec_written_and_a_pass_that_changes_nothing_rewrites_nothing() -> None:
+    cluster = running()
+    assert cluster.status["volcanoPodGroup"] == cluster.objects[PODGROUP]["spec"]
+    assert [r.podgroup for r in cluster.history] == [None]
+    assert cluster.step(20).podgroup is None
+
+
+def test_an_edit_of_min_replicas_rewrites_the_podgroup() -> None:
+    cluster = running()
+    job = with_replica(cluster.job, "trainer", min_replicas=3)
+    cluster.job = dataclasses.replace(job, generation=job.generation + 1)
+    result = cluster.step(20)
+    assert result.podgroup is not None and result.podgroup.body["spec"]["minMember"] == 4
+    assert cluster.objects[PODGROUP]["spec"]["minMember"] == 4
+    assert cluster.status["volcanoPodGroup"]["minMember"] == 4
+    assert cluster.step(30).podgroup is None
+
+
+def test_a_podgroup_found_without_a_record_is_rewritten_once() -> None:
+    # An operator that crashed between the create and the status write, or one upgraded.
+    cluster = running()
+    cluster.job = with_status(
+        cluster.job, {k: v for k, v in cluster.status.items() if k != "volcanoPodGroup"}
+    )
+    assert cluster.step(20).podgroup is not None and cluster.step(30).podgroup is None
 
 
 @pytest.mark.parametrize(

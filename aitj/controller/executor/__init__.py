@@ -32,8 +32,10 @@ step is idempotent:
 10. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
 11. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
     NotFound. After the pods' steps: a budget never delays a replacement.
-12. ``events``: post them on the job (best effort; one with a ``name`` only once).
-13. ``outcome``: count it in metrics and log it.
+12. ``podgroup``: merge-patch the Volcano PodGroup's spec with the rendered one (NotFound:
+    create it). After the pods' steps, like the budgets.
+13. ``events``: post them on the job (best effort; one with a ``name`` only once).
+14. ``outcome``: count it in metrics and log it.
 
 ``Plan.requeue_after`` is the reconciler's, ``Plan.hosts`` is for people: neither is sent.
 

@@ -69,16 +69,20 @@ class _VolcanoPodGroups:
 
     def __init__(self, custom: Any) -> None:
         self.custom = custom
+        self.where = (volcano.PODGROUP_GROUP, volcano.PODGROUP_VERSION)
 
     def create_namespaced_pod_group(self, namespace: str, body: Mapping[str, Any], **options: Any) -> Any:
         """create_namespaced_pod_group creates one PodGroup."""
         return self.custom.create_namespaced_custom_object(
-            volcano.PODGROUP_GROUP,
-            volcano.PODGROUP_VERSION,
-            namespace,
-            volcano.PODGROUP_PLURAL,
-            body,
-            **options,
+            *self.where, namespace, volcano.PODGROUP_PLURAL, body, **options
+        )
+
+    def patch_namespaced_pod_group(
+        self, name: str, namespace: str, body: Mapping[str, Any], **options: Any
+    ) -> Any:
+        """patch_namespaced_pod_group merge-patches one PodGroup."""
+        return self.custom.patch_namespaced_custom_object(
+            *self.where, namespace, volcano.PODGROUP_PLURAL, name, body, **options
         )
 
 
@@ -272,6 +276,23 @@ class _Pass:
             written = _body(response)
             if written is not None:
                 self.written.owned.append((m.kind, written))
+
+    def send_podgroup(self, m: Manifest) -> None:
+        """send_podgroup merge-patches the Volcano PodGroup's spec, creates it when NotFound."""
+        try:
+            response = self.ex.volcano.patch_namespaced_pod_group(
+                m.name,
+                self.job.namespace,
+                {"spec": m.body["spec"]},
+                _content_type="application/merge-patch+json",
+                _preload_content=False,
+            )
+        except ApiException as e:
+            if e.status != 404:
+                raise StepFailed(f"writing {m.kind} {m.name}: {error_text(e)}") from e
+            self.send_ensure((m,))
+            return
+        release(response)
 
     def send_events(self, events: Sequence[Event]) -> None:
         """send_events posts each Event (best effort)."""

@@ -200,12 +200,14 @@ def _live(
     wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
     changed = hostfiles.changed(prev, lists)
     budgets, unbudgets = _budgets(job, found, prev, status, given.owned)
+    podgroup = resources.podgroup_rewrite(job, prev, status, given.owned, given.settings)
     running = lists.running if lists is not None else None
     return Plan(
         ensure=resources.ensure(job, given.owned, given.keys, hosts or (), running)
         + resources.podgroups(job, given.owned, given.settings),
         removes=unbudgets,
         budgets=budgets,
+        podgroup=podgroup,
         creates=creates,
         discovery=resources.discovery(job, hosts, running) if hosts is not None and changed else None,
         deletes=deletes,

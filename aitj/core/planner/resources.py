@@ -116,14 +116,42 @@ def pod_group(job: Job, settings: Settings) -> str | None:
 
 
 def podgroups(job: Job, owned: Owned | None, settings: Settings) -> tuple[Manifest, ...]:
-    """podgroups: the job's Volcano PodGroup when it should have one and ``owned`` lacks it.
-    Made once; it goes with the job (owner reference). It is not rewritten: a change of
-    ``minReplicas`` later reaches it only if it is deleted (it is then made again)."""
-    name = pod_group(job, settings)
-    if owned is None or name is None or podgroup_ref(job) in owned:
+    """podgroups: the job's Volcano PodGroup when it should have one and ``owned`` lacks it
+    (made once; it goes with the job, by its owner reference)."""
+    m = _podgroup(job, settings)
+    if owned is None or m is None or m.ref in owned:
         return ()
+    return (m,)
+
+
+# What the PodGroup's spec was last written as: it is rewritten when the job's spec changes it
+# (an edit of minReplicas, a template's requests, the queue), as the budgets are.
+STATUS_PODGROUP = "volcanoPodGroup"
+
+
+def podgroup_rewrite(
+    job: Job, prev: Mapping[str, Any], status: dict[str, Any], owned: Owned | None, settings: Settings
+) -> Manifest | None:
+    """podgroup_rewrite: the PodGroup to rewrite when its rendered spec differs from the one
+    ``prev`` recorded and ``owned`` holds it (a missing one is ``podgroups``'s to make);
+    records the rendered spec in ``status``."""
+    status.pop(STATUS_PODGROUP, None)
+    m = _podgroup(job, settings)
+    if m is None:
+        return None
+    status[STATUS_PODGROUP] = dict(m.body["spec"])
+    if owned is None or m.ref not in owned or prev.get(STATUS_PODGROUP) == m.body["spec"]:
+        return None
+    return m
+
+
+def _podgroup(job: Job, settings: Settings) -> Manifest | None:
+    """_podgroup: the job's PodGroup rendered, None when it has none (``pod_group``)."""
+    name = pod_group(job, settings)
+    if name is None:
+        return None
     priority_class = settings.priority_classes.get(job.spec.priority or "")
-    return (Manifest(ObjectKind.VOLCANO_PODGROUP, name, volcano.render_podgroup(job, priority_class)),)
+    return Manifest(ObjectKind.VOLCANO_PODGROUP, name, volcano.render_podgroup(job, priority_class))
 
 
 def removes(job: Job, owned: Owned | None) -> tuple[ObjectRef, ...]:

@@ -204,6 +204,7 @@ class Plan:
     deletes: tuple[PodDelete, ...] = ()
     release: tuple[str, ...] = ()  # pod names whose TRACKING_FINALIZER to remove
     budgets: tuple[Manifest, ...] = ()  # PodDisruptionBudgets to write (update, or create)
+    podgroup: Manifest | None = None  # the Volcano PodGroup to rewrite (its spec changed); None: unchanged
     events: tuple[Event, ...] = ()
     restart_events: tuple[Event, ...] = ()  # named, one per restart: sent before the status
     restarts: tuple[RestartRecord, ...] = ()  # first recorded by this status: counted after it
