@@ -844,6 +844,44 @@ def status_schema() -> Schema:
                 "x-kubernetes-list-type": "atomic",
                 "items": {"type": "string"},
             },
+            "hostFiles": {
+                "description": (
+                    "Per master replica type, its pods in Volcano's host file "
+                    "/etc/volcano/<replica>.host, in index order (a worker replica's file lists its "
+                    "pods in discoveryHosts); written when plugin.discovery is on."
+                ),
+                "type": "object",
+                "additionalProperties": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "atomic",
+                    "items": {"type": "string"},
+                },
+            },
+            "volcanoPodGroup": {
+                "description": (
+                    "The spec of the job's Volcano PodGroup as last written (docs/volcano.md); "
+                    "rewritten when the job's spec changes it."
+                ),
+                "type": "object",
+                "properties": {
+                    "minMember": {
+                        "description": "The sum of minReplicas of the replicas Volcano schedules.",
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 0,
+                    },
+                    "minResources": {
+                        "description": "What those minReplicas pods request, per resource.",
+                        "type": "object",
+                        "additionalProperties": {"type": "string"},
+                    },
+                    "queue": {"description": "The Volcano queue.", "type": "string"},
+                    "priorityClassName": {
+                        "description": "The PriorityClass of the job's priority, if mapped.",
+                        "type": "string",
+                    },
+                },
+            },
             "restartLedger": {
                 "description": (
                     "The operator's restart bookkeeping per replica type, which keeps restart counts "

@@ -26,7 +26,7 @@ gone (``job_exists``), asked before letting that job's pods go.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -90,14 +90,23 @@ OWNED_COLLECTIONS: dict[ObjectKind, tuple[str, str]] = {
     ObjectKind.SECRET: ("/api/v1", "secrets"),
     ObjectKind.CONFIGMAP: ("/api/v1", "configmaps"),
     ObjectKind.PDB: ("/apis/policy/v1", "poddisruptionbudgets"),
+    ObjectKind.VOLCANO_PODGROUP: ("/apis/scheduling.volcano.sh/v1beta1", "podgroups"),
 }
-OWNED: dict[str, ObjectKind] = {plural: kind for kind, (_, plural) in OWNED_COLLECTIONS.items()}
+# Kinds only some clusters serve (a CRD of another project): watched only when the operator
+# found them served at start (``aitj.controller.served``).
+OPTIONAL: frozenset[ObjectKind] = frozenset({ObjectKind.VOLCANO_PODGROUP})
 
 
 def owned_kind(kind: ObjectKind) -> Kind[None]:
-    """owned_kind: the informer kind of one ObjectKind (metadata only, by the job label)."""
+    """owned_kind: the informer kind of one ObjectKind (metadata only, by the job label). Named
+    by its plural, qualified by its API group for an optional kind (two groups may both have
+    ``podgroups``)."""
     group_path, plural = OWNED_COLLECTIONS[kind]
-    return Kind(plural, group_path, plural, _nothing, JOB_SELECTOR, metadata_only=True)
+    name = f"{plural}.{group_path.split('/')[2]}" if kind in OPTIONAL else plural
+    return Kind(name, group_path, plural, _nothing, JOB_SELECTOR, metadata_only=True)
+
+
+OWNED: dict[str, ObjectKind] = {owned_kind(kind).name: kind for kind in OWNED_COLLECTIONS}
 
 
 def _newer(new: str, old: str) -> bool:
@@ -209,9 +218,13 @@ class InformerCache:
         self.informers: list[Informer[Any]] = []
         self._nodes: dict[str, NodeView] | None = None  # the nodes mapping, until a node changes
 
-    def informers_for(self, api_client: client.ApiClient, namespaces: Sequence[str]) -> list[Informer[Any]]:
-        """informers_for: the informers that fill this cache (not started)."""
-        kinds: list[Kind[Any]] = [JOBS, PODS, NODES, *(owned_kind(k) for k in OWNED_COLLECTIONS)]
+    def informers_for(
+        self, api_client: client.ApiClient, namespaces: Sequence[str], served: Collection[ObjectKind] = ()
+    ) -> list[Informer[Any]]:
+        """informers_for: the informers that fill this cache (not started); of the ``OPTIONAL``
+        kinds, only those ``served``."""
+        owned = [owned_kind(k) for k in OWNED_COLLECTIONS if k not in OPTIONAL or k in served]
+        kinds: list[Kind[Any]] = [JOBS, PODS, NODES, *owned]
         scopes: list[str | None] = list(namespaces) or [None]
         self.informers = [
             Informer(api_client, kind, ns, self.apply)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import threading
 import time
 from typing import Any
@@ -34,6 +35,8 @@ from aitj.controller.executor import KubeExecutor
 from aitj.controller.kubeclient import api_client as new_api_client
 from aitj.controller.logs import log
 from aitj.controller.reconciler import Reconciler
+from aitj.controller.served import served_kinds
+from aitj.core.planner.types import ObjectKind
 
 RESYNC_SECONDS = 300.0
 STATE: dict[str, Any] = {}
@@ -57,7 +60,15 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     # The listings first: they wait on the server while the rest is set up (building the API
     # classes the executor uses takes seconds). The watches hold their connections for
     # minutes: a client of their own keeps them out of the pool the passes' calls use.
-    informers = store.informers_for(new_api_client(memo.kubeconfig), memo.namespaces)
+    # Optional kinds (Volcano's PodGroup) are looked up once: the informers and the planner's
+    # Settings follow what is served now (aitj.controller.served).
+    served = await asyncio.to_thread(served_kinds, client)
+    planner_settings = dataclasses.replace(
+        memo.settings, volcano_podgroups=ObjectKind.VOLCANO_PODGROUP in served
+    )
+    if served:
+        log.info("optional kinds served", kinds=sorted(str(k) for k in served))
+    informers = store.informers_for(new_api_client(memo.kubeconfig), memo.namespaces, served)
     loop = asyncio.get_running_loop()
     started = time.monotonic()
     for informer in informers:
@@ -66,7 +77,7 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
         KubeExecutor(client),
         store.snapshot,
         job_exists=lambda namespace, name: cache.job_exists(client, namespace, name),
-        settings=memo.settings,
+        settings=planner_settings,
         written=store.written,
     )
     leading = asyncio.Event()

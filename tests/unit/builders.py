@@ -432,6 +432,9 @@ class Cluster:
         for m in manifests:
             self.objects[m.ref] = m.body
 
+    def apply_podgroup(self, manifest: Manifest) -> None:
+        self.objects[manifest.ref] = manifest.body
+
     # Events, metrics and logs leave nothing in the cluster the planner reads.
     def apply_restart_events(self, events: Sequence[Event]) -> None:
         """apply_restart_events: kept by name, as the API server keeps named Events."""

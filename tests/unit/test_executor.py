@@ -61,6 +61,7 @@ EVERYTHING = Plan(
     deletes=(PodDelete("p-1", "u-1", None, DeleteReason.UNWANTED, "scaled away"),),
     release=("p-2",),
     budgets=(Manifest(ObjectKind.PDB, "job-trainer", {"spec": {"minAvailable": 2}}),),
+    podgroup=Manifest(ObjectKind.VOLCANO_PODGROUP, "job", {"spec": {"minMember": 2}}),
     events=(Event("Normal", "Why", "because"),),
     restart_events=(
         Event("Warning", "TrainingJobRestarting", "p-0 failed", "job.uid-1.restart-trainer-0-0"),

@@ -369,6 +369,11 @@ OUR_NAMES = [
     "TRAININGJOB_LAUNCHER_MIN_REPLICAS",
     "TRAININGJOB_LAUNCHER_MAX_REPLICAS",
     "TRAININGJOB_LAUNCHER_SLOTS",
+    # plugin.discovery (the seed has it): Volcano's (aitj.core.render.volcano)
+    "VC_TRAINER_HOSTS",
+    "VC_TRAINER_NUM",
+    "VC_LAUNCHER_HOSTS",
+    "VC_LAUNCHER_NUM",
 ]
 
 
@@ -449,7 +454,8 @@ def test_the_seed_init_container_args_resolve() -> None:
     barrier = next(c for c in all_containers(pod(seed_job(), "launcher")) if c["name"] == "job-barrier")
     defined: dict[str, str] = {}
     for var in barrier["env"]:
-        defined[var["name"]] = expand(var["value"], defined)
+        if "value" in var:  # not the VC_ variables, read from the ConfigMap (valueFrom)
+            defined[var["name"]] = expand(var["value"], defined)
     args = [expand(arg, defined) for arg in barrier["args"]]
     assert "--name=test-horovod-elastic" in args
     assert "--namespace=default" in args
@@ -549,7 +555,7 @@ def test_a_user_mount_at_root_ssh_is_left_alone() -> None:
         t["spec"]["containers"][0]["volumeMounts"].append({"name": "mine", "mountPath": "/root/.ssh/"})
 
     container = pod(with_template(seed_job(), "trainer", own_ssh))["spec"]["containers"][0]
-    assert [m["name"] for m in container["volumeMounts"]] == ["cache-volume", "mine"]
+    assert [m["name"] for m in container["volumeMounts"]] == ["cache-volume", "mine", "aitj-volcano-hosts"]
 
 
 @pytest.mark.parametrize(

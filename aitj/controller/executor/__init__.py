@@ -7,7 +7,8 @@ or a failed call anywhere in between is repaired by the next pass, which holds b
 step is idempotent:
 
 1. ``ensure``: create each of the job's objects the cache did not hold (Service, ssh Secret,
-   discovery ConfigMap), rendered. AlreadyExists is success (the cache was only late).
+   discovery ConfigMap, Volcano PodGroup), rendered. AlreadyExists is success (the cache was
+   only late).
 2. ``removes``: delete each object named (the Service, cleanPodPolicy All). NotFound is success.
 3. ``creates``: create each rendered pod; AlreadyExists is success (pod names are deterministic,
    so a create repeated after a crash meets the pod it made). Any other failure stops the
@@ -31,8 +32,10 @@ step is idempotent:
 10. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
 11. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
     NotFound. After the pods' steps: a budget never delays a replacement.
-12. ``events``: post them on the job (best effort; one with a ``name`` only once).
-13. ``outcome``: count it in metrics and log it.
+12. ``podgroup``: merge-patch the Volcano PodGroup's spec with the rendered one (NotFound:
+    create it). After the pods' steps, like the budgets.
+13. ``events``: post them on the job (best effort; one with a ``name`` only once).
+14. ``outcome``: count it in metrics and log it.
 
 ``Plan.requeue_after`` is the reconciler's, ``Plan.hosts`` is for people: neither is sent.
 

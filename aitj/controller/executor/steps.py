@@ -33,6 +33,7 @@ STEPS = (
     Step("deletes"),
     Step("release"),
     Step("budgets"),
+    Step("podgroup"),
     Step("events"),
     Step("outcome"),
 )

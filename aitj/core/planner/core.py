@@ -22,11 +22,10 @@ from aitj.core.api import (
     CleanPodPolicy,
     Job,
     Phase,
-    ReplicaType,
     RestartScope,
 )
 from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
-from aitj.core.planner import degraded, recovery, resources, scaling
+from aitj.core.planner import degraded, hostfiles, recovery, resources, scaling
 from aitj.core.planner.ledger import Ledger, record_to_json
 from aitj.core.planner.lifecycle import phase_of
 from aitj.core.planner.outcome import judge, timeout_at
@@ -42,7 +41,6 @@ from aitj.core.planner.survey import Slot, State, Survey, observe, survey
 from aitj.core.planner.types import (
     DeleteReason,
     Event,
-    HostEntry,
     Manifest,
     ObjectRef,
     Outcome,
@@ -204,7 +202,8 @@ def _live(
         for s in wanted
     )
     deletes, release, force_events, wake = retire(job, found.retirees, now)
-    hosts = _hosts(job, found, shape.joining)
+    lists = hostfiles.host_lists(job, found, shape.joining)
+    hosts = lists.hosts if lists is not None else None
     status = scaling.write_status(_status(job, prev, ledger, found, condition, stamp), scale, now)
     shortfalls = tuple(s.shortfall for s in found.slots if s.shortfall is not None)
     status.pop("excludedNodes", None)
@@ -212,27 +211,30 @@ def _live(
         status["excludedNodes"] = excluded
     if started is not None:
         status["startRunningTime"] = format_time(started)
-    if hosts is not None:
-        status["discoveryHosts"] = [h.pod for h in hosts]
+    hostfiles.record(status, lists)
     _record(status, prev, records)
     status, degraded_events = degraded.update(status, job, found, shortfalls, prev, now, shape.joining)
     wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
     wake += recovery.wakes(shortfalls, recovery.next_expiry(job, ledger, now), now)
-    changed = hosts is not None and prev.get("discoveryHosts") != [h.pod for h in hosts]
+    changed = hostfiles.changed(prev, lists)
     budgets, unbudgets = _budgets(job, found, prev, status, given.owned)
+    podgroup = resources.podgroup_rewrite(job, prev, status, given.owned, given.settings)
+    running = lists.running if lists is not None else None
     return Plan(
-        ensure=resources.ensure(job, given.owned, given.keys, hosts or ()),
+        ensure=resources.ensure(job, given.owned, given.keys, hosts or (), running)
+        + resources.podgroups(job, given.owned, given.settings),
         removes=unbudgets,
         budgets=budgets,
+        podgroup=podgroup,
         creates=creates,
-        discovery=resources.discovery(job, hosts) if hosts is not None and changed else None,
+        discovery=resources.discovery(job, hosts, running) if hosts is not None and changed else None,
         deletes=deletes,
         release=tuple(dict.fromkeys(release + found.released)),
         status=None if status == prev else status,
         events=force_events + scaling.events(job, scale) + _budget_events(job, found) + degraded_events,
         restart_events=tuple(_restart_event(job, r) for r in records),
         requeue_after=min(wake) if wake else None,
-        hosts=hosts if changed else None,
+        hosts=hosts if hostfiles.hosts_changed(prev, lists) else None,
         restarts=records,
         spec_replicas=scale.patches,
         shortfalls=shortfalls,
@@ -290,6 +292,7 @@ def _create(
         finalizer=TRACKING_FINALIZER,
         extra_annotations=annotations,
         avoid_nodes=avoid,
+        pod_group=resources.pod_group(job, settings),
     )
     return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, render.avoid_nodes(body, off))
 
@@ -313,20 +316,6 @@ def _status(
         **scale_fields(job, counts),
     }
     return status
-
-
-def _hosts(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> tuple[HostEntry, ...] | None:
-    """_hosts: the Running workers, by replica then index (None without plugin.discovery), less
-    the pods of a scale-out in flight: they join together once all of them run."""
-    if not job.spec.discovery:
-        return None
-    return tuple(
-        HostEntry(s.name, s.replica.name, s.index)
-        for s in found.slots
-        if s.replica.replica_type is ReplicaType.WORKER
-        and s.state is State.RUNNING
-        and (s.replica.name, s.index) not in joining
-    )
 
 
 def _timeouts(job: Job, found: Survey, started: datetime | None, now: datetime) -> list[float]:

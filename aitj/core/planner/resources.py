@@ -25,7 +25,8 @@ from typing import Any
 from aitj.core import naming, render
 from aitj.core.api import CleanPodPolicy, Job
 from aitj.core.planner.lifecycle import finished
-from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, SshKeys
+from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, Settings, SshKeys
+from aitj.core.render import volcano
 from aitj.core.wire import mapping
 
 
@@ -58,12 +59,17 @@ def needs_ssh_keys(job: Job, owned: Owned | None) -> bool:
 
 
 def ensure(
-    job: Job, owned: Owned | None, keys: SshKeys | None, hosts: Sequence[HostEntry]
+    job: Job,
+    owned: Owned | None,
+    keys: SshKeys | None,
+    hosts: Sequence[HostEntry],
+    running: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[Manifest, ...]:
     """ensure: the objects a live job needs that ``owned`` lacks, rendered, in the order they
     are created (Service, Secret, ConfigMap). A missing ConfigMap is made with the current
-    ``hosts``, so one deleted by hand comes back complete. Raises ValueError when the Secret
-    is missing and ``keys`` is None (the caller skipped ``needs_ssh_keys``)."""
+    ``hosts`` and ``running`` (each replica's pods in Volcano's host files), so one deleted by
+    hand comes back complete. Raises ValueError when the Secret is missing and ``keys`` is None
+    (the caller skipped ``needs_ssh_keys``)."""
     if owned is None:
         return ()
     out: list[Manifest] = []
@@ -77,20 +83,75 @@ def ensure(
         body = render.render_ssh_secret(job, keys.private_pem, keys.public_openssh)
         out.append(Manifest(ObjectKind.SECRET, secret_ref(job).name, body))
     if job.spec.discovery and configmap_ref(job) not in owned:
-        out.append(discovery(job, hosts))
+        out.append(discovery(job, hosts, running))
     return tuple(out)
 
 
-def discovery(job: Job, hosts: Sequence[HostEntry]) -> Manifest:
+def discovery(
+    job: Job, hosts: Sequence[HostEntry], running: Mapping[str, Sequence[str]] | None = None
+) -> Manifest:
     """discovery: the discovery ConfigMap listing ``hosts`` in order, each by its stable DNS
-    name with its slots (the GPUs of its replica's template)."""
+    name with its slots (the GPUs of its replica's template), and Volcano's host files of the
+    pods ``running`` names per replica."""
     lines = [
         (naming.pod_host(job.name, h.pod), render.slots_for(job.spec.replica(h.replica).template))
         for h in hosts
     ]
-    return Manifest(
-        ObjectKind.CONFIGMAP, configmap_ref(job).name, render.render_discovery_configmap(job, lines)
-    )
+    body = render.render_discovery_configmap(job, lines, running)
+    return Manifest(ObjectKind.CONFIGMAP, configmap_ref(job).name, body)
+
+
+def podgroup_ref(job: Job) -> ObjectRef:
+    """podgroup_ref: the job's Volcano PodGroup."""
+    return ObjectRef(ObjectKind.VOLCANO_PODGROUP, volcano.podgroup_name(job))
+
+
+def pod_group(job: Job, settings: Settings) -> str | None:
+    """pod_group: the name of the job's Volcano PodGroup when it has one: Volcano's PodGroup
+    kind is served (``settings``) and some replica's pods use ``schedulerName: volcano``.
+    Otherwise None, and nothing about the job changes."""
+    if settings.volcano_podgroups and any(volcano.uses_volcano(r) for r in job.spec.replicas):
+        return podgroup_ref(job).name
+    return None
+
+
+def podgroups(job: Job, owned: Owned | None, settings: Settings) -> tuple[Manifest, ...]:
+    """podgroups: the job's Volcano PodGroup when it should have one and ``owned`` lacks it
+    (made once; it goes with the job, by its owner reference)."""
+    m = _podgroup(job, settings)
+    if owned is None or m is None or m.ref in owned:
+        return ()
+    return (m,)
+
+
+# What the PodGroup's spec was last written as: it is rewritten when the job's spec changes it
+# (an edit of minReplicas, a template's requests, the queue), as the budgets are.
+STATUS_PODGROUP = "volcanoPodGroup"
+
+
+def podgroup_rewrite(
+    job: Job, prev: Mapping[str, Any], status: dict[str, Any], owned: Owned | None, settings: Settings
+) -> Manifest | None:
+    """podgroup_rewrite: the PodGroup to rewrite when its rendered spec differs from the one
+    ``prev`` recorded and ``owned`` holds it (a missing one is ``podgroups``'s to make);
+    records the rendered spec in ``status``."""
+    status.pop(STATUS_PODGROUP, None)
+    m = _podgroup(job, settings)
+    if m is None:
+        return None
+    status[STATUS_PODGROUP] = dict(m.body["spec"])
+    if owned is None or m.ref not in owned or prev.get(STATUS_PODGROUP) == m.body["spec"]:
+        return None
+    return m
+
+
+def _podgroup(job: Job, settings: Settings) -> Manifest | None:
+    """_podgroup: the job's PodGroup rendered, None when it has none (``pod_group``)."""
+    name = pod_group(job, settings)
+    if name is None:
+        return None
+    priority_class = settings.priority_classes.get(job.spec.priority or "")
+    return Manifest(ObjectKind.VOLCANO_PODGROUP, name, volcano.render_podgroup(job, priority_class))
 
 
 def removes(job: Job, owned: Owned | None) -> tuple[ObjectRef, ...]:

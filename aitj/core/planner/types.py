@@ -30,6 +30,7 @@ class ObjectKind(enum.StrEnum):
     SECRET = "Secret"  # plugin.ssh: the job's key pair
     CONFIGMAP = "ConfigMap"  # plugin.discovery: the host list
     PDB = "PodDisruptionBudget"  # one per replica type: a drain takes one pod of each at a time
+    VOLCANO_PODGROUP = "PodGroup.scheduling.volcano.sh"  # the gang, when Volcano schedules the pods
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,12 @@ class Settings:
     """Settings: what the operator was started with that shapes what it decides and renders.
     ``priority_classes``: job priority -> PriorityClass name (``aitj run --priority-class``);
     ``node_signals``: the node conditions and taints that are node failures
-    (``--node-fault-condition``, ``--node-fault-taint``; aitj.core.nodesignals)."""
+    (``--node-fault-condition``, ``--node-fault-taint``; aitj.core.nodesignals);
+    ``volcano_podgroups``: Volcano's PodGroup kind was served when the operator started."""
 
     priority_classes: Mapping[str, str] = field(default_factory=dict, hash=False)
     node_signals: NodeSignals = DEFAULT_SIGNALS
+    volcano_podgroups: bool = False
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,7 @@ class Plan:
     deletes: tuple[PodDelete, ...] = ()
     release: tuple[str, ...] = ()  # pod names whose TRACKING_FINALIZER to remove
     budgets: tuple[Manifest, ...] = ()  # PodDisruptionBudgets to write (update, or create)
+    podgroup: Manifest | None = None  # the Volcano PodGroup to rewrite (its spec changed); None: unchanged
     events: tuple[Event, ...] = ()
     restart_events: tuple[Event, ...] = ()  # named, one per restart: sent before the status
     restarts: tuple[RestartRecord, ...] = ()  # first recorded by this status: counted after it

@@ -1,8 +1,11 @@
-"""plugin.discovery: the host list Horovod elastic reads through ``/etc/edl/discover_hosts.sh``.
+"""plugin.discovery: the host list Horovod elastic reads through ``/etc/edl/discover_hosts.sh``,
+and the per-replica host files of Volcano's svc plugin (``aitj.core.render.volcano``).
 
-The ConfigMap holds two files. ``hosts`` is the list, one ``host:slots`` per line; the operator
-rewrites it whenever the set of Running workers changes. ``discover_hosts.sh`` only prints that
-file, so it never changes. The kubelet swaps a ConfigMap volume's files atomically (one
+The ConfigMap holds two files for Horovod, and ``<replica>.host`` per replica for Volcano (with
+the ``VC_<REPLICA>_HOSTS`` / ``_NUM`` keys the pods' variables are read from).
+``hosts`` is the list, one ``host:slots`` per line; the operator rewrites it (and the host
+files) whenever the set of Running pods changes. ``discover_hosts.sh`` only prints that file,
+so it never changes. The kubelet swaps a ConfigMap volume's files atomically (one
 ``..data`` symlink), so the script sees either the old list or the new one, never half of each;
 expect the usual kubelet sync delay (up to about a minute) between the API write and the file.
 """
@@ -15,6 +18,7 @@ from typing import Any
 
 from aitj.core import api, naming
 from aitj.core.render._meta import object_meta
+from aitj.core.render.volcano import env_data, host_files
 from aitj.core.wire import as_int, as_list, mapping
 
 DISCOVERY_MOUNT_PATH = "/etc/edl"  # the path et-operator and Arena use (--host-discovery-script)
@@ -107,11 +111,15 @@ def hosts_file(hosts: Sequence[tuple[str, int]]) -> str:
     return "".join(lines)
 
 
-def render_discovery_configmap(job: api.Job, hosts: Sequence[tuple[str, int]]) -> dict[str, Any]:
+def render_discovery_configmap(
+    job: api.Job, hosts: Sequence[tuple[str, int]], running: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, Any]:
     """render_discovery_configmap returns the job's discovery ConfigMap listing ``hosts``.
 
     ``hosts`` are ``(naming.pod_host(job, pod), slots_for(pod))`` for the Running workers, in
     the order the launcher should learn them (the caller's choice; by replica index is natural).
+    ``running``: each replica's Running pods in index order, for Volcano's host files (None:
+    none of them, as for a job with no Running pod).
     """
     return {
         "apiVersion": "v1",
@@ -120,6 +128,8 @@ def render_discovery_configmap(job: api.Job, hosts: Sequence[tuple[str, int]]) -
         "data": {
             DISCOVERY_SCRIPT_KEY: DISCOVER_HOSTS_SCRIPT,
             DISCOVERY_HOSTS_KEY: hosts_file(hosts),
+            **host_files(job, running or {}),
+            **env_data(job, running or {}),
         },
     }
 

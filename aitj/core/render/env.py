@@ -13,6 +13,7 @@
 | ``TRAININGJOB_<R>_REPLICAS`` | for every replica R of the job: its ``replicas`` |
 | ``TRAININGJOB_<R>_MIN_REPLICAS`` / ``_MAX_REPLICAS`` | its ``minReplicas`` / ``maxReplicas`` |
 | ``TRAININGJOB_<R>_SLOTS`` | slots (GPUs, 1 if none) of each R pod, as the discovery list counts them |
+| ``VC_<R>_HOSTS`` / ``VC_<R>_NUM`` | plugin.discovery: Volcano's, from the ConfigMap (``render.volcano``) |
 
 ``<R>`` is the replica name in upper case with every character outside A-Z and 0-9 turned into
 ``_`` (``trainer`` → ``TRAININGJOB_TRAINER_REPLICAS``). The first five names come from
@@ -41,6 +42,7 @@ from typing import Any
 
 from aitj.core import api, naming
 from aitj.core.render.discovery import slots_for
+from aitj.core.render.volcano import volcano_env
 
 ENV_JOB_NAME = "TRAININGJOB_NAME"
 ENV_JOB_NAMESPACE = "TRAININGJOB_NAMESPACE"
@@ -59,7 +61,7 @@ def replica_env_prefix(replica_name: str) -> str:
     return f"TRAININGJOB_{_NOT_ENV_CHAR.sub('_', replica_name.upper())}_"
 
 
-def job_env(job: api.Job, replica: api.ReplicaSpec, index: int, restart_count: int) -> list[dict[str, str]]:
+def job_env(job: api.Job, replica: api.ReplicaSpec, index: int, restart_count: int) -> list[dict[str, Any]]:
     """job_env is the operator's environment for one pod, in the order it goes into ``env``."""
     pairs = [
         (ENV_JOB_NAME, job.name),
@@ -79,16 +81,15 @@ def job_env(job: api.Job, replica: api.ReplicaSpec, index: int, restart_count: i
             (f"{prefix}MAX_REPLICAS", str(other.max_replicas)),
             (f"{prefix}SLOTS", str(slots_for(other.template))),
         ]
-    env: list[dict[str, str]] = []
-    seen: set[str] = set()
-    for name, value in pairs:  # two replica names may map to one prefix ("a-b", "a_b"): first wins
-        if name not in seen:
-            seen.add(name)
-            env.append({"name": name, "value": value})
-    return env
+    env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in pairs]
+    if job.spec.discovery:
+        env += volcano_env(job)
+    # Two replica names may map to one name ("a-b", "a_b"): the first wins.
+    first = {var["name"]: var for var in reversed(env)}
+    return [var for var in env if first[var["name"]] is var]
 
 
-def inject_env(container: MutableMapping[str, Any], ours: Sequence[dict[str, str]]) -> None:
+def inject_env(container: MutableMapping[str, Any], ours: Sequence[dict[str, Any]]) -> None:
     """inject_env puts ``ours`` first in the container's env, minus names the user sets."""
     theirs = container.get("env") or []  # the seed has "env:" with no value: None
     taken = {var.get("name") for var in theirs}

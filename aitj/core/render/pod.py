@@ -14,10 +14,13 @@ What the operator adds to or forces on the user's template (docs/pods.md says it
   through untouched.
 - every container: the environment of ``aitj.core.render.env``.
 - plugin.ssh: the ssh init step and ``/root/.ssh`` (``aitj.core.render.ssh``), in every pod.
-- plugin.discovery: ``/etc/edl`` (``aitj.core.render.discovery``), in the master replica's pod.
+- plugin.discovery: ``/etc/edl`` (``aitj.core.render.discovery``), in the master replica's pod;
+  Volcano's host files at ``/etc/volcano`` and its ``VC_`` variables
+  (``aitj.core.render.volcano``), in every pod.
+- a Volcano PodGroup (``pod_group``): the annotation that makes the pod one of its members.
 
-A mount the user already has at ``/root/.ssh`` or ``/etc/edl`` in a container is theirs: we
-add none there for that container.
+A mount the user already has at ``/root/.ssh``, ``/etc/edl`` or ``/etc/volcano`` in a container
+is theirs: we add none there for that container.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from aitj.core.render._meta import owner_reference, require_dns1035_label, requi
 from aitj.core.render.discovery import discovery_mount, discovery_volume
 from aitj.core.render.env import inject_env, job_env
 from aitj.core.render.ssh import ssh_init_container, ssh_mount, ssh_volumes
+from aitj.core.render.volcano import ANNOTATION_GROUP_NAME, hosts_mount, hosts_volume, uses_volcano
 
 _NO_ANNOTATIONS: Mapping[str, str] = types.MappingProxyType({})
 
@@ -62,14 +66,16 @@ def render_pod(
     finalizer: str,
     extra_annotations: Mapping[str, str] = _NO_ANNOTATIONS,
     avoid_nodes: Sequence[str] = (),
+    pod_group: str | None = None,
 ) -> dict[str, Any]:
     """render_pod returns the pod ``name`` for ``index`` of ``replica`` at restart ``generation``.
 
     ``name`` is ``naming.pod_name(job.name, job.uid, replica.name, index, generation)``, which
     the planner has already computed for the slot: it is taken, not computed again, so a pod's
     name has one source. ``restart_counts`` is ``status.RestartCount`` (replica name →
-    restarts); this replica's entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. The replica's
-    template is not modified. ``avoid_nodes``: nodes the pod must not be scheduled on.
+    restarts); this replica's entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. ``avoid_nodes``:
+    nodes the pod must not be scheduled on. ``pod_group``: the job's Volcano PodGroup, named on
+    the pods of replicas Volcano schedules. The replica's template is not modified.
     Raises ValueError if the pod name cannot be a hostname (longer than 63 characters):
     admission is expected to keep job and replica names short enough.
     """
@@ -92,6 +98,8 @@ def render_pod(
         "finalizers": finalizers,
     }
     annotations = {**(template_meta.get("annotations") or {}), **extra_annotations}
+    if pod_group and uses_volcano(replica):
+        annotations[ANNOTATION_GROUP_NAME] = pod_group
     if annotations:
         metadata["annotations"] = annotations
 
@@ -115,6 +123,9 @@ def render_pod(
     if job.spec.discovery and replica.replica_type is api.ReplicaType.MASTER:
         volumes.append(discovery_volume(job))
         _mount_unless_taken(every, discovery_mount())
+    if job.spec.discovery:
+        volumes.append(hosts_volume(job))
+        _mount_unless_taken(every, hosts_mount())
     if volumes:
         spec["volumes"] = volumes
     if init_containers:

@@ -1,0 +1,51 @@
+"""Which of the optional kinds (``cache.OPTIONAL``: another project's CRD, such as Volcano's
+PodGroup) the API server serves, asked once at start through API discovery.
+
+Once at start, not watched: the operator's informers and its ``Settings`` are fixed for its
+life, so a CRD installed later is used after the operator's next restart (docs/volcano.md).
+Discovery (``GET /apis/<group>/<version>``) is open to every authenticated user, so it needs
+no grant of the ClusterRole. An answer other than 200 or 404 (the server unreachable) counts
+as not served, with a warning: the operator then runs as on a cluster without it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from kubernetes import client
+
+from aitj.controller.cache import OPTIONAL, OWNED_COLLECTIONS
+from aitj.controller.logs import log
+from aitj.core.planner.types import ObjectKind
+
+
+def served_kinds(api_client: client.ApiClient) -> frozenset[ObjectKind]:
+    """served_kinds: the optional kinds the API server serves now."""
+    return frozenset(kind for kind in OPTIONAL if _served(api_client, *OWNED_COLLECTIONS[kind]))
+
+
+def _served(api_client: client.ApiClient, group_path: str, plural: str) -> bool:
+    """_served: the group version at ``group_path`` lists the resource ``plural``."""
+    try:
+        method, url, headers, body, post = api_client.param_serialize(
+            "GET", group_path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
+        )
+        rest = api_client.call_api(method, url, headers, body, post, _request_timeout=(10.0, 30.0))
+        response = rest.response
+        try:
+            status, data = response.status, response.data
+        finally:
+            response.release_conn()
+    except Exception as e:  # any failure to ask is "not served", said once
+        log.warning("API discovery failed: the kind is taken as not served", path=group_path, error=str(e))
+        return False
+    if status == 404:
+        return False
+    if status != 200:
+        log.warning("API discovery failed: the kind is taken as not served", path=group_path, status=status)
+        return False
+    try:
+        resources = json.loads(data).get("resources") or []
+    except (ValueError, AttributeError):
+        return False
+    return any(isinstance(r, dict) and r.get("name") == plural for r in resources)
