@@ -26,13 +26,14 @@ gone (``job_exists``), asked before letting that job's pods go.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from aitj.controller import gangapi
 from aitj.controller.executor import Written
 from aitj.controller.informer import Change, Delta, Informer, Item, Kind, Sync
 from aitj.controller.kubeclient import release
@@ -90,14 +91,27 @@ OWNED_COLLECTIONS: dict[ObjectKind, tuple[str, str]] = {
     ObjectKind.SECRET: ("/api/v1", "secrets"),
     ObjectKind.CONFIGMAP: ("/api/v1", "configmaps"),
     ObjectKind.PDB: ("/apis/policy/v1", "poddisruptionbudgets"),
+    **{kind: (gangapi.GROUP_PATH, plural) for kind, plural in gangapi.KINDS.items()},
 }
-OWNED: dict[str, ObjectKind] = {plural: kind for kind, (_, plural) in OWNED_COLLECTIONS.items()}
+# Watched only where the cluster serves them (``informers_for``'s ``unserved``).
+OPTIONAL_KINDS = frozenset(gangapi.KINDS)
+
+
+def owned_name(kind: ObjectKind) -> str:
+    """owned_name: the informer name of one ObjectKind: its plural, with its API group when
+    it has one (two groups may both have ``podgroups``)."""
+    group_path, plural = OWNED_COLLECTIONS[kind]
+    parts = group_path.split("/")
+    return f"{plural}.{parts[2]}" if parts[1] == "apis" else plural
+
+
+OWNED: dict[str, ObjectKind] = {owned_name(kind): kind for kind in OWNED_COLLECTIONS}
 
 
 def owned_kind(kind: ObjectKind) -> Kind[None]:
     """owned_kind: the informer kind of one ObjectKind (metadata only, by the job label)."""
     group_path, plural = OWNED_COLLECTIONS[kind]
-    return Kind(plural, group_path, plural, _nothing, JOB_SELECTOR, metadata_only=True)
+    return Kind(owned_name(kind), group_path, plural, _nothing, JOB_SELECTOR, metadata_only=True)
 
 
 def _newer(new: str, old: str) -> bool:
@@ -209,9 +223,14 @@ class InformerCache:
         self.informers: list[Informer[Any]] = []
         self._nodes: dict[str, NodeView] | None = None  # the nodes mapping, until a node changes
 
-    def informers_for(self, api_client: client.ApiClient, namespaces: Sequence[str]) -> list[Informer[Any]]:
-        """informers_for: the informers that fill this cache (not started)."""
-        kinds: list[Kind[Any]] = [JOBS, PODS, NODES, *(owned_kind(k) for k in OWNED_COLLECTIONS)]
+    def informers_for(
+        self, api_client: client.ApiClient, namespaces: Sequence[str], unserved: Collection[ObjectKind] = ()
+    ) -> list[Informer[Any]]:
+        """informers_for: the informers that fill this cache (not started), none for the
+        OPTIONAL_KINDS in ``unserved`` (kinds the cluster does not serve: a list of them
+        would fail forever, and the cache would never be synced)."""
+        owned = [k for k in OWNED_COLLECTIONS if not (k in OPTIONAL_KINDS and k in unserved)]
+        kinds: list[Kind[Any]] = [JOBS, PODS, NODES, *(owned_kind(k) for k in owned)]
         scopes: list[str | None] = list(namespaces) or [None]
         self.informers = [
             Informer(api_client, kind, ns, self.apply)

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import threading
 import time
 from typing import Any
 
 import kopf
 
-from aitj.controller import cache, collector, leader, metrics
+from aitj.controller import cache, collector, gangapi, leader, metrics
 from aitj.controller.executor import KubeExecutor
 from aitj.controller.kubeclient import api_client as new_api_client
 from aitj.controller.logs import log
@@ -45,12 +46,17 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     settings.posting.enabled = False  # we emit the Events we mean
     settings.peering.standalone = True
     client = memo.api_client
+    # Native gang scheduling: planned, and its objects watched, only where the API is served.
+    gang = await asyncio.to_thread(gangapi.gang_schedulers, client, gangapi.DEFAULT_SCHEDULERS)
+    memo.settings = dataclasses.replace(memo.settings, gang_schedulers=gang)
+    unserved = () if gang else cache.OPTIONAL_KINDS
+    log.info("native gang scheduling", schedulers=sorted(gang) or None)
     store = cache.InformerCache()
     collector.install(store)  # aitj_jobs, aitj_job_replicas, ...: read from the cache at scrape time
     # The listings first: they wait on the server while the rest is set up (building the API
     # classes the executor uses takes seconds). The watches hold their connections for
     # minutes: a client of their own keeps them out of the pool the passes' calls use.
-    informers = store.informers_for(new_api_client(memo.kubeconfig), memo.namespaces)
+    informers = store.informers_for(new_api_client(memo.kubeconfig), memo.namespaces, unserved)
     loop = asyncio.get_running_loop()
     started = time.monotonic()
     for informer in informers:

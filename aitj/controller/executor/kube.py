@@ -23,6 +23,7 @@ from aitj.controller.executor.steps import (
     Written,
     walk,
 )
+from aitj.controller.gangapi import GangApi
 from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
 from aitj.controller.recovery import RECOVERIES, Recoveries, record_restarts
@@ -50,6 +51,8 @@ _CREATE = {
     ObjectKind.SECRET: ("core", "create_namespaced_secret"),
     ObjectKind.CONFIGMAP: ("core", "create_namespaced_config_map"),
     ObjectKind.PDB: ("policy", "create_namespaced_pod_disruption_budget"),
+    ObjectKind.GANG_WORKLOAD: ("gang", "create_workload"),
+    ObjectKind.GANG_POD_GROUP: ("gang", "create_pod_group"),
 }
 # Only what the planner removes (a finished job's Service, budgets no longer wanted): the
 # ssh Secret and discovery ConfigMap go with the job, by the garbage collector, so the
@@ -57,6 +60,7 @@ _CREATE = {
 _DELETE = {
     ObjectKind.SERVICE: ("core", "delete_namespaced_service"),
     ObjectKind.PDB: ("policy", "delete_namespaced_pod_disruption_budget"),
+    ObjectKind.GANG_POD_GROUP: ("gang", "delete_pod_group"),  # a gang of an earlier epoch
 }
 
 
@@ -74,6 +78,7 @@ class KubeExecutor:
         self.core: Any = client.CoreV1Api(api_client)
         self.custom: Any = client.CustomObjectsApi(api_client)
         self.policy: Any = client.PolicyV1Api(api_client)
+        self.gang = GangApi(api_client)
         self.clock = clock  # Event timestamps, and when a pod was created (metrics)
         self.recoveries = recoveries
 

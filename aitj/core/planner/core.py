@@ -27,7 +27,7 @@ from aitj.core.api import (
     RestartScope,
 )
 from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
-from aitj.core.planner import resources, scaling
+from aitj.core.planner import gang, resources, scaling
 from aitj.core.planner.ledger import Ledger, record_to_json
 from aitj.core.planner.lifecycle import phase_of
 from aitj.core.planner.outcome import judge, timeout_at
@@ -191,6 +191,9 @@ def _live(
         for s in found.slots
         if s.state in (State.CREATE, State.REPLACE)
     )
+    joins = gang.plan_gang(job, found, given.owned, given.settings)
+    if joins is not None:
+        creates = tuple(replace(c, body=render.with_pod_group(c.body, joins.pod_group)) for c in creates)
     deletes, release, force_events, wake = _retire(job, found.retirees, now)
     hosts = _hosts(job, found, shape.joining)
     status = scaling.write_status(_status(job, prev, ledger, found, condition, stamp), scale, now)
@@ -203,8 +206,8 @@ def _live(
     changed = hosts is not None and prev.get("discoveryHosts") != [h.pod for h in hosts]
     budgets, unbudgets = _budgets(job, found, prev, status, given.owned)
     return Plan(
-        ensure=resources.ensure(job, given.owned, given.keys, hosts or ()),
-        removes=unbudgets,
+        ensure=resources.ensure(job, given.owned, given.keys, hosts or ()) + (joins.ensure if joins else ()),
+        removes=unbudgets + (joins.removes if joins else ()),
         budgets=budgets,
         creates=creates,
         discovery=resources.discovery(job, hosts) if hosts is not None and changed else None,

@@ -28,6 +28,11 @@ class ObjectKind(enum.StrEnum):
     SECRET = "Secret"  # plugin.ssh: the job's key pair
     CONFIGMAP = "ConfigMap"  # plugin.discovery: the host list
     PDB = "PodDisruptionBudget"  # one per replica type: a drain takes one pod of each at a time
+    # Native gang scheduling (scheduling.k8s.io, aitj.core.render.gang): the job's policy
+    # template, and one PodGroup per gang epoch. Named with their group: other gang APIs
+    # (Volcano's) have a PodGroup kind too.
+    GANG_WORKLOAD = "Workload.scheduling.k8s.io"
+    GANG_POD_GROUP = "PodGroup.scheduling.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -59,9 +64,12 @@ class Manifest:
 @dataclass(frozen=True)
 class Settings:
     """Settings: what the operator was started with that shapes what it renders.
-    ``priority_classes``: job priority -> PriorityClass name (``aitj run --priority-class``)."""
+    ``priority_classes``: job priority -> PriorityClass name (``aitj run --priority-class``).
+    ``gang_schedulers``: the schedulerNames that gang-schedule with Kubernetes' native
+    Workload API, empty when the cluster does not serve it (aitj.core.planner.gang)."""
 
     priority_classes: Mapping[str, str] = field(default_factory=dict, hash=False)
+    gang_schedulers: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

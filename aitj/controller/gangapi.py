@@ -1,0 +1,72 @@
+"""Kubernetes' native gang API (scheduling.k8s.io/v1alpha2: Workload, PodGroup) seen from the
+controller: whether the cluster serves it, and the calls that create and delete its objects.
+
+Asked once at start-up (``served``): the API is alpha, off unless the cluster enables it (the
+GenericWorkload feature gate and ``--runtime-config``). Where it is not served, the operator
+watches none of it and plans no gang (``Settings.gang_schedulers`` stays empty): nothing
+changes. docs/gang.md says more.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from aitj.core.planner.types import ObjectKind
+from aitj.core.render import gang
+
+KINDS: dict[ObjectKind, str] = {
+    ObjectKind.GANG_WORKLOAD: gang.WORKLOAD_PLURAL,
+    ObjectKind.GANG_POD_GROUP: gang.POD_GROUP_PLURAL,
+}
+GROUP_PATH = f"/apis/{gang.API_VERSION}"
+# Where the operator's option names none: the scheduler name CCE manifests use, which the
+# local control plane's gang-scheduling profile answers to (aitj.devcluster.config).
+DEFAULT_SCHEDULERS = ("volcano",)
+
+
+def served(api_client: client.ApiClient) -> bool:
+    """served: the API server serves both resources of the native gang API."""
+    custom: Any = client.CustomObjectsApi(api_client)
+    try:
+        response = custom.get_api_resources(gang.GROUP, gang.VERSION, _preload_content=False)
+    except ApiException as e:
+        if e.status in (403, 404):
+            return False
+        raise
+    resources = json.loads(response.data).get("resources") or []
+    names = {r.get("name") for r in resources if isinstance(r, dict)}
+    return set(KINDS.values()) <= names
+
+
+def gang_schedulers(api_client: client.ApiClient, names: Collection[str]) -> frozenset[str]:
+    """gang_schedulers: ``names`` when the cluster serves the native gang API, else none."""
+    return frozenset(names) if names and served(api_client) else frozenset()
+
+
+class GangApi:
+    """GangApi: create and delete calls for the gang kinds, in the shape the executor calls the
+    typed clients in (``create(namespace, body, **options)``, ``delete(name, namespace, ...)``)."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.custom: Any = client.CustomObjectsApi(api_client)
+
+    def create_workload(self, namespace: str, body: Any, **options: Any) -> Any:
+        return self._create(gang.WORKLOAD_PLURAL, namespace, body, options)
+
+    def create_pod_group(self, namespace: str, body: Any, **options: Any) -> Any:
+        return self._create(gang.POD_GROUP_PLURAL, namespace, body, options)
+
+    def delete_pod_group(self, name: str, namespace: str, **options: Any) -> Any:
+        return self.custom.delete_namespaced_custom_object(
+            gang.GROUP, gang.VERSION, namespace, gang.POD_GROUP_PLURAL, name, **options
+        )
+
+    def _create(self, plural: str, namespace: str, body: Any, options: dict[str, Any]) -> Any:
+        return self.custom.create_namespaced_custom_object(
+            gang.GROUP, gang.VERSION, namespace, plural, body, **options
+        )
