@@ -1,4 +1,5 @@
-"""The bench table: the figures of issue 10 (F0-F11, P1) from what a run measured.
+"""The bench table: the figures of issue 10 (F0-F11, P1) from what a run measured, and F1g
+(issue 16: F1 in gang-scheduled jobs).
 
 Pure: ``Measurements`` holds numbers (seconds, CPU seconds, bytes, counts); ``checks`` turns
 them into the table's rows, each stating its bar and whether it holds. A figure the run did
@@ -34,6 +35,7 @@ class Measurements:
     f4_to: int = 108  # F4's "replicas 8 -> 108"
     floor_delete: list[float] = field(default_factory=list)  # F0
     ours_delete: list[float] = field(default_factory=list)  # F1
+    gang_delete: list[float] = field(default_factory=list)  # F1g: F1 in gang-scheduled jobs
     ours_exit: list[float] = field(default_factory=list)  # F2
     node_one: list[float] = field(default_factory=list)  # F3, one node of 8 trainers
     node_ten: list[float] = field(default_factory=list)  # F3, 10 nodes at once
@@ -91,6 +93,13 @@ def checks(m: Measurements) -> list[Check]:
     rows += [
         _vs_floor(
             "F1", f"force delete -> replacement created{at}", m.ours_delete, floor, m.why.get("F1", "")
+        ),
+        _vs_floor(
+            "F1g",
+            "force delete in a gang-scheduled job (schedulerName volcano, minCount 8) -> replacement created",
+            m.gang_delete,
+            floor,
+            m.why.get("F1g", ""),
         ),
         _vs_floor(
             "F2",
