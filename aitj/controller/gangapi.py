@@ -48,6 +48,16 @@ def gang_schedulers(api_client: client.ApiClient, names: Collection[str]) -> fro
     return frozenset(names) if names and served(api_client) else frozenset()
 
 
+def gang_refused(error: BaseException | None) -> bool:
+    """gang_refused: ``error`` is the apiserver refusing a PodGroup whose Workload is missing
+    or being deleted (403, "PodGroup rejected: Workload ... not found")."""
+    return (
+        isinstance(error, ApiException)
+        and error.status == 403
+        and "PodGroup rejected" in str(error.body or error.reason or "")
+    )
+
+
 class GangApi:
     """GangApi: create and delete calls for the gang kinds, in the shape the executor calls the
     typed clients in (``create(namespace, body, **options)``, ``delete(name, namespace, ...)``)."""

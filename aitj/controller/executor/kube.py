@@ -23,7 +23,7 @@ from aitj.controller.executor.steps import (
     Written,
     walk,
 )
-from aitj.controller.gangapi import GangApi
+from aitj.controller.gangapi import GangApi, gang_refused
 from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
 from aitj.controller.recovery import RECOVERIES, Recoveries, record_restarts
@@ -115,9 +115,16 @@ class _Pass:
         self.created: dict[tuple[str, int], tuple[int, dt.datetime]] = {}  # pods this pass created
 
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
-        """send_ensure creates each object; AlreadyExists is success."""
+        """send_ensure creates each object; AlreadyExists is success. A PodGroup refused for
+        want of its Workload means the snapshot still held a Workload the garbage collector
+        has deleted (the job is being deleted): plan again from the newer view (StaleJob)."""
         for m in manifests:
-            made = self._create(f"{m.kind} {m.name}", self._call(_CREATE[m.kind]), m.body)
+            try:
+                made = self._create(f"{m.kind} {m.name}", self._call(_CREATE[m.kind]), m.body)
+            except StepFailed as e:
+                if m.kind is ObjectKind.GANG_POD_GROUP and gang_refused(e.__cause__):
+                    raise StaleJob(str(e)) from e
+                raise
             if not isinstance(made, bool):
                 self.written.owned.append((m.kind, made))
 

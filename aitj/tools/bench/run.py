@@ -31,6 +31,7 @@ from aitj.tools.bench.workload import (
     GANG_JOBS,
     NAMESPACES,
     NS_FLOOR,
+    NS_GANG,
     NS_OURS,
     NS_PEER,
     TRAINERS,
@@ -222,17 +223,17 @@ def _f1(s: Session, shape: Shape, m: Measurements, names: list[str]) -> None:
 
 
 def _f1g(s: Session, shape: Shape, m: Measurements) -> None:
-    """_f1g: F1 on jobs whose pods are gang-scheduled (made for it, deleted after it): a
-    replacement joins a gang already placed and must not wait for it (docs/gang.md)."""
+    """_f1g: F1 on jobs whose pods are gang-scheduled, made for it in a namespace of their own
+    (kept to the end: nothing else counts them): a replacement joins a gang already placed and
+    must not wait for it (docs/gang.md)."""
     names = [f"gang-{i}" for i in range(GANG_JOBS)]
     trials = max(1, shape.trials // 4)
     s.say(f"F1g: {trials} force deletes in {len(names)} gang-scheduled jobs")
     sc.create_jobs(s, names, shape.f4_to, gang=True)
-    s.settle(NS_OURS, shape.pods + len(names) * TRAINERS)
-    order: list[Hashable] = [(NS_OURS, job, "trainer", str(i)) for i in range(TRAINERS) for job in names]
-    m.gang_delete = sc.replacement_trials(s, NS_OURS, order, sc.strike_delete, trials)
-    sc.delete_jobs(s, names)
-    s.settle(NS_OURS, shape.pods)
+    s.settle(NS_GANG, len(names) * TRAINERS)
+    order: list[Hashable] = [(NS_GANG, job, "trainer", str(i)) for i in range(TRAINERS) for job in names]
+    m.gang_delete = sc.replacement_trials(s, NS_GANG, order, sc.strike_delete, trials)
+    s.settle(NS_GANG, len(names) * TRAINERS)
 
 
 def _big(s: Session, shape: Shape, m: Measurements, names: list[str], notes: list[str]) -> None:

@@ -206,22 +206,17 @@ def bring_up(
 
 def create_jobs(s: Session, names: list[str], f4_to: int, *, gang: bool = False) -> None:
     """create_jobs creates the bench's AITrainingJobs, one call after another (``gang``: on
-    the gang-scheduling profile)."""
+    the gang-scheduling profile, in NS_GANG)."""
     for name in names:
         body = training_job(name, f4_to, gang=gang)
         release(
             s.custom.create_namespaced_custom_object(
-                api.GROUP, api.VERSION, NS_OURS, api.PLURAL, body, _preload_content=False
-            )
-        )
-
-
-def delete_jobs(s: Session, names: list[str]) -> None:
-    """delete_jobs deletes AITrainingJobs of the bench's namespace (their pods go with them)."""
-    for name in names:
-        release(
-            s.custom.delete_namespaced_custom_object(
-                api.GROUP, api.VERSION, NS_OURS, api.PLURAL, name, _preload_content=False
+                api.GROUP,
+                api.VERSION,
+                body["metadata"]["namespace"],
+                api.PLURAL,
+                body,
+                _preload_content=False,
             )
         )
 

@@ -19,7 +19,8 @@ from aitj.devcluster.cluster import LocalCluster
 from aitj.devcluster.config import GANG_SCHEDULER
 
 NS_OURS, NS_FLOOR, NS_PEER = "bench", "bench-floor", "bench-peer"
-NAMESPACES = (NS_OURS, NS_FLOOR, NS_PEER)
+NS_GANG = "bench-gang"  # F1g's gang-scheduled jobs: a namespace of their own, kept to the end
+NAMESPACES = (NS_OURS, NS_FLOOR, NS_PEER, NS_GANG)
 TRAINERS = 8
 F3_NODES = 10
 F4_TO = 108
@@ -69,7 +70,7 @@ def training_job(name: str, f4_to: int = F4_TO, *, gang: bool = False) -> dict[s
     return {
         "apiVersion": f"{api.GROUP}/{api.VERSION}",
         "kind": api.KIND,
-        "metadata": {"name": name, "namespace": NS_OURS},
+        "metadata": {"name": name, "namespace": NS_GANG if gang else NS_OURS},
         "spec": {
             "faultTolerant": True,
             "completePolicy": "None",
