@@ -6,7 +6,10 @@ from kubernetes.client.exceptions import ApiException
 
 from aitj.controller.gangapi import gang_refused
 
-REJECTED = '{"message":"podgroups.scheduling.k8s.io \\"j-gang-1\\" is forbidden: PodGroup rejected: Workload \\"j\\" not found"}'
+REJECTED = (
+    '{"message":"podgroups.scheduling.k8s.io \\"j-gang-1\\" is forbidden: '
+    'PodGroup rejected: Workload \\"j\\" not found"}'
+)
 
 
 def refusal(status: int, body: str) -> ApiException:
