@@ -212,7 +212,9 @@ def _f1(s: Session, shape: Shape, m: Measurements, names: list[str]) -> None:
     s.say(f"F1: {shape.trials} force deletes, the operator (F5, F6 counted over them)")
     before = apimetrics.request_counts(str(s.cluster.apiserver.request("GET", "/metrics")))
     cpu, events = s.operator_cpu(), s.pods.events[NS_OURS]
-    m.ours_delete = sc.replacement_trials(s, NS_OURS, sc.ours_order(names), sc.strike_delete, shape.trials)
+    m.ours_delete = sc.replacement_trials(
+        s, NS_OURS, sc.ours_order(names), sc.strike_delete, shape.trials, running=m.ours_running
+    )
     s.settle(NS_OURS, shape.pods)
     time.sleep(2)  # the last recovery's status write and Event
     after = apimetrics.request_counts(str(s.cluster.apiserver.request("GET", "/metrics")))
@@ -232,7 +234,7 @@ def _f1g(s: Session, shape: Shape, m: Measurements) -> None:
     sc.create_jobs(s, names, shape.f4_to, gang=True)
     s.settle(NS_GANG, len(names) * TRAINERS)
     order: list[Hashable] = [(NS_GANG, job, "trainer", str(i)) for i in range(TRAINERS) for job in names]
-    m.gang_delete = sc.replacement_trials(s, NS_GANG, order, sc.strike_delete, trials)
+    m.gang_delete = sc.replacement_trials(s, NS_GANG, order, sc.strike_delete, trials, running=m.gang_running)
     s.settle(NS_GANG, len(names) * TRAINERS)
 
 

@@ -48,11 +48,18 @@ def strike_exit(s: Session, pod: Obj) -> None:
 
 
 def replacement_trials(
-    s: Session, namespace: str, order: list[Hashable], strike: Strike, n: int, timeout: float = 30
+    s: Session,
+    namespace: str,
+    order: list[Hashable],
+    strike: Strike,
+    n: int,
+    timeout: float = 30,
+    running: list[float] | None = None,
 ) -> list[float]:
     """replacement_trials strikes ``n`` pods, one at a time, taking slots in ``order`` (round
     robin, skipping a slot not Running now): each trial's latency is the strike's call to the
-    replacement's creation seen on the watch."""
+    replacement's creation seen on the watch; to it Running, appended to ``running`` if given
+    (scheduled and started: what a gang could hold back)."""
     out: list[float] = []
     for i in range(n):
         live = s.live_running(namespace)
@@ -66,6 +73,8 @@ def replacement_trials(
         start = time.monotonic()
         strike(s, victim)
         out += timed(start, created, timeout)
+        if running is not None:
+            running += timed(start, again, timeout)
         again.wait(timeout)
         s.pods.forget(created)
         s.pods.forget(again)
