@@ -1,8 +1,9 @@
 """Kubernetes' native gang API (scheduling.k8s.io/v1alpha2: Workload, PodGroup) seen from the
 controller: whether the cluster serves it, and the calls that create and delete its objects.
 
-Asked once at start-up (``served``): the API is alpha, off unless the cluster enables it (the
-GenericWorkload feature gate and ``--runtime-config``). Where it is not served, the operator
+Asked once at start-up (``served``, ``listable``): the API is alpha, off unless the cluster
+enables it (the GenericWorkload feature gate and ``--runtime-config``), and an install whose
+role predates it may not read it. Where it is not served, the operator
 watches none of it and plans no gang (``Settings.gang_schedulers`` stays empty): nothing
 changes. docs/gang.md says more.
 """
@@ -10,12 +11,13 @@ changes. docs/gang.md says more.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from aitj.controller.kubeclient import release
 from aitj.core.planner.types import ObjectKind
 from aitj.core.render import gang
 
@@ -43,9 +45,36 @@ def served(api_client: client.ApiClient) -> bool:
     return set(KINDS.values()) <= names
 
 
-def gang_schedulers(api_client: client.ApiClient, names: Collection[str]) -> frozenset[str]:
-    """gang_schedulers: ``names`` when the cluster serves the native gang API, else none."""
-    return frozenset(names) if names and served(api_client) else frozenset()
+def listable(api_client: client.ApiClient, namespaces: Sequence[str]) -> bool:
+    """listable: the operator may list both gang kinds where it watches (the first of its
+    ``namespaces``, or the cluster): an install whose role predates them must not start
+    informers that would be refused forever (the cache would never be synced)."""
+    custom: Any = client.CustomObjectsApi(api_client)
+    for plural in KINDS.values():
+        try:
+            if namespaces:
+                response = custom.list_namespaced_custom_object(
+                    gang.GROUP, gang.VERSION, namespaces[0], plural, limit=1, _preload_content=False
+                )
+            else:
+                response = custom.list_cluster_custom_object(
+                    gang.GROUP, gang.VERSION, plural, limit=1, _preload_content=False
+                )
+        except ApiException as e:
+            if e.status == 403:
+                return False
+            raise
+        release(response)
+    return True
+
+
+def gang_schedulers(
+    api_client: client.ApiClient, names: Collection[str], namespaces: Sequence[str] = ()
+) -> frozenset[str]:
+    """gang_schedulers: ``names`` when the cluster serves the native gang API and the operator
+    may list it, else none."""
+    usable = names and served(api_client) and listable(api_client, namespaces)
+    return frozenset(names) if usable else frozenset()
 
 
 def gang_refused(error: BaseException | None) -> bool:

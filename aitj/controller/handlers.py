@@ -47,7 +47,9 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     settings.peering.standalone = True
     client = memo.api_client
     # Native gang scheduling: planned, and its objects watched, only where the API is served.
-    gang = await asyncio.to_thread(gangapi.gang_schedulers, client, gangapi.DEFAULT_SCHEDULERS)
+    gang = await asyncio.to_thread(
+        gangapi.gang_schedulers, client, gangapi.DEFAULT_SCHEDULERS, memo.namespaces
+    )
     memo.settings = dataclasses.replace(memo.settings, gang_schedulers=gang)
     unserved = () if gang else cache.OPTIONAL_KINDS
     log.info("native gang scheduling", schedulers=sorted(gang) or None)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from aitj.controller import gangapi
+from aitj.controller.kubeclient import api_client
 from aitj.core.render import gang
 from aitj.devcluster.nodes import node_manifest, profile
 from tests.clusters import KubeCluster
@@ -212,3 +215,16 @@ def _unschedulable(pod: Any) -> str:
         if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable":
             return str(c.message or "")
     return ""
+
+
+def test_the_operator_plans_gangs_only_where_it_serves_them_and_it_may_list_them(
+    cluster: KubeCluster, operator_kubeconfig: Path
+) -> None:
+    assert gangapi.served(cluster.api)
+    operator_api = api_client(operator_kubeconfig)
+    assert gangapi.gang_schedulers(operator_api, ["volcano"]) == {"volcano"}
+    assert gangapi.gang_schedulers(operator_api, ["volcano"], ["default"]) == {"volcano"}
+    # A role that predates the gang kinds: nothing about gangs, rather than informers refused forever.
+    nobody: Any = cluster.new_api()  # the client's header setter is untyped
+    nobody.set_default_header("Impersonate-User", "nobody-in-particular")
+    assert gangapi.gang_schedulers(nobody, ["volcano"]) == frozenset()
