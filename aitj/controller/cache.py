@@ -33,6 +33,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from aitj.controller import gangapi
 from aitj.controller.executor import Written
 from aitj.controller.informer import Change, Delta, Informer, Item, Kind, Sync
 from aitj.controller.kubeclient import release
@@ -91,10 +92,12 @@ OWNED_COLLECTIONS: dict[ObjectKind, tuple[str, str]] = {
     ObjectKind.CONFIGMAP: ("/api/v1", "configmaps"),
     ObjectKind.PDB: ("/apis/policy/v1", "poddisruptionbudgets"),
     ObjectKind.VOLCANO_PODGROUP: ("/apis/scheduling.volcano.sh/v1beta1", "podgroups"),
+    **{kind: (gangapi.GROUP_PATH, plural) for kind, plural in gangapi.KINDS.items()},
 }
-# Kinds only some clusters serve (a CRD of another project): watched only when the operator
-# found them served at start (``aitj.controller.served``).
-OPTIONAL: frozenset[ObjectKind] = frozenset({ObjectKind.VOLCANO_PODGROUP})
+# Kinds only some clusters serve (a CRD of another project, an alpha API): watched only when
+# the operator found them served at start (``aitj.controller.served``); a list of a kind not
+# served would fail forever, and the cache would never be synced.
+OPTIONAL: frozenset[ObjectKind] = frozenset({ObjectKind.VOLCANO_PODGROUP, *gangapi.KINDS})
 
 
 def owned_kind(kind: ObjectKind) -> Kind[None]:

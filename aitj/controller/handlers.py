@@ -30,7 +30,7 @@ from typing import Any
 
 import kopf
 
-from aitj.controller import cache, collector, leader, metrics
+from aitj.controller import cache, collector, gangapi, leader, metrics
 from aitj.controller.executor import KubeExecutor
 from aitj.controller.kubeclient import api_client as new_api_client
 from aitj.controller.logs import log
@@ -60,14 +60,27 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     # The listings first: they wait on the server while the rest is set up (building the API
     # classes the executor uses takes seconds). The watches hold their connections for
     # minutes: a client of their own keeps them out of the pool the passes' calls use.
-    # Optional kinds (Volcano's PodGroup) are looked up once: the informers and the planner's
-    # Settings follow what is served now (aitj.controller.served).
+    # Optional kinds (Volcano's PodGroup, the native gang API) are looked up once: the
+    # informers and the planner's Settings follow what is served now (aitj.controller.served).
     served = await asyncio.to_thread(served_kinds, client)
+    # Where Volcano's PodGroup is served, the scheduler behind the name volcano is Volcano,
+    # which reads its own PodGroup: the native gang is then not planned (one gang per job).
+    native = set(gangapi.KINDS) <= served and ObjectKind.VOLCANO_PODGROUP not in served
+    gang: frozenset[str] = frozenset()
+    if native:
+        gang = await asyncio.to_thread(
+            gangapi.gang_schedulers, client, gangapi.DEFAULT_SCHEDULERS, memo.namespaces
+        )
+    if not gang:
+        served -= set(gangapi.KINDS)
     planner_settings = dataclasses.replace(
-        memo.settings, volcano_podgroups=ObjectKind.VOLCANO_PODGROUP in served
+        memo.settings, volcano_podgroups=ObjectKind.VOLCANO_PODGROUP in served, gang_schedulers=gang
     )
-    if served:
-        log.info("optional kinds served", kinds=sorted(str(k) for k in served))
+    log.info(
+        "optional kinds served",
+        kinds=sorted(str(k) for k in served) or None,
+        native_gang_schedulers=sorted(gang) or None,
+    )
     informers = store.informers_for(new_api_client(memo.kubeconfig), memo.namespaces, served)
     loop = asyncio.get_running_loop()
     started = time.monotonic()

@@ -74,6 +74,7 @@ class PodView:
     ledger_annotation: str | None = None  # the raw ANNOTATION_LEDGER (aitj.core.planner.ledger)
     unschedulable: str | None = None  # the scheduler's message when it cannot place the pod
     owner_uid: str | None = None  # the uid of its controller (the job that made it), if it names one
+    pod_group: str | None = None  # spec.schedulingGroup.podGroupName: its gang (aitj.core.planner.gang)
 
     @property
     def tracked(self) -> bool:
@@ -137,6 +138,7 @@ class PodView:
             ledger_annotation=ledger if isinstance(ledger, str) else None,
             unschedulable=None if spec.get("nodeName") else _unschedulable(status),
             owner_uid=_controller_uid(meta),
+            pod_group=mapping(spec.get("schedulingGroup")).get("podGroupName") or None,
         )
 
 

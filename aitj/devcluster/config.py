@@ -26,6 +26,15 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 EPHEMERAL_PORTS_START = 32768
 DEFAULT_BASE_PORT = 16443
 SCHEDULER_NAMES = ("default-scheduler", "volcano")
+# The scheduler profile that gang-schedules (docs/gang.md): pods naming it, as CCE manifests
+# do, are placed all or none when they belong to a gang PodGroup.
+GANG_SCHEDULER = "volcano"
+# Kubernetes' native gang scheduling (KEP-4671), alpha in v1.36: the Workload and PodGroup API
+# (scheduling.k8s.io/v1alpha2, pod.spec.schedulingGroup) and the scheduler's GangScheduling
+# plugin. The apiserver serves the API, the scheduler gang-schedules, the controller-manager
+# keeps a PodGroup (its deletion-protection finalizer) until its pods have stopped.
+GANG_FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"
+GANG_API_VERSION = "scheduling.k8s.io/v1alpha2"
 # The user the operator runs as when installed from manifests/ (its ServiceAccount): the only
 # user the apiserver's audit log records, so the log stays small and says exactly what the
 # operator asked for (tests/e2e/test_rbac_audit.py reads it against the ClusterRole).
@@ -71,6 +80,9 @@ class ClusterConfig:
     node_grace_seconds: int = 20
     # kwok renews each node's Lease every quarter of this.
     node_lease_seconds: int = 8
+    # Native gang scheduling on (GANG_FEATURE_GATES, the volcano profile); off, the cluster
+    # serves no PodGroup API and every profile places each pod alone.
+    gang: bool = True
 
 
 def write_files(name: str, state: Path, config: ClusterConfig, ports: Ports) -> dict[str, list[str]]:
@@ -82,7 +94,7 @@ def write_files(name: str, state: Path, config: ClusterConfig, ports: Ports) -> 
         write_kubeconfig(cfg / f"{ident.file}.kubeconfig", name, state / "pki", ident.file, ports)
     write_kubeconfig(state / "kubeconfig", name, state / "pki", pki.ADMIN.file, ports)
     sched = cfg / "scheduler.yaml"
-    sched.write_text(yaml.safe_dump(scheduler_config(cfg / "kube-scheduler.kubeconfig")))
+    sched.write_text(yaml.safe_dump(scheduler_config(cfg / "kube-scheduler.kubeconfig", gang=config.gang)))
     kwok_cfg = cfg / "kwok.yaml"
     kwok_cfg.write_text(kwok_config(config, pod_log_file(state)))
     pod_log_file(state).write_text(POD_LOG_SEED)
@@ -175,6 +187,7 @@ def commands(
             "--audit-log-format=json",
             f"--audit-log-maxsize={AUDIT_LOG_MAX_MB}",
             f"--audit-log-maxbackup={AUDIT_LOG_BACKUPS}",
+            *gang_flags(config, runtime_config=True),
             "--v=1",
         ],
         "kube-controller-manager": [
@@ -196,6 +209,7 @@ def commands(
             "--kube-api-qps=200",
             "--kube-api-burst=400",
             "--profiling=false",
+            *gang_flags(config),
             "--v=1",
         ],
         "kube-scheduler": [
@@ -205,6 +219,7 @@ def commands(
             f"--authorization-kubeconfig={cfg / 'kube-scheduler.kubeconfig'}",
             "--bind-address=127.0.0.1",
             f"--secure-port={ports.scheduler}",
+            *gang_flags(config),
             "--v=1",
         ],
         "kwok": [
@@ -221,16 +236,37 @@ def commands(
     }
 
 
-def scheduler_config(kubeconfig: Path) -> dict[str, Any]:
-    """scheduler_config: kube-scheduler's KubeSchedulerConfiguration."""
-    # Two profiles with the default plugins: pods that ask for schedulerName "volcano" (as
-    # CCE manifests do) are scheduled too. It does not gang-schedule: each pod is placed alone.
+def gang_flags(config: ClusterConfig, *, runtime_config: bool = False) -> list[str]:
+    """gang_flags: the feature gates of native gang scheduling (and, for the apiserver,
+    ``runtime_config``: the alpha API group it must serve), or nothing when ``config.gang`` is
+    off. The same gates on every component: a gate the apiserver has and the scheduler lacks
+    would leave the API served and the pods placed one by one."""
+    if not config.gang:
+        return []
+    flags = [f"--feature-gates={GANG_FEATURE_GATES}"]
+    if runtime_config:
+        flags.append(f"--runtime-config={GANG_API_VERSION}=true")
+    return flags
+
+
+def scheduler_config(kubeconfig: Path, *, gang: bool = True) -> dict[str, Any]:
+    """scheduler_config: kube-scheduler's KubeSchedulerConfiguration: one profile per name of
+    SCHEDULER_NAMES, each with the default plugins, so pods that ask for schedulerName
+    "volcano" (as CCE manifests do) are scheduled too. With ``gang``, GANG_SCHEDULER's profile
+    gang-schedules (the GangScheduling plugin, default with its feature gate on) and the
+    default-scheduler's does not: a pod there is placed alone, whatever group it names."""
+    profiles: list[dict[str, Any]] = []
+    for name in SCHEDULER_NAMES:
+        profile: dict[str, Any] = {"schedulerName": name}
+        if gang and name != GANG_SCHEDULER:
+            profile["plugins"] = {"multiPoint": {"disabled": [{"name": "GangScheduling"}]}}
+        profiles.append(profile)
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
         "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": n} for n in SCHEDULER_NAMES],
+        "profiles": profiles,
     }
 
 

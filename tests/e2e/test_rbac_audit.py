@@ -7,7 +7,8 @@ operator made is one the ClusterRole grants, and the authorizer denied none.
 This module runs last (tests/e2e/conftest.py orders it), so the log holds every scenario the
 session ran; it also drives a compact scenario of its own first, so run alone it still covers
 each grant: a job's life to the end under cleanPodPolicy All, a force-deleted trainer, a
-drained node, a scale-out rolled back, and a job deleted while running.
+drained node, a scale-out rolled back, a restart of scope All (a new gang), and a job deleted
+while running.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 from kubernetes import client
 
 from aitj.core import api
+from aitj.core.render import gang
 from aitj.devcluster import faults
 from aitj.devcluster.config import AUDITED_USER
 from tests.clusters import KubeCluster
@@ -121,6 +123,15 @@ def trainers(cluster: KubeCluster, namespace: str) -> dict[int, Any]:
     }
 
 
+def pod_groups(cluster: KubeCluster, namespace: str, job: str) -> list[str]:
+    """pod_groups: the names of ``job``'s native gang PodGroups."""
+    custom: Any = client.CustomObjectsApi(cluster.api)
+    found = custom.list_namespaced_custom_object(
+        gang.GROUP, gang.VERSION, namespace, gang.POD_GROUP_PLURAL, label_selector=f"{api.LABEL_JOB}={job}"
+    )
+    return sorted(item["metadata"]["name"] for item in found["items"])
+
+
 def replaced(cluster: KubeCluster, namespace: str, index: int, old: str) -> bool:
     found = trainers(cluster, namespace).get(index)
     return found is not None and found.metadata.name != old and len(trainers(cluster, namespace)) == 3
@@ -193,7 +204,17 @@ def _scenario(cluster: KubeCluster, namespace: str, pool: Pool) -> None:
     # the operator has read from the apiserver that the job is gone (not only late in its cache).
     for node in pool.nodes:
         pool.label(node, on=True)
-    create_job(cluster, namespace, seed_variant(DELETED, pin=pool.pin()))
+    # Its trainers restart with scope All: the seed's pods name the gang-scheduling profile,
+    # so a lost trainer forms a new gang and the old PodGroup is deleted (docs/gang.md).
+    all_scope = set_path("spec.replicaSpecs.trainer.faultTolerantPolicy.0.restartScope", "All")
+    create_job(cluster, namespace, seed_variant(DELETED, pin=pool.pin(), scope=all_scope))
+    wait_phase(cluster, namespace, DELETED, "Running")
+    faults.force_delete(
+        cluster.api, namespace, running(job_pods(cluster, namespace, DELETED, "trainer"))[0].metadata.name
+    )
+    wait_for(
+        lambda: pod_groups(cluster, namespace, DELETED) == [f"{DELETED}-gang-1"], 60, "the new gang alone"
+    )
     wait_phase(cluster, namespace, DELETED, "Running")
     delete_job(cluster, namespace, DELETED)
     wait_for(lambda: not job_pods(cluster, namespace, DELETED), 60, "the deleted job's pods gone")

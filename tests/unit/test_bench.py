@@ -127,6 +127,9 @@ def measurements(**changes: object) -> Measurements:
         pods=1000,
         floor_delete=[30 * MS] * 190 + [50 * MS] * 10,
         ours_delete=[33 * MS] * 199 + [70 * MS],
+        gang_delete=[35 * MS] * 50,
+        ours_running=[60 * MS] * 200,
+        gang_running=[62 * MS] * 50,
         ours_exit=[40 * MS] * 200,
         node_one=[200 * MS] * 20,
         node_ten=[800 * MS] * 5,
@@ -158,7 +161,7 @@ def statuses(m: Measurements) -> list[tuple[str, str, Status]]:
 
 def test_a_run_that_meets_every_bar_passes_every_row_but_the_unmeasured_ones() -> None:
     rows = checks(measurements())
-    assert {r.figure for r in rows} == {f"F{i}" for i in range(12)} | {"P1"}
+    assert {r.figure for r in rows} == {f"F{i}" for i in range(12)} | {"P1", "F1g"}
     assert {r.figure: r.status for r in rows if r.status != Status.PASS} == {
         "F0": Status.MEASURED,
         "P1": Status.MEASURED,
@@ -268,6 +271,20 @@ def test_results_json_holds_the_run_the_rows_and_every_sample() -> None:
     assert set(doc["rows"][1]) == {"figure", "what", "value", "bar", "status", "data"}
     assert len(doc["measurements"]["ours_delete"]) == 200
     assert doc["usage"] == {"pods": [100.0], "cpu_percent": [5.0], "rss_mb": [80.0]}
+
+
+def test_f1g_holds_the_replacements_of_gang_scheduled_jobs_to_f1s_bar() -> None:
+    rows = checks(measurements(gang_delete=[76 * MS] * 50))
+    assert [r.figure for r in rows[1:4]] == ["F1", "F1g", "F1g"]
+    assert rows[2].status == Status.MISS and rows[2].bar == rows[1].bar
+    assert checks(measurements(gang_delete=[]))[2].status == Status.NOT_MEASURED
+    running = checks(measurements(gang_running=[91 * MS] * 50))[3]
+    assert (running.figure, running.status, running.bar) == (
+        "F1g",
+        Status.MISS,
+        "p99 <= 1.5 x F1's p99 to Running = 90.0 ms",
+    )
+    assert checks(measurements(gang_running=[90 * MS] * 50))[3].status == Status.PASS
 
 
 def test_the_table_has_a_row_per_check_and_shouts_a_miss() -> None:

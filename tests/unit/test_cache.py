@@ -124,6 +124,7 @@ def test_a_snapshot_holds_the_job_its_pods_the_nodes_and_its_objects() -> None:
 def test_every_owned_kind_has_a_collection_and_is_listed_by_name_only() -> None:
     assert set(OWNED_COLLECTIONS) == set(ObjectKind)
     assert all(owned_kind(k).metadata_only for k in ObjectKind)
+    assert len({owned_kind(k).name for k in ObjectKind}) == len(ObjectKind)  # one store each
 
 
 @pytest.mark.parametrize(

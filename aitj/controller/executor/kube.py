@@ -23,6 +23,7 @@ from aitj.controller.executor.steps import (
     Written,
     walk,
 )
+from aitj.controller.gangapi import GangApi, gang_refused
 from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
 from aitj.controller.recovery import RECOVERIES, Recoveries, record_restarts
@@ -52,6 +53,8 @@ _CREATE = {
     ObjectKind.CONFIGMAP: ("core", "create_namespaced_config_map"),
     ObjectKind.PDB: ("policy", "create_namespaced_pod_disruption_budget"),
     ObjectKind.VOLCANO_PODGROUP: ("volcano", "create_namespaced_pod_group"),
+    ObjectKind.GANG_WORKLOAD: ("gang", "create_workload"),
+    ObjectKind.GANG_POD_GROUP: ("gang", "create_pod_group"),
 }
 # Only what the planner removes (a finished job's Service, budgets no longer wanted): the
 # ssh Secret and discovery ConfigMap go with the job, by the garbage collector, so the
@@ -59,6 +62,7 @@ _CREATE = {
 _DELETE = {
     ObjectKind.SERVICE: ("core", "delete_namespaced_service"),
     ObjectKind.PDB: ("policy", "delete_namespaced_pod_disruption_budget"),
+    ObjectKind.GANG_POD_GROUP: ("gang", "delete_pod_group"),  # a gang of an earlier epoch
 }
 
 
@@ -101,6 +105,7 @@ class KubeExecutor:
         self.custom: Any = client.CustomObjectsApi(api_client)
         self.policy: Any = client.PolicyV1Api(api_client)
         self.volcano = _VolcanoPodGroups(self.custom)
+        self.gang = GangApi(api_client)
         self.clock = clock  # Event timestamps, and when a pod was created (metrics)
         self.recoveries = recoveries
 
@@ -137,9 +142,16 @@ class _Pass:
         self.created: dict[tuple[str, int], tuple[int, dt.datetime]] = {}  # pods this pass created
 
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
-        """send_ensure creates each object; AlreadyExists is success."""
+        """send_ensure creates each object; AlreadyExists is success. A PodGroup refused for
+        want of its Workload means the snapshot still held a Workload the garbage collector
+        has deleted (the job is being deleted): plan again from the newer view (StaleJob)."""
         for m in manifests:
-            made = self._create(f"{m.kind} {m.name}", self._call(_CREATE[m.kind]), m.body)
+            try:
+                made = self._create(f"{m.kind} {m.name}", self._call(_CREATE[m.kind]), m.body)
+            except StepFailed as e:
+                if m.kind is ObjectKind.GANG_POD_GROUP and gang_refused(e.__cause__):
+                    raise StaleJob(str(e)) from e
+                raise
             if not isinstance(made, bool):
                 self.written.owned.append((m.kind, made))
 

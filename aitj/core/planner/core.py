@@ -25,7 +25,7 @@ from aitj.core.api import (
     RestartScope,
 )
 from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
-from aitj.core.planner import degraded, hostfiles, recovery, resources, scaling
+from aitj.core.planner import degraded, gang, hostfiles, recovery, resources, scaling
 from aitj.core.planner.ledger import Ledger, record_to_json
 from aitj.core.planner.lifecycle import phase_of
 from aitj.core.planner.outcome import judge, timeout_at
@@ -201,6 +201,9 @@ def _live(
         )
         for s in wanted
     )
+    joins = gang.plan_gang(job, found, given.owned, given.settings)
+    if joins is not None:
+        creates = tuple(replace(c, body=render.with_pod_group(c.body, joins.pod_group)) for c in creates)
     deletes, release, force_events, wake = retire(job, found.retirees, now)
     lists = hostfiles.host_lists(job, found, shape.joining)
     hosts = lists.hosts if lists is not None else None
@@ -222,8 +225,9 @@ def _live(
     running = lists.running if lists is not None else None
     return Plan(
         ensure=resources.ensure(job, given.owned, given.keys, hosts or (), running)
-        + resources.podgroups(job, given.owned, given.settings),
-        removes=unbudgets,
+        + resources.podgroups(job, given.owned, given.settings)
+        + (joins.ensure if joins else ()),
+        removes=unbudgets + (joins.removes if joins else ()),
         budgets=budgets,
         podgroup=podgroup,
         creates=creates,

@@ -31,6 +31,10 @@ class ObjectKind(enum.StrEnum):
     CONFIGMAP = "ConfigMap"  # plugin.discovery: the host list
     PDB = "PodDisruptionBudget"  # one per replica type: a drain takes one pod of each at a time
     VOLCANO_PODGROUP = "PodGroup.scheduling.volcano.sh"  # the gang, when Volcano schedules the pods
+    # Native gang scheduling (scheduling.k8s.io, aitj.core.render.gang): the job's policy
+    # template, and one PodGroup per gang epoch. Named with their group, like Volcano's.
+    GANG_WORKLOAD = "Workload.scheduling.k8s.io"
+    GANG_POD_GROUP = "PodGroup.scheduling.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -65,11 +69,14 @@ class Settings:
     ``priority_classes``: job priority -> PriorityClass name (``aitj run --priority-class``);
     ``node_signals``: the node conditions and taints that are node failures
     (``--node-fault-condition``, ``--node-fault-taint``; aitj.core.nodesignals);
-    ``volcano_podgroups``: Volcano's PodGroup kind was served when the operator started."""
+    ``volcano_podgroups``: Volcano's PodGroup kind was served when the operator started;
+    ``gang_schedulers``: the schedulerNames that gang-schedule with Kubernetes' native
+    Workload API, empty when the cluster does not serve it (aitj.core.planner.gang)."""
 
     priority_classes: Mapping[str, str] = field(default_factory=dict, hash=False)
     node_signals: NodeSignals = DEFAULT_SIGNALS
     volcano_podgroups: bool = False
+    gang_schedulers: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

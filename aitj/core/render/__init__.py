@@ -11,6 +11,7 @@ sends the result. Key material comes in as input (``aitj.controller.sshkeys`` ma
   (and the GPU count the metrics use).
 - ``render_pdb``, ``max_unavailable`` (``pdb.py``): a PodDisruptionBudget per replica type.
 - ``avoid_nodes`` (``avoid.py``): a pod kept off given nodes (those that show a fault signal).
+- ``gang.py`` (imported from there, but ``with_pod_group``): the native gang objects.
 - ``render_submission`` (``submit.py``, imported from there): the job ``aitj submit`` makes from flags.
 
 What a pod ends up with, for users: docs/pods.md.
@@ -27,6 +28,7 @@ from aitj.core.render.discovery import (
     slots_for,
 )
 from aitj.core.render.env import job_env, replica_env_prefix
+from aitj.core.render.gang import with_pod_group
 from aitj.core.render.pdb import ANNOTATION_MAX_UNAVAILABLE, max_unavailable, pdb_name, render_pdb
 from aitj.core.render.pod import pod_labels, render_pod
 from aitj.core.render.service import render_service
@@ -54,4 +56,5 @@ __all__ = [
     "slots_for",
     "ssh_config_file",
     "ssh_setup_script",
+    "with_pod_group",
 ]

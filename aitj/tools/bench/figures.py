@@ -1,4 +1,5 @@
-"""The bench table: the figures of issue 10 (F0-F11, P1) from what a run measured.
+"""The bench table: the figures of issue 10 (F0-F11, P1) from what a run measured, and F1g
+(issue 16: F1 in gang-scheduled jobs).
 
 Pure: ``Measurements`` holds numbers (seconds, CPU seconds, bytes, counts); ``checks`` turns
 them into the table's rows, each stating its bar and whether it holds. A figure the run did
@@ -34,6 +35,9 @@ class Measurements:
     f4_to: int = 108  # F4's "replicas 8 -> 108"
     floor_delete: list[float] = field(default_factory=list)  # F0
     ours_delete: list[float] = field(default_factory=list)  # F1
+    ours_running: list[float] = field(default_factory=list)  # F1, to the replacement Running
+    gang_delete: list[float] = field(default_factory=list)  # F1g: F1 in gang-scheduled jobs
+    gang_running: list[float] = field(default_factory=list)  # F1g, to the replacement Running
     ours_exit: list[float] = field(default_factory=list)  # F2
     node_one: list[float] = field(default_factory=list)  # F3, one node of 8 trainers
     node_ten: list[float] = field(default_factory=list)  # F3, 10 nodes at once
@@ -92,6 +96,14 @@ def checks(m: Measurements) -> list[Check]:
         _vs_floor(
             "F1", f"force delete -> replacement created{at}", m.ours_delete, floor, m.why.get("F1", "")
         ),
+        _vs_floor(
+            "F1g",
+            "force delete in a gang-scheduled job (schedulerName volcano, minCount 8) -> replacement created",
+            m.gang_delete,
+            floor,
+            m.why.get("F1g", ""),
+        ),
+        _gang_running(m),
         _vs_floor(
             "F2",
             f"exit code matched by a rule -> replacement created{at}",
@@ -189,6 +201,23 @@ def _vs_floor(fig: str, what: str, values: list[float], floor: Summary | None, w
         bar=bar,
         data=_ms_data(ours),
         why_not=why or "no trials",
+    )
+
+
+def _gang_running(m: Measurements) -> Check:
+    """_gang_running: F1g to the replacement Running (scheduled: what a gang could hold back)
+    against F1's, whose pods no gang holds: within FLOOR_FACTOR of it."""
+    gang, plain = _summary(m.gang_running), _summary(m.ours_running)
+    limit = FLOOR_FACTOR * plain.p99 if plain else None
+    return against(
+        "F1g",
+        "force delete in a gang-scheduled job -> replacement Running",
+        gang.p99 if gang else None,
+        limit,
+        value=gang.text() if gang else "",
+        bar="p99 <= 1.5 x F1's p99 to Running" + (f" = {ms(limit)}" if limit is not None else ""),
+        data={**_ms_data(gang), "f1_running": _ms_data(plain)},
+        why_not=m.why.get("F1g", "") or "no trials",
     )
 
 

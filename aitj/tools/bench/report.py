@@ -23,6 +23,7 @@ RESULTS, TABLE, CDF_PNG, USAGE_PNG = "results.json", "table.md", "latency_cdf.pn
 CDF_SERIES = (
     ("F0 floor: force delete", "floor_delete"),
     ("F1 aitj: force delete", "ours_delete"),
+    ("F1g aitj: force delete, gang-scheduled", "gang_delete"),
     ("F2 aitj: exit code", "ours_exit"),
     ("P1 Job controller: force delete", "peer_delete"),
 )

@@ -2,7 +2,7 @@
 
 Order: the cluster and its node pools; the floor's pods and process; the Job controller's
 bring-up (F10, on the empty cluster, then removed); the operator and its bring-up (F10); idle
-(F6, F7); F0, F1 (F5 and F6 counted over it), F2, F3, F4; P1; then, in the full run only, the
+(F6, F7); F0, F1 (F5 and F6 counted over it), F1g, F2, F3, F4; P1; then, in the full run only, the
 growth to 10,000 pods (F11), idle there (F6, F7) and the restart (F8); last, the leader
 takeover (F9) at the run's largest scale.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
+from collections.abc import Hashable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,10 @@ from aitj.tools.bench.floor import floor_pod
 from aitj.tools.bench.session import Say, Session
 from aitj.tools.bench.watcher import CountReaches
 from aitj.tools.bench.workload import (
+    GANG_JOBS,
     NAMESPACES,
     NS_FLOOR,
+    NS_GANG,
     NS_OURS,
     NS_PEER,
     TRAINERS,
@@ -174,6 +177,7 @@ def _measure(s: Session, shape: Shape, m: Measurements, notes: list[str]) -> Non
     floor_order = [(NS_FLOOR, str(i)) for i in range(TRAINERS)]
     m.floor_delete = sc.replacement_trials(s, NS_FLOOR, list(floor_order), sc.strike_delete, shape.trials)
     _f1(s, shape, m, names)
+    _f1g(s, shape, m)
     say(f"F2: {shape.trials} exits with code matched by a rule")
     m.ours_exit = sc.replacement_trials(s, NS_OURS, sc.ours_order(names), sc.strike_exit, shape.trials)
     s.settle(NS_OURS, shape.pods)
@@ -208,7 +212,9 @@ def _f1(s: Session, shape: Shape, m: Measurements, names: list[str]) -> None:
     s.say(f"F1: {shape.trials} force deletes, the operator (F5, F6 counted over them)")
     before = apimetrics.request_counts(str(s.cluster.apiserver.request("GET", "/metrics")))
     cpu, events = s.operator_cpu(), s.pods.events[NS_OURS]
-    m.ours_delete = sc.replacement_trials(s, NS_OURS, sc.ours_order(names), sc.strike_delete, shape.trials)
+    m.ours_delete = sc.replacement_trials(
+        s, NS_OURS, sc.ours_order(names), sc.strike_delete, shape.trials, running=m.ours_running
+    )
     s.settle(NS_OURS, shape.pods)
     time.sleep(2)  # the last recovery's status write and Event
     after = apimetrics.request_counts(str(s.cluster.apiserver.request("GET", "/metrics")))
@@ -216,6 +222,20 @@ def _f1(s: Session, shape: Shape, m: Measurements, names: list[str]) -> None:
     seen = s.pods.events[NS_OURS] - events
     if seen:
         m.cpu_per_1000_events = (s.operator_cpu() - cpu) / seen * 1000
+
+
+def _f1g(s: Session, shape: Shape, m: Measurements) -> None:
+    """_f1g: F1 on jobs whose pods are gang-scheduled, made for it in a namespace of their own
+    (kept to the end: nothing else counts them): a replacement joins a gang already placed and
+    must not wait for it (docs/gang.md)."""
+    names = [f"gang-{i}" for i in range(GANG_JOBS)]
+    trials = max(1, shape.trials // 4)
+    s.say(f"F1g: {trials} force deletes in {len(names)} gang-scheduled jobs")
+    sc.create_jobs(s, names, shape.f4_to, gang=True)
+    s.settle(NS_GANG, len(names) * TRAINERS)
+    order: list[Hashable] = [(NS_GANG, job, "trainer", str(i)) for i in range(TRAINERS) for job in names]
+    m.gang_delete = sc.replacement_trials(s, NS_GANG, order, sc.strike_delete, trials, running=m.gang_running)
+    s.settle(NS_GANG, len(names) * TRAINERS)
 
 
 def _big(s: Session, shape: Shape, m: Measurements, names: list[str], notes: list[str]) -> None:

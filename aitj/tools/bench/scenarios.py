@@ -49,11 +49,18 @@ def strike_exit(s: Session, pod: Obj) -> None:
 
 
 def replacement_trials(
-    s: Session, namespace: str, order: list[Hashable], strike: Strike, n: int, timeout: float = 30
+    s: Session,
+    namespace: str,
+    order: list[Hashable],
+    strike: Strike,
+    n: int,
+    timeout: float = 30,
+    running: list[float] | None = None,
 ) -> list[float]:
     """replacement_trials strikes ``n`` pods, one at a time, taking slots in ``order`` (round
     robin, skipping a slot not Running now): each trial's latency is the strike's call to the
-    replacement's creation seen on the watch."""
+    replacement's creation seen on the watch; to it Running, appended to ``running`` if given
+    (scheduled and started: what a gang could hold back)."""
     out: list[float] = []
     for i in range(n):
         live = s.live_running(namespace)
@@ -67,6 +74,8 @@ def replacement_trials(
         start = time.monotonic()
         strike(s, victim)
         out += timed(start, created, timeout)
+        if running is not None:
+            running += timed(start, again, timeout)
         again.wait(timeout)
         s.pods.forget(created)
         s.pods.forget(again)
@@ -205,12 +214,19 @@ def bring_up(
     return ready.times[0] - start, ready.times[0]
 
 
-def create_jobs(s: Session, names: list[str], f4_to: int) -> None:
-    """create_jobs creates the bench's AITrainingJobs, one call after another."""
+def create_jobs(s: Session, names: list[str], f4_to: int, *, gang: bool = False) -> None:
+    """create_jobs creates the bench's AITrainingJobs, one call after another (``gang``: on
+    the gang-scheduling profile, in NS_GANG)."""
     for name in names:
+        body = training_job(name, f4_to, gang=gang)
         release(
             s.custom.create_namespaced_custom_object(
-                api.GROUP, api.VERSION, NS_OURS, api.PLURAL, training_job(name, f4_to), _preload_content=False
+                api.GROUP,
+                api.VERSION,
+                body["metadata"]["namespace"],
+                api.PLURAL,
+                body,
+                _preload_content=False,
             )
         )
 

@@ -16,12 +16,15 @@ from aitj.core import api
 from aitj.devcluster import nodes as nodes_mod
 from aitj.devcluster.apiclient import node_ready, tainted_not_ready
 from aitj.devcluster.cluster import LocalCluster
+from aitj.devcluster.config import GANG_SCHEDULER
 
 NS_OURS, NS_FLOOR, NS_PEER = "bench", "bench-floor", "bench-peer"
-NAMESPACES = (NS_OURS, NS_FLOOR, NS_PEER)
+NS_GANG = "bench-gang"  # F1g's gang-scheduled jobs: a namespace of their own, kept to the end
+NAMESPACES = (NS_OURS, NS_FLOOR, NS_PEER, NS_GANG)
 TRAINERS = 8
 F3_NODES = 10
 F4_TO = 108
+GANG_JOBS = 4  # F1g: jobs of 8 trainers on the gang-scheduling profile, made for it alone
 EXIT_CODE = 137  # F2: the code the rule restarts on
 POOL_LABEL = "bench.aitj.dev/pool"
 FLOOR_SLOT = "bench.aitj.dev/slot"
@@ -48,13 +51,16 @@ def job_names(pods: int, f3_nodes: int = F3_NODES) -> list[str]:
     )
 
 
-def training_job(name: str, f4_to: int = F4_TO) -> dict[str, Any]:
+def training_job(name: str, f4_to: int = F4_TO, *, gang: bool = False) -> dict[str, Any]:
     """training_job: the bench's AITrainingJob: 8 trainers, restarted on exit code 137, on a
-    NotReady node and on a force delete; no plugins (no ssh keys, no host list)."""
+    NotReady node and on a force delete; no plugins (no ssh keys, no host list). ``gang``:
+    its pods go to the gang-scheduling profile, all 8 the minimum (F1g; docs/gang.md)."""
     pod_spec: dict[str, Any] = {
         "containers": [{"name": "trainer", "image": IMAGE, "command": ["sleep", "infinity"]}],
         "terminationGracePeriodSeconds": 0,
     }
+    if gang:
+        pod_spec["schedulerName"] = GANG_SCHEDULER
     if name.startswith("f3-"):
         node = f3_node(int(name.removeprefix("f3-")))
         pod_spec["nodeSelector"] = {"kubernetes.io/hostname": node}
@@ -64,7 +70,7 @@ def training_job(name: str, f4_to: int = F4_TO) -> dict[str, Any]:
     return {
         "apiVersion": f"{api.GROUP}/{api.VERSION}",
         "kind": api.KIND,
-        "metadata": {"name": name, "namespace": NS_OURS},
+        "metadata": {"name": name, "namespace": NS_GANG if gang else NS_OURS},
         "spec": {
             "faultTolerant": True,
             "completePolicy": "None",
@@ -73,7 +79,7 @@ def training_job(name: str, f4_to: int = F4_TO) -> dict[str, Any]:
                 "trainer": {
                     "replicaType": "worker",
                     "replicas": TRAINERS,
-                    "minReplicas": 1,
+                    "minReplicas": TRAINERS if gang else 1,
                     "maxReplicas": f4_to if name == "f4" else TRAINERS,
                     "restartPolicy": "OnNodeFailWithExitCode",
                     "restartScope": "Pod",

@@ -1,0 +1,86 @@
+"""The job's gang objects: Kubernetes' native Workload and PodGroups (KEP-4671, docs/gang.md).
+
+A gang is placed all or none: the scheduler binds none of a PodGroup's pods until it has
+found room for ``minCount`` of them. The Workload is the job's policy template (one per job,
+named like the job; its spec is immutable); each PodGroup is one gang of pods, named after the
+job and its gang epoch (``pod_group_name``): a restart that replaces every pod forms a new gang
+under a new name (aitj.core.planner.gang says when), because a pod names its group once
+(``spec.schedulingGroup`` is immutable) and a PodGroup stays until its last pod has stopped.
+
+The API is alpha (``scheduling.k8s.io/v1alpha2``, feature gate GenericWorkload); the operator
+renders these only where the API is served (aitj.core.planner.types.Settings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aitj.core import api
+from aitj.core.render._meta import object_meta
+
+GROUP = "scheduling.k8s.io"
+VERSION = "v1alpha2"
+API_VERSION = f"{GROUP}/{VERSION}"
+WORKLOAD_PLURAL = "workloads"
+POD_GROUP_PLURAL = "podgroups"
+# The Workload's one template: every gang of the job is made from it.
+TEMPLATE = "trainers"
+_EPOCH_SEPARATOR = "-gang-"
+
+
+def workload_name(job_name: str) -> str:
+    """workload_name: the job's Workload is named like the job."""
+    return job_name
+
+
+def pod_group_name(job_name: str, epoch: int) -> str:
+    """pod_group_name: the PodGroup of the job's gang ``epoch``, ``<job>-gang-<epoch>``."""
+    return f"{job_name}{_EPOCH_SEPARATOR}{epoch}"
+
+
+def pod_group_epoch(job_name: str, name: str) -> int | None:
+    """pod_group_epoch: the epoch ``name`` (a PodGroup's name) stands for in ``job_name``'s
+    gangs, None when it is not one of that job's (``pod_group_name`` read backwards)."""
+    prefix = f"{job_name}{_EPOCH_SEPARATOR}"
+    digits = name[len(prefix) :] if name.startswith(prefix) else ""
+    return int(digits) if digits.isdigit() and str(int(digits)) == digits else None
+
+
+def _gang(min_count: int) -> dict[str, Any]:
+    return {"gang": {"minCount": min_count}}
+
+
+def render_workload(job: api.Job, min_count: int) -> dict[str, Any]:
+    """render_workload: the job's Workload: one gang template of ``min_count`` pods,
+    controlled by the job (``controllerRef``), owned by it (garbage-collected with it)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Workload",
+        "metadata": object_meta(job, workload_name(job.name)),
+        "spec": {
+            "controllerRef": {"apiGroup": api.GROUP, "kind": api.KIND, "name": job.name},
+            "podGroupTemplates": [{"name": TEMPLATE, "schedulingPolicy": _gang(min_count)}],
+        },
+    }
+
+
+def render_pod_group(job: api.Job, epoch: int, min_count: int) -> dict[str, Any]:
+    """render_pod_group: the gang of ``epoch``: placed once ``min_count`` of its pods fit."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "PodGroup",
+        "metadata": object_meta(job, pod_group_name(job.name, epoch)),
+        "spec": {
+            "podGroupTemplateRef": {
+                "workload": {"workloadName": workload_name(job.name), "podGroupTemplateName": TEMPLATE}
+            },
+            "schedulingPolicy": _gang(min_count),
+        },
+    }
+
+
+def with_pod_group(pod: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """with_pod_group: ``pod`` (a rendered pod) as a member of the PodGroup ``name``."""
+    spec = {**pod.get("spec", {}), "schedulingGroup": {"podGroupName": name}}
+    return {**pod, "spec": spec}
