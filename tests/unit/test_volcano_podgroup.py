@@ -84,8 +84,9 @@ def test_a_volcano_job_gets_one_podgroup_before_its_pods_and_its_pods_name_it() 
     [group] = [m for m in result.ensure if m.kind is ObjectKind.VOLCANO_PODGROUP]
     assert group.body["apiVersion"] == "scheduling.volcano.sh/v1beta1" and group.body["kind"] == "PodGroup"
     assert group.body["spec"] == {
-        "minMember": 2,  # trainer minReplicas 1 + launcher 1: the smallest job that can run
-        "minResources": {"cpu": "1500m", "memory": str(3 * 2**30)},
+        # Trainer minReplicas 1: the launcher, created once the trainers run, is not counted.
+        "minMember": 1,
+        "minResources": {"cpu": "1", "memory": str(2 * 2**30)},  # one trainer's requests
         "queue": "default",
         "priorityClassName": "aitj-normal",
     }
@@ -95,9 +96,16 @@ def test_a_volcano_job_gets_one_podgroup_before_its_pods_and_its_pods_name_it() 
     assert result.creates and all(group_of(c.body) == JOB for c in result.creates)
 
 
-def test_min_member_is_the_sum_of_min_replicas_of_the_replicas_volcano_schedules() -> None:
+def test_min_member_is_the_sum_of_min_replicas_of_the_replicas_volcano_schedules_that_start_together() -> (
+    None
+):
     job = with_replica(volcano_job(), "trainer", min_replicas=2)
-    assert render_podgroup(job, None)["spec"]["minMember"] == 3
+    assert render_podgroup(job, None)["spec"]["minMember"] == 2  # the launcher waits for the trainers
+    # A job of one master replica: its pods start at once, so they are the gang.
+    alone = dataclasses.replace(
+        job, spec=dataclasses.replace(job.spec, replicas=(job.spec.replica("launcher"),))
+    )
+    assert render_podgroup(alone, None)["spec"]["minMember"] == 1
     # A replica left to the default scheduler is not a member: the gang would wait for it forever.
     job = with_replica(job, "launcher", template={"spec": {"containers": [{"name": "aitj-0"}]}})
     result = VolcanoCluster(job).step(0)
@@ -152,7 +160,7 @@ def test_scale_out_pods_join_the_gangs_accounting_without_raising_min_member() -
     assert [c.index for c in result.creates] == [3, 4]
     assert all(group_of(c.body) == JOB for c in result.creates)
     assert result.podgroup is None
-    assert cluster.objects[PODGROUP] is before and before["spec"]["minMember"] == 2
+    assert cluster.objects[PODGROUP] is before and before["spec"]["minMember"] == 1
 
 
 def test_the_status_records_the_spec_written_and_a_pass_that_changes_nothing_rewrites_nothing() -> None:
@@ -167,9 +175,9 @@ def test_an_edit_of_min_replicas_rewrites_the_podgroup() -> None:
     job = with_replica(cluster.job, "trainer", min_replicas=3)
     cluster.job = dataclasses.replace(job, generation=job.generation + 1)
     result = cluster.step(20)
-    assert result.podgroup is not None and result.podgroup.body["spec"]["minMember"] == 4
-    assert cluster.objects[PODGROUP]["spec"]["minMember"] == 4
-    assert cluster.status["volcanoPodGroup"]["minMember"] == 4
+    assert result.podgroup is not None and result.podgroup.body["spec"]["minMember"] == 3
+    assert cluster.objects[PODGROUP]["spec"]["minMember"] == 3
+    assert cluster.status["volcanoPodGroup"]["minMember"] == 3
     assert cluster.step(30).podgroup is None
 
 

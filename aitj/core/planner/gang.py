@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from aitj.core.api import Job, ReplicaSpec, ReplicaType
+from aitj.core.api import Job, ReplicaSpec
 from aitj.core.observed import PodView
 from aitj.core.planner.survey import State, Survey
 from aitj.core.planner.types import Manifest, ObjectKind, ObjectRef, Owned, Settings
@@ -68,10 +68,8 @@ def gang_scheduled(job: Job, settings: Settings) -> bool:
 
 
 def members(job: Job) -> tuple[ReplicaSpec, ...]:
-    """members: the replicas whose pods start together (all but the masters of a job that has
-    workers: those wait for the workers to run)."""
-    has_workers = any(r.replica_type is ReplicaType.WORKER for r in job.spec.replicas)
-    return tuple(r for r in job.spec.replicas if not (has_workers and r.replica_type is ReplicaType.MASTER))
+    """members: the replicas whose pods start together (``render.gang.start_together``)."""
+    return render_gang.start_together(job)
 
 
 def min_count(job: Job) -> int:

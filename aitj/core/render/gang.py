@@ -29,6 +29,17 @@ TEMPLATE = "trainers"
 _EPOCH_SEPARATOR = "-gang-"
 
 
+def start_together(job: api.Job) -> tuple[api.ReplicaSpec, ...]:
+    """start_together: the replicas whose pods the operator creates together, so a gang can
+    count them: all but the masters of a job that has workers. The launcher is created only
+    once every worker runs (aitj.core.planner.survey's gate): a gang that counted it would
+    wait for a pod that waits for the gang. Native gangs and Volcano's PodGroup both use this."""
+    has_workers = any(r.replica_type is api.ReplicaType.WORKER for r in job.spec.replicas)
+    return tuple(
+        r for r in job.spec.replicas if not (has_workers and r.replica_type is api.ReplicaType.MASTER)
+    )
+
+
 def workload_name(job_name: str) -> str:
     """workload_name: the job's Workload is named like the job."""
     return job_name

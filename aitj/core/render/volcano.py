@@ -18,10 +18,12 @@ a peer's restart does not change them. The files do change: read the files. The 
 starts once every worker runs (docs/semantics.md, section 2), so its list is complete.
 
 PodGroup (``scheduling.volcano.sh/v1beta1``). ``minMember`` is the sum of ``minReplicas``
-over the replicas whose pods use Volcano: the job can train with that many pods, so the gang
-is the smallest job that can run, not its current size. A bigger gang would keep a job that
-can run from starting; a scale-out's pods join the group and are counted by the scheduler
-without raising the bar. ``minResources`` is what those ``minReplicas`` pods request.
+over the replicas whose pods use Volcano and start together (``gang.start_together``: not
+the launcher of a job with workers, which is created once they run, so counting it would
+deadlock the gang): the job can train with that many pods, so the gang is the smallest job
+that can run, not its current size. A bigger gang would keep a job that can run from
+starting; a scale-out's pods (and the launcher) join the group and are counted by the
+scheduler without raising the bar. ``minResources`` is what those ``minReplicas`` pods request.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 from aitj.core import api, naming
 from aitj.core.render._meta import object_meta
+from aitj.core.render.gang import start_together
 from aitj.core.wire import as_list, mapping
 
 HOSTS_MOUNT_PATH = "/etc/volcano"  # Volcano's svc plugin's mount path
@@ -144,7 +147,7 @@ def queue(job: api.Job) -> str:
 
 def render_podgroup(job: api.Job, priority_class: str | None) -> dict[str, Any]:
     """render_podgroup: the job's Volcano PodGroup (module docstring: why minReplicas)."""
-    members = [r for r in job.spec.replicas if uses_volcano(r)]
+    members = [r for r in start_together(job) if uses_volcano(r)]
     total: dict[str, Fraction] = {}
     for r in members:
         for name, amount in pod_requests(r.template).items():
