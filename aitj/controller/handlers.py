@@ -76,11 +76,12 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     planner_settings = dataclasses.replace(
         memo.settings, volcano_podgroups=ObjectKind.VOLCANO_PODGROUP in served, gang_schedulers=gang
     )
-    log.info(
-        "optional kinds served",
-        kinds=sorted(str(k) for k in served) or None,
-        native_gang_schedulers=sorted(gang) or None,
-    )
+    if served:
+        log.info(
+            "optional kinds served",
+            kinds=sorted(str(k) for k in served),
+            native_gang_schedulers=sorted(gang) or None,
+        )
     informers = store.informers_for(new_api_client(memo.kubeconfig), memo.namespaces, served)
     loop = asyncio.get_running_loop()
     started = time.monotonic()
