@@ -106,3 +106,24 @@ def _custom(cluster: KubeCluster) -> Any:
     from kubernetes import client
 
     return client.CustomObjectsApi(cluster.api)
+
+
+def spread(name: str) -> Callable[[Doc], None]:
+    """spread: a change to a seed variant named ``name``: one trainer per node (a required pod
+    anti-affinity on the hostname among its trainers)."""
+
+    def change(doc: Doc) -> None:
+        spec = doc["spec"]["replicaSpecs"]["trainer"]["template"]["spec"]
+        selector = {"matchLabels": {api.LABEL_JOB: name, api.LABEL_REPLICA: "trainer"}}
+        term = {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+    return change
+
+
+def running_trainers(cluster: KubeCluster, namespace: str, name: str) -> dict[int, Any]:
+    """running_trainers: the job's Running trainer pods, by index."""
+    return {
+        int(p.metadata.labels[api.LABEL_INDEX]): p
+        for p in running(job_pods(cluster, namespace, name, "trainer"))
+    }

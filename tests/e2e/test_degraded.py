@@ -10,13 +10,21 @@ from typing import Any
 
 import pytest
 
-from aitj.core import api, naming
+from aitj.core import naming
 from aitj.core.wire import parse_time
 from aitj.devcluster import faults
 from tests.clusters import KubeCluster
 from tests.e2e.pools import Pool
 from tests.e2e.test_metrics import samples, value
-from tests.jobs import Doc, create_job, events_for, get_job, job_pods, running, seed_variant, wait_phase
+from tests.jobs import (
+    create_job,
+    events_for,
+    get_job,
+    running_trainers,
+    seed_variant,
+    spread,
+    wait_phase,
+)
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
 
@@ -24,20 +32,9 @@ pytestmark = pytest.mark.e2e
 NAME = "short-job"
 
 
-def spread(doc: Doc) -> None:
-    """spread: one trainer per node (required pod anti-affinity on the hostname)."""
-    spec = doc["spec"]["replicaSpecs"]["trainer"]["template"]["spec"]
-    selector = {"matchLabels": {api.LABEL_JOB: NAME, api.LABEL_REPLICA: "trainer"}}
-    term = {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
-    spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-
-
 def trainers(cluster: KubeCluster, namespace: str) -> dict[int, Any]:
-    """trainers: the running trainer pods by index."""
-    return {
-        int(p.metadata.labels[api.LABEL_INDEX]): p
-        for p in running(job_pods(cluster, namespace, NAME, "trainer"))
-    }
+    """trainers: the job's Running trainer pods, by index."""
+    return running_trainers(cluster, namespace, NAME)
 
 
 def status(cluster: KubeCluster, namespace: str) -> dict[str, Any]:
@@ -61,7 +58,7 @@ def test_a_trainer_that_cannot_be_placed_leaves_the_job_degraded_until_room_appe
 ) -> None:
     for _ in range(3):
         pool.add_ready()
-    create_job(cluster, namespace, seed_variant(NAME, pin=pool.pin(), spread=spread))
+    create_job(cluster, namespace, seed_variant(NAME, pin=pool.pin(), spread=spread(NAME)))
     wait_phase(cluster, namespace, NAME, "Running")
     before = trainers(cluster, namespace)
     assert len({p.spec.node_name for p in before.values()}) == 3

@@ -10,11 +10,18 @@ from typing import Any
 
 import pytest
 
-from aitj.core import api
 from aitj.devcluster.versions import kubectl_binary
 from tests.clusters import KubeCluster
 from tests.e2e.pools import Pool
-from tests.jobs import Doc, create_job, events_for, get_job, job_pods, running, seed_variant, wait_phase
+from tests.jobs import (
+    create_job,
+    events_for,
+    get_job,
+    running_trainers,
+    seed_variant,
+    spread,
+    wait_phase,
+)
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
 
@@ -23,27 +30,16 @@ NAME = "drain-job"
 DRAIN = ("--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s")
 
 
-def spread(doc: Doc) -> None:
-    """spread: one trainer per node (required pod anti-affinity on the hostname)."""
-    spec = doc["spec"]["replicaSpecs"]["trainer"]["template"]["spec"]
-    selector = {"matchLabels": {api.LABEL_JOB: NAME, api.LABEL_REPLICA: "trainer"}}
-    term = {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
-    spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-
-
 def trainers(cluster: KubeCluster, namespace: str) -> dict[int, Any]:
-    """trainers: the running trainer pods by index."""
-    return {
-        int(p.metadata.labels[api.LABEL_INDEX]): p
-        for p in running(job_pods(cluster, namespace, NAME, "trainer"))
-    }
+    """trainers: the job's Running trainer pods, by index."""
+    return running_trainers(cluster, namespace, NAME)
 
 
 def start(cluster: KubeCluster, namespace: str, pool: Pool, nodes: int) -> dict[int, Any]:
     """start: ``nodes`` pool nodes, the seed job on them one trainer per node, Running."""
     for _ in range(nodes):
         pool.add()
-    create_job(cluster, namespace, seed_variant(NAME, pin=pool.pin(), spread=spread))
+    create_job(cluster, namespace, seed_variant(NAME, pin=pool.pin(), spread=spread(NAME)))
     wait_phase(cluster, namespace, NAME, "Running")
     wait_for(
         lambda: (get_job(cluster, namespace, NAME).get("status") or {}).get("disruptionBudgets"),
