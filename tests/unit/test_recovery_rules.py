@@ -10,7 +10,7 @@ import pytest
 
 from aitj.core.api import Backoff, FaultTolerantRule, parse_job
 from aitj.core.policy import FailReason, Failure, FailureKind, RestartDecision, RuleWhy, decide
-from aitj.core.render.pod import exclude_nodes
+from aitj.core.render.avoid import exclude_nodes
 from tests.seeds import seed_job
 from tests.unit.builders import exit_rule, trainer
 

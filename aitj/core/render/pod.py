@@ -10,7 +10,7 @@ What the operator adds to or forces on the user's template (docs/pods.md says it
   ``subdomain`` = the headless Service, ``priorityClassName`` when the operator maps the job's
   priority to one; for a replacement that keeps off nodes (a rule's excludeNodeSeconds), a
   required ``kubernetes.io/hostname NotIn`` node affinity, ANDed into every nodeSelectorTerm of
-  the template's own (``exclude_nodes``). Everything else, ``schedulerName`` included, passes
+  the template's own (``render.avoid.exclude_nodes``). Everything else, ``schedulerName`` included, passes
   through untouched.
 - every container: the environment of ``aitj.core.render.env``.
 - plugin.ssh: the ssh init step and ``/root/.ssh`` (``aitj.core.render.ssh``), in every pod.
@@ -33,6 +33,7 @@ from typing import Any
 
 from aitj.core import api, naming
 from aitj.core.render._meta import owner_reference, require_dns1035_label, require_dns1123_label
+from aitj.core.render.avoid import exclude_nodes
 from aitj.core.render.discovery import discovery_mount, discovery_volume
 from aitj.core.render.env import inject_env, job_env
 from aitj.core.render.ssh import ssh_init_container, ssh_mount, ssh_volumes
@@ -106,8 +107,7 @@ def render_pod(
     spec["restartPolicy"] = "Never"
     spec["hostname"] = name
     spec["subdomain"] = service
-    if avoid_nodes:
-        exclude_nodes(spec, avoid_nodes)
+    exclude_nodes(spec, avoid_nodes)
     if priority_class:
         spec["priorityClassName"] = priority_class
         spec.pop("priority", None)  # admission fills it from the class; a stale value is refused
@@ -144,22 +144,3 @@ def _mount_unless_taken(containers: list[dict[str, Any]], mount: dict[str, Any])
         mounts = container.get("volumeMounts") or []
         if all(posixpath.normpath(m.get("mountPath", "")) != path for m in mounts):
             container["volumeMounts"] = [*mounts, dict(mount)]
-
-
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-
-
-def exclude_nodes(spec: dict[str, Any], nodes: Sequence[str]) -> None:
-    """exclude_nodes keeps the pod of ``spec`` off ``nodes``: a required ``kubernetes.io/hostname
-    NotIn`` expression. The scheduler ORs nodeSelectorTerms, so the expression is ANDed into
-    every one of the template's terms (none dropped); without terms it is the only one."""
-    expression = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": sorted(set(nodes))}
-    affinity = spec.setdefault("affinity", {})
-    node_affinity = affinity.setdefault("nodeAffinity", {})
-    required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
-    terms = required.get("nodeSelectorTerms") or []
-    if not terms:
-        terms = [{}]
-    for term in terms:
-        term["matchExpressions"] = [*(term.get("matchExpressions") or []), dict(expression)]
-    required["nodeSelectorTerms"] = terms
