@@ -15,7 +15,7 @@ from aitj.core.wire import parse_time
 from aitj.devcluster import faults
 from tests.clusters import KubeCluster
 from tests.e2e.pools import Pool
-from tests.e2e.test_metrics import samples, value
+from tests.e2e.scrape import samples, value
 from tests.jobs import (
     create_job,
     events_for,

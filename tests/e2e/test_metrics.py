@@ -7,11 +7,11 @@ import base64
 from collections.abc import Callable
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from aitj.core import naming
 from aitj.devcluster import faults
 from tests.clusters import KubeCluster
+from tests.e2e.scrape import Samples, samples, value
 from tests.jobs import (
     create_job,
     delete_job,
@@ -29,22 +29,6 @@ from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 NAME = "metrics-job"
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def samples(operator: OperatorProcess) -> Samples:
-    """samples: every sample on /metrics, by (name, labels)."""
-    out: Samples = {}
-    for family in text_string_to_metric_families(operator.metrics()):
-        for s in family.samples:
-            out[(s.name, frozenset(s.labels.items()))] = s.value
-    return out
-
-
-def value(found: Samples, name: str, **labels: str) -> float:
-    """value: the sum of the samples of ``name`` whose labels include ``labels`` (0: none)."""
-    want = set(labels.items())
-    return sum(v for (n, ls), v in found.items() if n == name and want <= ls)
 
 
 def series_of(found: Samples, job: str) -> list[str]:

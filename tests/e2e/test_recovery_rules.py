@@ -176,20 +176,28 @@ def test_a_backoff_recreates_after_2_4_and_8_s_then_at_once_after_the_index_ran_
 # Keeping replacements off bad nodes
 
 
-def test_a_replacement_never_lands_on_the_failed_pods_node_and_waits_pending_when_it_is_the_only_one(
-    cluster: KubeCluster, namespace: str, live_operator: OperatorProcess, pool: Pool
-) -> None:
+def one_trainer_fails_on_its_only_node(cluster: KubeCluster, namespace: str, pool: Pool, exclude: int) -> str:
+    """one_trainer_fails_on_its_only_node: a job of one trainer whose exit-101 rule keeps its
+    replacement off the failed pod's node for ``exclude`` seconds, Running on the pool's only
+    node, exits 101; returns that node."""
     only = pool.add()
     doc = seed_variant(
         NAME,
         pin=pool.pin(),
         replicas=set_path("spec.replicaSpecs.trainer.replicas", 1),
-        rules=trainer_rules(exit_rule(excludeNodeSeconds=600)),
+        rules=trainer_rules(exit_rule(excludeNodeSeconds=exclude)),
     )
     create_job(cluster, namespace, doc)
     pod = running_index0(cluster, namespace, 0)
     assert pod.spec.node_name == only
     faults.pod_exit(cluster.api, namespace, pod.metadata.name, 101)
+    return only
+
+
+def test_a_replacement_never_lands_on_the_failed_pods_node_and_waits_pending_when_it_is_the_only_one(
+    cluster: KubeCluster, namespace: str, live_operator: OperatorProcess, pool: Pool
+) -> None:
+    only = one_trainer_fails_on_its_only_node(cluster, namespace, pool, 600)
 
     def said_why() -> Any:
         excluded = get_job(cluster, namespace, NAME)["status"].get("excludedNodes") or []
@@ -220,16 +228,7 @@ def test_a_replacement_never_lands_on_the_failed_pods_node_and_waits_pending_whe
 def test_a_replacement_that_waited_out_a_5s_exclusion_is_replaced_by_one_that_may_use_the_node(
     cluster: KubeCluster, namespace: str, live_operator: OperatorProcess, pool: Pool
 ) -> None:
-    only = pool.add()
-    doc = seed_variant(
-        NAME,
-        pin=pool.pin(),
-        replicas=set_path("spec.replicaSpecs.trainer.replicas", 1),
-        rules=trainer_rules(exit_rule(excludeNodeSeconds=5)),
-    )
-    create_job(cluster, namespace, doc)
-    pod = running_index0(cluster, namespace, 0)
-    faults.pod_exit(cluster.api, namespace, pod.metadata.name, 101)
+    only = one_trainer_fails_on_its_only_node(cluster, namespace, pool, 5)
     pod = running_index0(cluster, namespace, 2)  # generation 1 could not be placed; 2 may use the node
     assert pod.spec.node_name == only and pod.spec.affinity is None
     job = get_job(cluster, namespace, NAME)
