@@ -295,7 +295,7 @@ def _create(
         priority_class=settings.priority_classes.get(job.spec.priority or ""),
         finalizer=TRACKING_FINALIZER,
         extra_annotations=annotations,
-        avoid_nodes=avoid,
+        exclude_hostnames=avoid,
         pod_group=resources.pod_group(job, settings),
     )
     return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, render.avoid_nodes(body, off))

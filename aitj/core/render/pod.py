@@ -66,7 +66,7 @@ def render_pod(
     priority_class: str | None,
     finalizer: str,
     extra_annotations: Mapping[str, str] = _NO_ANNOTATIONS,
-    avoid_nodes: Sequence[str] = (),
+    exclude_hostnames: Sequence[str] = (),
     pod_group: str | None = None,
 ) -> dict[str, Any]:
     """render_pod returns the pod ``name`` for ``index`` of ``replica`` at restart ``generation``.
@@ -74,9 +74,10 @@ def render_pod(
     ``name`` is ``naming.pod_name(job.name, job.uid, replica.name, index, generation)``, which
     the planner has already computed for the slot: it is taken, not computed again, so a pod's
     name has one source. ``restart_counts`` is ``status.RestartCount`` (replica name →
-    restarts); this replica's entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. ``avoid_nodes``:
-    nodes the pod must not be scheduled on. ``pod_group``: the job's Volcano PodGroup, named on
-    the pods of replicas Volcano schedules. The replica's template is not modified.
+    restarts); this replica's entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT.
+    ``exclude_hostnames``: the ``kubernetes.io/hostname`` values of nodes the pod must not be
+    scheduled on. ``pod_group``: the job's Volcano PodGroup, named on the pods of replicas
+    Volcano schedules. The replica's template is not modified.
     Raises ValueError if the pod name cannot be a hostname (longer than 63 characters):
     admission is expected to keep job and replica names short enough.
     """
@@ -107,7 +108,7 @@ def render_pod(
     spec["restartPolicy"] = "Never"
     spec["hostname"] = name
     spec["subdomain"] = service
-    exclude_nodes(spec, avoid_nodes)
+    exclude_nodes(spec, exclude_hostnames)
     if priority_class:
         spec["priorityClassName"] = priority_class
         spec.pop("priority", None)  # admission fills it from the class; a stale value is refused
