@@ -170,7 +170,7 @@ def _build(
             )
             oci.write_image(layout, [layer], spec.process, tag)
         else:
-            dockerfile.build(staging / "src", done[spec.base], layout, tag, log_path=log_path, say=say)
+            dockerfile.build(staging / "src", done[spec.base].layout, layout, tag, log_path=log_path, say=say)
     digest = oci.manifest_of(layout)[0].digest
     built = Built(
         spec.name,

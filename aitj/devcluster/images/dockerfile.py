@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from aitj.devcluster.build import BuildError
 
-if TYPE_CHECKING:
-    from aitj.devcluster.images.builder import Built
-
 
 def build(
-    context: Path, base: Built, layout: Path, tag: str, *, log_path: Path, say: Callable[[str], None]
+    context: Path, base_layout: Path, layout: Path, tag: str, *, log_path: Path, say: Callable[[str], None]
 ) -> None:
     raise BuildError("building the operator image is not done yet")
