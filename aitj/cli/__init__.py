@@ -16,6 +16,7 @@ kubectl plugin ``kubectl-aitj`` (``kubectl aitj get JOB``).
 - ``tools``: ``aitj demo`` / ``aitj bench``.
 - ``dashboards``: ``aitj dashboards generate|render`` (Grafana dashboards, alert rules, pictures).
 - ``chaos``: ``aitj chaos`` (faults against jobs, invariants from its own watch).
+- ``barrier``: ``aitj barrier`` (the seed's job barrier: waits until a job's workers run and resolve).
 
 Helpers of the commands, not commands: ``options`` (options several commands take),
 ``output`` (stderr lines), ``explain_text`` (an Explanation as text), ``scale_progress`` (how a
@@ -31,6 +32,7 @@ from typing import Any
 
 import click
 
+from aitj.cli.barrier import barrier
 from aitj.cli.chaos import chaos
 from aitj.cli.cluster import cluster
 from aitj.cli.dashboards import dashboards
@@ -93,5 +95,6 @@ for command in (
     bench,
     dashboards,
     chaos,
+    barrier,
 ):
     main.add_command(command)
