@@ -19,13 +19,11 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from aitj.devcluster import debs
+from aitj.devcluster.errors import BuildError as BuildError  # re-exported: importers know it from here
 from aitj.devcluster.versions import COMPONENTS, MIN_GO, Component, cache_dir
 
 STAMP = ".complete"
-
-
-class BuildError(RuntimeError):
-    """A build step failed; the message carries what to do or the tail of the step's log."""
 
 
 def go_version(go: str = "go") -> tuple[int, int]:
@@ -52,13 +50,8 @@ def go_version(go: str = "go") -> tuple[int, int]:
 
 def is_built(component: Component) -> bool:
     return (component.bin_dir / STAMP).exists() and all(
-        component.binary(c).exists() for c in _outputs(component)
+        component.binary(c).exists() for c in component.commands
     )
-
-
-def _outputs(component: Component) -> tuple[str, ...]:
-    # etcd's main package is the module root go.etcd.io/etcd/server/v3: name its binary "etcd".
-    return ("etcd",) if component.name == "etcd" else component.commands
 
 
 def ensure_built(
@@ -86,12 +79,16 @@ def build(component: Component, *, say: Callable[[str], None]) -> None:
     tmp = component.bin_dir.with_name(component.bin_dir.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    target = str(tmp / "etcd") if component.name == "etcd" else str(tmp) + os.sep
+    # One package whose output is named otherwise (a main package at a module's root): -o names
+    # the file; several: -o names the folder and each binary is named after its package.
+    one_named = len(component.packages) == 1 and bool(component.outputs)
+    target = str(tmp / component.commands[0]) if one_named else str(tmp) + os.sep
     ldflags = " ".join(("-s", "-w", *component.ldflags))
     tags = ["-tags", ",".join(component.tags)] if component.tags else []
     cmd = ["go", "build", "-v", "-trimpath", *tags, "-ldflags", ldflags, "-o", target, *component.packages]
-    env = {**os.environ, "CGO_ENABLED": "0"}
-    say(f"building {component.name} {component.version} ({', '.join(_outputs(component))}); log: {log_path}")
+    env = {**os.environ, "CGO_ENABLED": "1" if component.cgo else "0"}
+    debs.ensure(component.build_debs, say=say)
+    say(f"building {component.name} {component.version} ({', '.join(component.commands)}); log: {log_path}")
     started = time.monotonic()
     rc = _run_with_progress(cmd, component.module_dir, env, log_path, component.name, say)
     if rc != 0:

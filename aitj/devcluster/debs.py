@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterable
 
-from aitj.devcluster.build import BuildError
+from aitj.devcluster.errors import BuildError
 
 
 def installed(package: str) -> bool:

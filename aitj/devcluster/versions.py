@@ -20,6 +20,12 @@ KWOK = "v0.8.0"
 # Prometheus 3.16.0 is the Go module version v0.316.0 (Prometheus tags its modules 0.MINOR.PATCH).
 PROMETHEUS = "3.16.0"
 PROMETHEUS_MODULE = "v0.316.0"
+# Real nodes (docs/real-nodes.md). A 1.36 kubelet needs containerd 2 (1.35 was the last release
+# to support containerd 1.x, Debian's is 1.6); Debian's runc 1.1.5 cannot start containerd 2's
+# pod sandboxes. CoreDNS is built with only the plugins it needs (gomod/coredns/main.go).
+CONTAINERD = "v2.4.2"
+RUNC = "v1.5.2"
+COREDNS = "v1.15.0"
 
 # Go needed by Kubernetes 1.36 and kwok 0.8 (both declare go 1.26.0).
 MIN_GO = (1, 26)
@@ -37,6 +43,14 @@ class Component:
     packages: tuple[str, ...]
     ldflags: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    # Built with cgo (runc links libseccomp); every other component is a static Go binary.
+    cgo: bool = False
+    # Debian packages the build needs (headers for cgo), installed first by debs.ensure.
+    build_debs: tuple[str, ...] = ()
+    # The name ``go build`` gives a main package at a module's root is its last path element,
+    # which is not always the command's name (etcd's is "v3"): the outputs' names when the
+    # packages do not say them.
+    outputs: tuple[str, ...] = ()
 
     @property
     def bin_dir(self) -> Path:
@@ -47,7 +61,7 @@ class Component:
 
     @property
     def commands(self) -> tuple[str, ...]:
-        return tuple(p.rsplit("/", 1)[-1] for p in self.packages)
+        return self.outputs or tuple(p.rsplit("/", 1)[-1] for p in self.packages)
 
 
 def _k8s_version_ldflags(version: str) -> tuple[str, ...]:
@@ -80,6 +94,7 @@ ETCD_COMPONENT = Component(
     version=ETCD,
     module_dir=GOMOD_DIR / "etcd",
     packages=("go.etcd.io/etcd/server/v3",),
+    outputs=("etcd",),
 )
 KWOK_COMPONENT = Component(
     name="kwok",
@@ -105,10 +120,50 @@ PROMETHEUS_COMPONENT = Component(
     ),
     tags=("remove_all_sd",),
 )
+# The node agents, from the same module and build cache as the control plane.
+KUBERNETES_NODE_COMPONENT = Component(
+    name="kubernetes-node",
+    version=KUBERNETES,
+    module_dir=GOMOD_DIR / "kubernetes",
+    packages=("k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kube-proxy"),
+    ldflags=_k8s_version_ldflags(KUBERNETES),
+)
+# The tags leave out snapshotters the nodes do not use (they need cgo or kernel headers);
+# overlayfs, the default, stays.
+CONTAINERD_COMPONENT = Component(
+    name="containerd",
+    version=CONTAINERD,
+    module_dir=GOMOD_DIR / "containerd",
+    packages=(
+        "github.com/containerd/containerd/v2/cmd/containerd",
+        "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+        "github.com/containerd/containerd/v2/cmd/ctr",
+    ),
+    ldflags=(f"-X github.com/containerd/containerd/v2/version.Version={CONTAINERD}",),
+    tags=("no_btrfs", "no_devmapper", "no_zfs"),
+)
+RUNC_COMPONENT = Component(
+    name="runc",
+    version=RUNC,
+    module_dir=GOMOD_DIR / "runc",
+    packages=("github.com/opencontainers/runc",),
+    ldflags=(f"-X main.version={RUNC.lstrip('v')}",),
+    tags=("seccomp",),
+    cgo=True,
+    build_debs=("libseccomp-dev", "pkg-config", "gcc", "libc6-dev"),
+)
+COREDNS_COMPONENT = Component(
+    name="coredns",
+    version=COREDNS,
+    module_dir=GOMOD_DIR / "coredns",
+    packages=("aitj.local/devcluster/coredns",),
+)
 COMPONENTS = (ETCD_COMPONENT, KWOK_COMPONENT, KUBERNETES_COMPONENT)
-# What `aitj cluster build` builds: the control plane, and Prometheus for the dashboards' tests
-# (`aitj cluster up` needs only the control plane and builds only that).
-BUILT = (*COMPONENTS, PROMETHEUS_COMPONENT)
+# What real nodes add (`aitj cluster up --real-nodes N`).
+NODE_COMPONENTS = (KUBERNETES_NODE_COMPONENT, CONTAINERD_COMPONENT, RUNC_COMPONENT, COREDNS_COMPONENT)
+# What `aitj cluster build` builds: the control plane, the real nodes' programs, and Prometheus
+# for the dashboards' tests (`aitj cluster up` builds only what it starts).
+BUILT = (*COMPONENTS, *NODE_COMPONENTS, PROMETHEUS_COMPONENT)
 
 
 def cache_dir() -> Path:
@@ -121,8 +176,7 @@ def state_dir(cluster: str) -> Path:
 
 
 def etcd_binary() -> Path:
-    # go build names the binary after the last path element of the package: "v3".
-    return ETCD_COMPONENT.bin_dir / "etcd"
+    return ETCD_COMPONENT.binary("etcd")
 
 
 def promtool_binary() -> Path:
