@@ -15,6 +15,7 @@ from aitj.cli.output import say as _say
 from aitj.devcluster import nodes as nodes_mod
 from aitj.devcluster.build import BuildError, ensure_built
 from aitj.devcluster.cluster import ClusterConfig, ClusterError, LocalCluster
+from aitj.devcluster.realnodes.layout import MAX_REAL_NODES
 from aitj.devcluster.versions import BUILT
 
 
@@ -38,7 +39,13 @@ def cluster_build() -> None:
         _say("control plane and Prometheus binaries already built (cached)")
 
 
-@cluster.command("up", epilog=example("aitj cluster up --name dev --nodes 3 --node-profile gpu"))
+@cluster.command(
+    "up",
+    epilog=example(
+        "aitj cluster up --name dev --nodes 3 --node-profile gpu",
+        "aitj cluster up --name real --nodes 2 --node-profile cce --real-nodes 2",
+    ),
+)
 @cluster_name_option
 @click.option(
     "--nodes", default=_DEFAULTS.nodes, show_default=True, type=click.IntRange(min=0), help="Simulated nodes."
@@ -56,7 +63,7 @@ def cluster_build() -> None:
     default=_DEFAULTS.base_port,
     show_default=True,
     type=click.IntRange(1024, 65530),
-    help="The apiserver's port; the other components use the next five.",
+    help="The apiserver's port; the other components use the next six.",
 )
 @click.option(
     "--node-grace",
@@ -65,7 +72,18 @@ def cluster_build() -> None:
     type=click.IntRange(min=1),
     help="Seconds without a heartbeat before a node is marked Unknown (node-monitor-grace-period).",
 )
-def cluster_up(name: str, nodes: int, node_profile: str, base_port: int, node_grace: int) -> None:
+@click.option(
+    "--real-nodes",
+    default=_DEFAULTS.real_nodes,
+    show_default=True,
+    type=click.IntRange(0, MAX_REAL_NODES),
+    help="Real nodes beside the simulated ones: a kubelet and containerd each, where containers run "
+    "(needs root; the first time builds their programs and images). Only pods of namespaces "
+    "annotated for them land there (docs/real-nodes.md).",
+)
+def cluster_up(
+    name: str, nodes: int, node_profile: str, base_port: int, node_grace: int, real_nodes: int
+) -> None:
     """Start the local cluster in the background; prints the kubeconfig path last."""
     config = ClusterConfig(
         nodes=nodes,
@@ -73,6 +91,7 @@ def cluster_up(name: str, nodes: int, node_profile: str, base_port: int, node_gr
         base_port=base_port,
         node_grace_seconds=node_grace,
         node_lease_seconds=max(4, min(40, node_grace // 2)),
+        real_nodes=real_nodes,
     )
     try:
         kubeconfig = LocalCluster(name).up(config, say=_say)

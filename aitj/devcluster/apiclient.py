@@ -36,11 +36,14 @@ class AdminClient:
         except (ClusterError, OSError):
             return None
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
-        """request sends ``body`` as JSON; an HTTP error is a ClusterError with the apiserver's words."""
+    def request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> Any:
+        """request sends ``body`` as JSON (a PATCH names its kind of patch in ``content_type``);
+        an HTTP error is a ClusterError with the apiserver's words."""
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(
-            self.server + path, data=data, method=method, headers={"Content-Type": "application/json"}
+            self.server + path, data=data, method=method, headers={"Content-Type": content_type}
         )
         try:
             with urllib.request.urlopen(req, context=self._ssl(), timeout=5) as resp:

@@ -36,6 +36,7 @@ from aitj.devcluster.config import (
     audit_log_file,
     write_files,
 )
+from aitj.devcluster.realnodes import lifecycle as realnodes
 from aitj.devcluster.versions import run_kubectl, state_dir
 
 # The names importers know this module by; they are defined in ``config``.
@@ -74,10 +75,10 @@ class LocalCluster:
         return self.dir / "cluster.json"
 
     def _pidfile(self, component: str) -> Path:
-        return self.dir / "pids" / f"{component}.pid"
+        return self.dir / "pids" / f"{_file_name(component)}.pid"
 
     def log(self, component: str) -> Path:
-        return self.logs / f"{component}.log"
+        return self.logs / f"{_file_name(component)}.log"
 
     @property
     def audit_logs(self) -> list[Path]:
@@ -114,8 +115,16 @@ class LocalCluster:
             return None
         return pid if _alive(pid) else None
 
+    def components(self) -> list[str]:
+        """components: every component of the cluster in start order: the control plane's,
+        then (with real nodes) theirs, as ``cluster.json`` records them."""
+        try:
+            return list(self.recorded()["commands"])
+        except ClusterError:
+            return list(COMPONENTS)
+
     def running_components(self) -> list[str]:
-        return [c for c in COMPONENTS if self.pid(c) is not None]
+        return [c for c in self.components() if self.pid(c) is not None]
 
     def is_running(self) -> bool:
         return bool(self.running_components())
@@ -134,6 +143,7 @@ class LocalCluster:
         ports = Ports.from_base(config.base_port)
         _check_ports_free(ports)
         ensure_built(say=say)
+        images = realnodes.prepare(config, say=say) if config.real_nodes else None
         started = time.monotonic()
         self._prepare(config, ports)
         try:
@@ -145,14 +155,35 @@ class LocalCluster:
                 self._start(component)
             self.create_nodes([f"kwok-node-{i}" for i in range(config.nodes)], prof.name)
             self._wait(self._healthy, "the cluster", 90)
+            if images is not None:
+                realnodes.up(
+                    self, config, ports, images, runs=lambda n: LocalCluster(n).is_running(), say=say
+                )
         except BaseException:
             self.down()
             raise
+        real = f" and {config.real_nodes} real node(s)" if config.real_nodes else ""
         say(
             f"cluster {self.name!r} healthy in {time.monotonic() - started:.1f}s: "
-            f"{config.nodes} {prof.name} node(s), apiserver {self.server}"
+            f"{config.nodes} {prof.name} node(s){real}, apiserver {self.server}"
         )
         return self.kubeconfig
+
+    def record_commands(self, commands: dict[str, list[str]]) -> None:
+        """record_commands adds components to ``cluster.json``, after the recorded ones (the
+        real nodes', known once the control plane runs)."""
+        record = self.recorded()
+        record["commands"] |= commands
+        self._record.write_text(json.dumps(record, indent=2))
+
+    def start_component(self, component: str) -> None:
+        """start_component starts one recorded component (no wait: see ``wait_for``)."""
+        self._start(component)
+
+    def wait_for(self, ready: Callable[[], bool], what: str, timeout: float) -> None:
+        """wait_for waits until ``ready()``; a ClusterError, with the log's tail, if a started
+        component exits first, or at the timeout."""
+        self._wait(ready, what, timeout)
 
     def _prepare(self, config: ClusterConfig, ports: Ports) -> None:
         for sub in ("pki", "logs", "pids", "etcd", "config"):
@@ -205,7 +236,7 @@ class LocalCluster:
     def _wait(self, ready: Callable[[], bool], what: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for component in COMPONENTS:
+            for component in self.components():
                 if self._pidfile(component).exists() and self.pid(component) is None:
                     raise ClusterError(
                         f"{component} exited while waiting for {what}. "
@@ -237,8 +268,11 @@ class LocalCluster:
     def down(self) -> list[str]:
         """down stops every component (reverse order) and returns what was running."""
         was = self.running_components()
-        for component in reversed(COMPONENTS):
+        for component in reversed(self.components()):
             self.stop(component)
+        count = realnodes.recorded_nodes(self)
+        if count:
+            realnodes.down(self, count)
         return was
 
     def status(self) -> dict[str, Any]:
@@ -250,7 +284,7 @@ class LocalCluster:
             return info
         info["kubeconfig"] = str(self.kubeconfig)
         info["server"] = self.server
-        info["components"] = {c: self.pid(c) for c in COMPONENTS}
+        info["components"] = {c: self.pid(c) for c in self.components()}
         if not self.is_running():
             info["state"] = "stopped"
             return info
@@ -268,6 +302,11 @@ class LocalCluster:
         if check and proc.returncode != 0:
             raise ClusterError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
         return proc
+
+
+def _file_name(component: str) -> str:
+    # A real node's components are "kubelet/real-node-0": one file each, in the same folder.
+    return component.replace("/", "-")
 
 
 def port_free(port: int) -> bool:
@@ -299,7 +338,7 @@ def _check_ports_free(ports: Ports) -> None:
             raise ClusterError(
                 f"port {port} on 127.0.0.1 (for {component}) is already in use. "
                 f"Stop what uses it, or choose other ports with --base-port "
-                f"(the cluster uses base..base+5)."
+                f"(the cluster uses base..base+6)."
             )
 
 

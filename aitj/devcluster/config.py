@@ -55,10 +55,12 @@ class Ports:
     controller_manager: int
     scheduler: int
     kwok: int
+    # The local image registry of real nodes (started only with them).
+    registry: int
 
     @classmethod
     def from_base(cls, base: int) -> Ports:
-        return cls(base, base + 1, base + 2, base + 3, base + 4, base + 5)
+        return cls(base, base + 1, base + 2, base + 3, base + 4, base + 5, base + 6)
 
     def by_component(self) -> dict[str, int]:
         return {
@@ -68,6 +70,7 @@ class Ports:
             "kube-controller-manager": self.controller_manager,
             "kube-scheduler": self.scheduler,
             "kwok": self.kwok,
+            "registry": self.registry,
         }
 
 
@@ -83,6 +86,9 @@ class ClusterConfig:
     # Native gang scheduling on (GANG_FEATURE_GATES, the volcano profile); off, the cluster
     # serves no PodGroup API and every profile places each pod alone.
     gang: bool = True
+    # Real nodes beside kwok's (docs/real-nodes.md): a kubelet and containerd each, where
+    # containers run. 0 to realnodes.layout.MAX_REAL_NODES.
+    real_nodes: int = 0
 
 
 def write_files(name: str, state: Path, config: ClusterConfig, ports: Ports) -> dict[str, list[str]]:
@@ -187,6 +193,10 @@ def commands(
             "--audit-log-format=json",
             f"--audit-log-maxsize={AUDIT_LOG_MAX_MB}",
             f"--audit-log-maxbackup={AUDIT_LOG_BACKUPS}",
+            # Logs and exec on real nodes: the kubelets accept clients the cluster's CA signed.
+            f"--kubelet-client-certificate={p / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={p / 'apiserver-kubelet-client.key'}",
+            *real_node_admission(config),
             *gang_flags(config, runtime_config=True),
             "--v=1",
         ],
@@ -234,6 +244,15 @@ def commands(
             f"--tls-private-key-file={p / 'apiserver.key'}",
         ],
     }
+
+
+def real_node_admission(config: ClusterConfig) -> list[str]:
+    """real_node_admission: with real nodes, the admission plugins that give a namespace's pods
+    the node selector and toleration its annotations name (realnodes.layout), so a manifest
+    lands on the real nodes unchanged; nothing without them."""
+    return (
+        ["--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction"] if config.real_nodes else []
+    )
 
 
 def gang_flags(config: ClusterConfig, *, runtime_config: bool = False) -> list[str]:

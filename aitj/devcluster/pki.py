@@ -34,7 +34,15 @@ ADMIN = Identity("admin", "aitj-admin", ("system:masters",))
 CONTROLLER_MANAGER = Identity("kube-controller-manager", "system:kube-controller-manager")
 SCHEDULER = Identity("kube-scheduler", "system:kube-scheduler")
 KWOK = Identity("kwok", "kwok-controller", ("system:masters",))
-IDENTITIES = (ADMIN, CONTROLLER_MANAGER, SCHEDULER, KWOK)
+# Real nodes' programs: kube-proxy (bound to system:node-proxier by the default RBAC policy),
+# CoreDNS (a ClusterRole of ours), and the apiserver itself when it calls a kubelet for logs
+# and exec (the kubelets accept clients the CA signed and ask the apiserver what they may do).
+KUBE_PROXY = Identity("kube-proxy", "system:kube-proxy")
+COREDNS = Identity("coredns", "aitj:coredns")
+APISERVER_KUBELET_CLIENT = Identity(
+    "apiserver-kubelet-client", "kube-apiserver-kubelet-client", ("system:masters",)
+)
+IDENTITIES = (ADMIN, CONTROLLER_MANAGER, SCHEDULER, KWOK, KUBE_PROXY, COREDNS, APISERVER_KUBELET_CLIENT)
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -60,6 +68,50 @@ def _name(common: str, orgs: tuple[str, ...] = ()) -> x509.Name:
     attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
     attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common))
     return x509.Name(attrs)
+
+
+def _ca(directory: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    ca = x509.load_pem_x509_certificate((directory / "ca.crt").read_bytes())
+    key = serialization.load_pem_private_key((directory / "ca.key").read_bytes(), password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    return ca, key
+
+
+def _leaf(
+    directory: Path, file: str, subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName]
+) -> None:
+    """_leaf writes ``<file>.{crt,key}``: a certificate for ``subject`` signed by the CA in
+    ``directory``."""
+    ca, ca_key = _ca(directory)
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+    key = _key()
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    _write_key(directory / f"{file}.key", key)
+    _write_cert(directory / f"{file}.crt", builder.sign(ca_key, hashes.SHA256()))
+
+
+def client_cert(directory: Path, ident: Identity) -> None:
+    """client_cert writes ``<ident.file>.{crt,key}``: a client certificate for ``ident``
+    signed by the CA already in ``directory``."""
+    _leaf(directory, ident.file, _name(ident.user, ident.groups), ExtendedKeyUsageOID.CLIENT_AUTH, [])
+
+
+def node_identity(node: str) -> Identity:
+    """node_identity: who a real node's kubelet is to the apiserver: the Node authorizer
+    grants ``system:node:<name>`` in ``system:nodes`` what that node needs, and no more."""
+    return Identity(f"kubelet-{node}", f"system:node:{node}", ("system:nodes",))
 
 
 def make_pki(directory: Path) -> None:
@@ -95,27 +147,6 @@ def make_pki(directory: Path) -> None:
     )
     _write_key(directory / "ca.key", ca_key)
     _write_cert(directory / "ca.crt", ca)
-
-    def leaf(
-        file: str, subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName]
-    ) -> None:
-        key = _key()
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now)
-            .not_valid_after(now + VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        )
-        if sans:
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        _write_key(directory / f"{file}.key", key)
-        _write_cert(directory / f"{file}.crt", builder.sign(ca_key, hashes.SHA256()))
-
     dns = [
         "localhost",
         "kubernetes",
@@ -126,9 +157,9 @@ def make_pki(directory: Path) -> None:
     ips = ["127.0.0.1", "10.96.0.1"]
     sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
     sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
-    leaf("apiserver", _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, sans)
+    _leaf(directory, "apiserver", _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, sans)
     for ident in IDENTITIES:
-        leaf(ident.file, _name(ident.user, ident.groups), ExtendedKeyUsageOID.CLIENT_AUTH, [])
+        client_cert(directory, ident)
 
     sa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     _write_key(directory / "sa.key", sa)
