@@ -11,19 +11,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from kubernetes import client
 
 from tests.clusters import KubeCluster, free_port
 from tests.e2e import rbac
+from tests.e2e.install import install_crd
 from tests.e2e.pools import Pool
 from tests.operator_process import OperatorProcess
-from tests.seeds import REPO
-from tests.waiting import wait_for
 
-CRDS = REPO / "crds"
 # Read last: the audit log then holds every request the session's scenarios made the operator send.
 LAST = "test_rbac_audit.py"
 
@@ -33,20 +29,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path.name == LAST)
 
 
-CRD_NAME = "aitrainingjobs.kongming.cce.baiudbce.com"
-
-
 @pytest.fixture(scope="session")
 def crd(cluster: KubeCluster) -> None:
     """crd installs the AITrainingJob CRD (server-side apply) and waits until it is served."""
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
-    wait_for(lambda: _established(cluster), 60, "the CRD Established")
-    wait_for(lambda: cluster.kubectl("get", "aitj", "-A", check=False).returncode == 0, 30, "aitj served")
-
-
-def _established(cluster: KubeCluster) -> bool:
-    crd: Any = client.ApiextensionsV1Api(cluster.api).read_custom_resource_definition(CRD_NAME)
-    return any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or [])
+    install_crd(cluster)
 
 
 @pytest.fixture(scope="session")
