@@ -2,6 +2,6 @@
 set -eu
 export PATH=/opt/horovod/bin:$PATH
 horovodrun --check-build
-python -c "import torch, horovod.torch as hvd; print('torch', torch.__version__, 'horovod', hvd.__version__)"
+python -c "import torch, horovod, horovod.torch; print('torch', torch.__version__, 'horovod', horovod.__version__)"
 /usr/sbin/sshd -t
 test -x /horovod/examples/elastic/pytorch/pytorch_synthetic_benchmark_elastic.py
