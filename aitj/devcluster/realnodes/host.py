@@ -40,7 +40,7 @@ SYSCTLS = ("net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables")
 KUBELET_CHAINS = {
     "filter": ("KUBE-FIREWALL", "KUBE-KUBELET-CANARY"),
     "nat": ("KUBE-KUBELET-CANARY",),
-    "mangle": ("KUBE-KUBELET-CANARY",),
+    "mangle": ("KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT"),
 }
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_PARENT = "/aitj"  # every node's cgroup_root is below it
