@@ -104,16 +104,20 @@ def debian_layer(
     with log_path.open("w") as log:
         log.write("$ " + shlex.join(argv) + "\n")
         log.flush()
-        build = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
-        assert build.stdout is not None
-        filtered = subprocess.Popen(
-            ["mmtarfilter", "--path-exclude=/dev/*"], stdin=build.stdout, stdout=subprocess.PIPE, stderr=log
-        )
-        build.stdout.close()
-        assert filtered.stdout is not None
-        with _ticker(say, name, log_path):
-            layer = oci.write_layer(layout, filtered.stdout, level=6)
-        rcs = build.wait(), filtered.wait()
+        # The Popen blocks close the pipes and wait for both processes, however the write ends.
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL) as build:
+            assert build.stdout is not None
+            with subprocess.Popen(
+                ["mmtarfilter", "--path-exclude=/dev/*"],
+                stdin=build.stdout,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            ) as filtered:
+                build.stdout.close()
+                assert filtered.stdout is not None
+                with _ticker(say, name, log_path):
+                    layer = oci.write_layer(layout, filtered.stdout, level=6)
+        rcs = build.returncode, filtered.returncode
     if any(rcs):
         raise BuildError(
             f"building the {name} image's root filesystem failed (mmdebstrap exit {rcs[0]}, "
