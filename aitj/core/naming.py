@@ -40,6 +40,12 @@ def ssh_secret_name(job_name: str) -> str:
     return f"{job_name}-ssh"
 
 
+def launcher_account_name(job_name: str) -> str:
+    """launcher_account_name: the ServiceAccount, Role and RoleBinding of the job's master pods
+    (aitj.core.render.access)."""
+    return f"{job_name}-launcher"
+
+
 def discovery_configmap_name(job_name: str) -> str:
     return f"{job_name}-discovery"
 

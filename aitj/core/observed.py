@@ -26,6 +26,8 @@ from aitj.core.wire import as_int, as_list, mapping, parse_time
 TRACKING_FINALIZER = f"{LABEL_PREFIX}/pod-tracking"
 # The restart ledger as it stood when the pod was planned (JSON: aitj.core.planner.ledger).
 ANNOTATION_LEDGER = f"{LABEL_PREFIX}/restart-ledger"
+# The discovery lists a master pod was last nudged for (aitj.core.planner.hostfiles.nudges).
+ANNOTATION_HOSTS = f"{LABEL_PREFIX}/discovery-hosts"
 
 DISRUPTION_TARGET = "DisruptionTarget"
 # DisruptionTarget reasons (k8s.io/api/core/v1). The scheduler's was renamed in 1.27.
@@ -72,6 +74,7 @@ class PodView:
     reason: str | None = None  # status.reason: Evicted, NodeLost, UnexpectedAdmissionError, ...
     message: str | None = None  # status.message
     ledger_annotation: str | None = None  # the raw ANNOTATION_LEDGER (aitj.core.planner.ledger)
+    hosts_annotation: str | None = None  # the raw ANNOTATION_HOSTS (aitj.core.planner.hostfiles)
     unschedulable: str | None = None  # the scheduler's message when it cannot place the pod
     owner_uid: str | None = None  # the uid of its controller (the job that made it), if it names one
     pod_group: str | None = None  # spec.schedulingGroup.podGroupName: its gang (aitj.core.planner.gang)
@@ -111,6 +114,7 @@ class PodView:
         job = labels.get(LABEL_JOB)
         replica = labels.get(LABEL_REPLICA)
         ledger = annotations.get(ANNOTATION_LEDGER)
+        hosts = annotations.get(ANNOTATION_HOSTS)
         exit_code, exit_container, exit_at = _exit(spec, status)
         disruption, disruption_at = _disruption(status)
         return cls(
@@ -136,6 +140,7 @@ class PodView:
             reason=status.get("reason") or None,
             message=status.get("message") or None,
             ledger_annotation=ledger if isinstance(ledger, str) else None,
+            hosts_annotation=hosts if isinstance(hosts, str) else None,
             unschedulable=None if spec.get("nodeName") else _unschedulable(status),
             owner_uid=_controller_uid(meta),
             pod_group=mapping(spec.get("schedulingGroup")).get("podGroupName") or None,

@@ -33,7 +33,7 @@ from aitj.core.api import (
     RestartPolicy,
     RestartScope,
 )
-from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
+from aitj.core.observed import ANNOTATION_HOSTS, ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
 from aitj.core.planner import (
     Event,
     Manifest,
@@ -42,6 +42,7 @@ from aitj.core.planner import (
     Plan,
     PodCreate,
     PodDelete,
+    PodNudge,
     ReplicasPatch,
     RestartRecord,
     SshKeys,
@@ -436,6 +437,12 @@ class Cluster:
         self.objects[manifest.ref] = manifest.body
 
     # Events, metrics and logs leave nothing in the cluster the planner reads.
+    def apply_nudges(self, nudges: Sequence[PodNudge]) -> None:
+        for n in nudges:
+            pod = self.pods.get(n.name)
+            if pod is not None and pod.view().uid == n.uid:
+                pod.raw["metadata"].setdefault("annotations", {})[ANNOTATION_HOSTS] = n.digest
+
     def apply_restart_events(self, events: Sequence[Event]) -> None:
         """apply_restart_events: kept by name, as the API server keeps named Events."""
         self.apply_events(events)

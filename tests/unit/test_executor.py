@@ -29,6 +29,7 @@ from aitj.core.planner.types import (
     Plan,
     PodCreate,
     PodDelete,
+    PodNudge,
     ReplicasPatch,
     RestartRecord,
 )
@@ -56,6 +57,7 @@ EVERYTHING = Plan(
     removes=(ObjectRef(ObjectKind.SERVICE, "old"),),
     creates=(POD,),
     discovery=CONFIGMAP,
+    nudges=(PodNudge("p-3", "u-3", "0123456789abcdef"),),
     status={"phase": "Running"},
     spec_replicas=(ReplicasPatch("trainer", 5, 3),),
     deletes=(PodDelete("p-1", "u-1", None, DeleteReason.UNWANTED, "scaled away"),),

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from aitj.core.api import LABEL_JOB, LABEL_REPLICA, MAX_STATUS_CONDITIONS, CleanPodPolicy, Policy
-from aitj.core.observed import ANNOTATION_LEDGER
+from aitj.core.observed import ANNOTATION_HOSTS, ANNOTATION_LEDGER
 from aitj.core.planner import HostEntry, ObjectKind, ObjectRef, Plan, plan
 from tests.unit.builders import (
     JOB,
@@ -133,7 +133,10 @@ def test_a_changed_pod_list_updates_the_creating_message_in_place() -> None:
 def test_an_unchanged_job_writes_no_status_and_does_nothing() -> None:
     job = seed_job()
     job = with_status(job, running_status(job, running_seed()))
-    result = plan(job, views(running_seed()), nodes(), at(500))
+    pods = running_seed()
+    (nudge,) = plan(job, views(pods), nodes(), at(500)).nudges  # the launcher, never nudged yet
+    pods[3].raw["metadata"]["annotations"] = {ANNOTATION_HOSTS: nudge.digest}
+    result = plan(job, views(pods), nodes(), at(500))
     assert result == Plan(status=None)
 
 
@@ -518,6 +521,27 @@ def test_an_unchanged_host_list_is_not_rewritten() -> None:
 def test_without_plugin_discovery_there_is_no_host_list() -> None:
     result = plan(seed_job(discovery=False), views(running_seed()), nodes(), at(5))
     assert result.hosts is None and result.status is not None and "discoveryHosts" not in result.status
+    assert result.nudges == ()
+
+
+def test_the_running_launcher_is_nudged_once_per_host_list_and_never_the_workers() -> None:
+    # The annotation makes the launcher's kubelet rewrite /etc/edl at once (docs/pods.md).
+    cluster = Cluster(seed_job(), running_seed())
+    first = cluster.step(20)
+    assert [n.name for n in first.nudges] == [LAUNCHER]
+    assert cluster.step(21).nudges == ()  # nudged: nothing until the list changes
+    cluster.job = with_replica(cluster.job, "trainer", replicas=4)
+    cluster.step(22)  # the fourth trainer is created
+    cluster.pods[name_of("trainer", 3)].running(23)
+    joined = cluster.step(24)
+    assert joined.discovery is not None and [n.name for n in joined.nudges] == [LAUNCHER]
+    assert joined.nudges[0].digest != first.nudges[0].digest
+    assert cluster.step(25).nudges == ()
+
+
+def test_a_launcher_not_yet_running_is_not_nudged() -> None:
+    pods = [*running_seed()[:3], Pod("launcher", 0).creating()]
+    assert plan(seed_job(), views(pods), nodes(), at(5)).nudges == ()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,22 +25,28 @@ from tests.unit.builders import (
     JOB,
     KEYS,
     Cluster,
+    Pod,
     at,
     name_of,
     nodes,
     running_seed,
     seed_job,
     views,
+    with_replica,
     with_status,
 )
 
 SERVICE = ObjectRef(ObjectKind.SERVICE, JOB)
 SECRET = ObjectRef(ObjectKind.SECRET, f"{JOB}-ssh")
 CONFIGMAP = ObjectRef(ObjectKind.CONFIGMAP, f"{JOB}-discovery")
+ACCESS = tuple(
+    ObjectRef(kind, f"{JOB}-launcher")
+    for kind in (ObjectKind.SERVICE_ACCOUNT, ObjectKind.ROLE, ObjectKind.ROLE_BINDING)
+)
 BUDGETS = frozenset(
     {ObjectRef(ObjectKind.PDB, f"{JOB}-trainer"), ObjectRef(ObjectKind.PDB, f"{JOB}-launcher")}
 )
-ALL = frozenset({SERVICE, SECRET, CONFIGMAP}) | BUDGETS
+ALL = frozenset({SERVICE, SECRET, CONFIGMAP, *ACCESS}) | BUDGETS
 
 
 def running() -> Cluster:
@@ -52,7 +58,7 @@ def running() -> Cluster:
 
 def test_a_new_job_gets_its_service_secret_and_configmap_before_its_pods() -> None:
     result = plan(seed_job(), [], nodes(), at(0), owned=frozenset(), keys=KEYS)
-    assert [m.ref for m in result.ensure] == [SERVICE, SECRET, CONFIGMAP]
+    assert [m.ref for m in result.ensure] == [SERVICE, SECRET, CONFIGMAP, *ACCESS]
     secret = result.ensure[1].body
     assert secret["metadata"]["name"] == naming.ssh_secret_name(JOB) and "private" not in repr(result)
     assert result.creates  # and the pods, in the same pass
@@ -103,7 +109,58 @@ def test_needs_ssh_keys(ssh: bool, owned: frozenset[ObjectRef] | None, finished:
 
 def test_without_plugins_no_object_is_planned_not_even_the_service() -> None:
     result = plan(seed_job(ssh=False, discovery=False), [], nodes(), at(0), owned=frozenset())
-    assert result.ensure == ()
+    assert [m.ref for m in result.ensure] == list(ACCESS)  # only the launcher's access
+
+
+def test_the_launcher_runs_as_the_jobs_account_which_may_read_pods_and_the_job() -> None:
+    # The seed's job-barrier init container lists the job's pods with the pod's own account.
+    result = plan(
+        seed_job(),
+        [Pod("trainer", i).running().view() for i in range(3)],
+        nodes(),
+        at(5),
+        owned=frozenset(),
+        keys=KEYS,
+    )
+    (launcher,) = [c for c in result.creates if c.replica == "launcher"]
+    assert launcher.body["spec"]["serviceAccountName"] == f"{JOB}-launcher"
+    role, binding = (m.body for m in result.ensure if m.kind in (ObjectKind.ROLE, ObjectKind.ROLE_BINDING))
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["kongming.cce.baiudbce.com"], "resources": ["aitrainingjobs"], "verbs": ["get"]},
+    ]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": f"{JOB}-launcher", "namespace": "default"}
+    ]
+    assert binding["roleRef"]["name"] == f"{JOB}-launcher"
+
+
+def test_a_launcher_template_that_names_its_account_keeps_it_and_gets_no_access_objects() -> None:
+    job = seed_job()
+    job = with_replica(
+        job,
+        "launcher",
+        template={
+            **job.spec.replica("launcher").template,
+            "spec": {**job.spec.replica("launcher").template["spec"], "serviceAccountName": "mine"},
+        },
+    )
+    result = plan(
+        job,
+        [Pod("trainer", i).running().view() for i in range(3)],
+        nodes(),
+        at(5),
+        owned=frozenset(),
+        keys=KEYS,
+    )
+    assert not {m.ref for m in result.ensure} & set(ACCESS)
+    assert [c.body["spec"]["serviceAccountName"] for c in result.creates] == ["mine"]
+
+
+def test_workers_keep_the_namespaces_default_account() -> None:
+    result = plan(seed_job(), [], nodes(), at(0), owned=frozenset(), keys=KEYS)
+    assert {c.replica for c in result.creates} == {"trainer"}
+    assert all("serviceAccountName" not in c.body["spec"] for c in result.creates)
 
 
 @pytest.mark.parametrize(

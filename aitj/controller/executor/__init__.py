@@ -14,28 +14,31 @@ step is idempotent:
    so a create repeated after a crash meets the pod it made). Any other failure stops the
    pass: the rest of the plan assumes the pods exist.
 4. ``discovery``: replace the discovery ConfigMap with the rendered one (NotFound: create it).
-5. ``restart_events``: post the Event of each restart this pass records (best effort). Each
+5. ``nudges``: set ANNOTATION_HOSTS on each master pod named (uid in the patch: a pod
+   replaced since is not touched; NotFound and Conflict are fine). After the ConfigMap: the
+   kubelet's sync that the annotation causes must find the new lists.
+6. ``restart_events``: post the Event of each restart this pass records (best effort). Each
    is named after its restart, so it is posted once however many passes send it: before the
    status, so a pass that fails after its creates has said it all the same.
-6. ``status``: write the whole status in one JSON patch that first tests the job's
+7. ``status``: write the whole status in one JSON patch that first tests the job's
    resourceVersion is the one the pass planned from; a failed test raises StaleJob. Once
    written, the scale operations it finished (the ``scaleHistory`` entries it adds) are counted.
-7. ``restarts``: count and log the restarts this status write recorded first, right after
+8. ``restarts``: count and log the restarts this status write recorded first, right after
    it (never fails), and follow their recovery (``aitj.controller.recovery``): a pass whose
    status write fails counts nothing, and the pass that then records them counts them
    (docs/semantics.md, "Each restart is recorded once"); a job found gone counts nothing.
-8. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
+9. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
    JSON patch of the job that first tests the value it replaces, so that a newer edit wins;
    a failed test (or the job gone) is not an error: the next pass sees the new spec.
-9. ``deletes``: delete each pod with the uid precondition and the grace period given;
-   NotFound and a uid Conflict count as success.
-10. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
-11. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
+10. ``deletes``: delete each pod with the uid precondition and the grace period given;
+    NotFound and a uid Conflict count as success.
+11. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
+12. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
     NotFound. After the pods' steps: a budget never delays a replacement.
-12. ``podgroup``: merge-patch the Volcano PodGroup's spec with the rendered one (NotFound:
+13. ``podgroup``: merge-patch the Volcano PodGroup's spec with the rendered one (NotFound:
     create it). After the pods' steps, like the budgets.
-13. ``events``: post them on the job (best effort; one with a ``name`` only once).
-14. ``outcome``: count it in metrics and log it.
+14. ``events``: post them on the job (best effort; one with a ``name`` only once).
+15. ``outcome``: count it in metrics and log it.
 
 ``Plan.requeue_after`` is the reconciler's, ``Plan.hosts`` is for people: neither is sent.
 

@@ -14,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
 
 from aitj.controller import metrics
+from aitj.controller.executor.clients import CREATE, DELETE, VolcanoPodGroups
 from aitj.controller.executor.steps import (
     NamespaceTerminating,
     PodRefused,
@@ -28,7 +29,7 @@ from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
 from aitj.controller.recovery import RECOVERIES, Recoveries, record_restarts
 from aitj.core import api
-from aitj.core.observed import TRACKING_FINALIZER
+from aitj.core.observed import ANNOTATION_HOSTS, TRACKING_FINALIZER
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import (
     Event,
@@ -39,55 +40,12 @@ from aitj.core.planner.types import (
     Plan,
     PodCreate,
     PodDelete,
+    PodNudge,
     ReplicasPatch,
     RestartRecord,
 )
-from aitj.core.render import volcano
 from aitj.core.telemetry import finished_scalings
 from aitj.core.wire import format_time
-
-# Per kind: the client (``core`` or ``policy``) and its method.
-_CREATE = {
-    ObjectKind.SERVICE: ("core", "create_namespaced_service"),
-    ObjectKind.SECRET: ("core", "create_namespaced_secret"),
-    ObjectKind.CONFIGMAP: ("core", "create_namespaced_config_map"),
-    ObjectKind.PDB: ("policy", "create_namespaced_pod_disruption_budget"),
-    ObjectKind.VOLCANO_PODGROUP: ("volcano", "create_namespaced_pod_group"),
-    ObjectKind.GANG_WORKLOAD: ("gang", "create_workload"),
-    ObjectKind.GANG_POD_GROUP: ("gang", "create_pod_group"),
-}
-# Only what the planner removes (a finished job's Service, budgets no longer wanted): the
-# ssh Secret and discovery ConfigMap go with the job, by the garbage collector, so the
-# ClusterRole grants no delete on them (the audit test holds that every grant is used).
-_DELETE = {
-    ObjectKind.SERVICE: ("core", "delete_namespaced_service"),
-    ObjectKind.PDB: ("policy", "delete_namespaced_pod_disruption_budget"),
-    ObjectKind.GANG_POD_GROUP: ("gang", "delete_pod_group"),  # a gang of an earlier epoch
-}
-
-
-class _VolcanoPodGroups:
-    """_VolcanoPodGroups: Volcano's PodGroups (a custom resource) with the typed clients' call
-    shape, so ``_CREATE`` names them like the others. Never deleted by the operator: they go
-    with their job (owner reference, garbage collector)."""
-
-    def __init__(self, custom: Any) -> None:
-        self.custom = custom
-        self.where = (volcano.PODGROUP_GROUP, volcano.PODGROUP_VERSION)
-
-    def create_namespaced_pod_group(self, namespace: str, body: Mapping[str, Any], **options: Any) -> Any:
-        """create_namespaced_pod_group creates one PodGroup."""
-        return self.custom.create_namespaced_custom_object(
-            *self.where, namespace, volcano.PODGROUP_PLURAL, body, **options
-        )
-
-    def patch_namespaced_pod_group(
-        self, name: str, namespace: str, body: Mapping[str, Any], **options: Any
-    ) -> Any:
-        """patch_namespaced_pod_group merge-patches one PodGroup."""
-        return self.custom.patch_namespaced_custom_object(
-            *self.where, namespace, volcano.PODGROUP_PLURAL, name, body, **options
-        )
 
 
 class KubeExecutor:
@@ -104,7 +62,8 @@ class KubeExecutor:
         self.core: Any = client.CoreV1Api(api_client)
         self.custom: Any = client.CustomObjectsApi(api_client)
         self.policy: Any = client.PolicyV1Api(api_client)
-        self.volcano = _VolcanoPodGroups(self.custom)
+        self.rbac: Any = client.RbacAuthorizationV1Api(api_client)
+        self.volcano = VolcanoPodGroups(self.custom)
         self.gang = GangApi(api_client)
         self.clock = clock  # Event timestamps, and when a pod was created (metrics)
         self.recoveries = recoveries
@@ -147,7 +106,7 @@ class _Pass:
         has deleted (the job is being deleted): plan again from the newer view (StaleJob)."""
         for m in manifests:
             try:
-                made = self._create(f"{m.kind} {m.name}", self._call(_CREATE[m.kind]), m.body)
+                made = self._create(f"{m.kind} {m.name}", self._call(CREATE[m.kind]), m.body)
             except StepFailed as e:
                 if m.kind is ObjectKind.GANG_POD_GROUP and gang_refused(e.__cause__):
                     raise StaleJob(str(e)) from e
@@ -158,7 +117,7 @@ class _Pass:
     def send_removes(self, refs: Sequence[ObjectRef]) -> None:
         """send_removes deletes each object; NotFound is success."""
         for ref in refs:
-            self._delete(f"{ref.kind} {ref.name}", self._call(_DELETE[ref.kind]), ref.name)
+            self._delete(f"{ref.kind} {ref.name}", self._call(DELETE[ref.kind]), ref.name)
             self.written.gone_owned.append(ref)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
@@ -195,6 +154,25 @@ class _Pass:
             if e.status != 404:
                 raise StepFailed(f"writing the discovery host list: {error_text(e)}") from e
             self.send_ensure((m,))
+
+    def send_nudges(self, nudges: Sequence[PodNudge]) -> None:
+        """send_nudges annotates each pod with its digest; NotFound and a uid Conflict are fine
+        (the pod is gone or replaced: its successor mounts the new lists when it starts)."""
+        for n in nudges:
+            patch = {"metadata": {"uid": n.uid, "annotations": {ANNOTATION_HOSTS: n.digest}}}
+            try:
+                response = self.core.patch_namespaced_pod(
+                    n.name, self.job.namespace, patch, _preload_content=False
+                )
+            except ApiException as e:
+                if e.status == 404:
+                    self.written.gone_pods.append(n.name)
+                elif e.status != 409:
+                    raise StepFailed(
+                        f"nudging pod {n.name} to show the new host list: {error_text(e)}"
+                    ) from e
+                continue
+            self._pod_written(response)
 
     def send_restart_events(self, events: Sequence[Event]) -> None:
         """send_restart_events posts each restart's Event (best effort; named: once)."""
@@ -342,7 +320,7 @@ class _Pass:
         return api.GROUP, api.VERSION, self.job.namespace, api.PLURAL, self.job.name
 
     def _call(self, where: tuple[str, str]) -> Callable[..., Any]:
-        """_call: the client method ``where`` names (``_CREATE``, ``_DELETE``)."""
+        """_call: the client method ``where`` names (``CREATE``, ``DELETE``)."""
         api_name, method = where
         return getattr(getattr(self.ex, api_name), method)  # type: ignore[no-any-return]
 

@@ -26,6 +26,7 @@ STEPS = (
     Step("removes"),
     Step("creates"),
     Step("discovery"),
+    Step("nudges"),
     Step("restart_events"),
     Step("status"),
     Step("restarts"),

@@ -232,6 +232,7 @@ def _live(
         podgroup=podgroup,
         creates=creates,
         discovery=resources.discovery(job, hosts, running) if hosts is not None and changed else None,
+        nudges=hostfiles.nudges(found, lists),
         deletes=deletes,
         release=tuple(dict.fromkeys(release + found.released)),
         status=None if status == prev else status,

@@ -13,13 +13,15 @@ twice. The ConfigMap is rewritten when either changes.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from aitj.core.api import Job, ReplicaType
 from aitj.core.planner.survey import State, Survey
-from aitj.core.planner.types import HostEntry
+from aitj.core.planner.types import HostEntry, PodNudge
 
 STATUS_HOSTS = "discoveryHosts"
 STATUS_HOST_FILES = "hostFiles"
@@ -74,3 +76,29 @@ def changed(prev: Mapping[str, Any], lists: HostLists | None) -> bool:
     if lists is None:
         return False
     return hosts_changed(prev, lists) or prev.get(STATUS_HOST_FILES) != lists.masters
+
+
+def digest(lists: HostLists) -> str:
+    """digest: a short fingerprint of both lists, which the ConfigMap is rendered from."""
+    data = json.dumps([[h.pod for h in lists.hosts], lists.running], sort_keys=True)
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def nudges(found: Survey, lists: HostLists | None) -> tuple[PodNudge, ...]:
+    """nudges: the Running pods of master replicas (those that mount ``/etc/edl``, where
+    ``horovodrun`` reads the workers) not yet annotated with the lists' digest. The annotation
+    makes their kubelet sync them, which rewrites their ConfigMap files within a second
+    (docs/pods.md, "plugin.discovery"); it is set after the ConfigMap is written, so a pass that
+    fails in between nudges again. Workers' Volcano host files are left to the kubelet's
+    period: nudging every pod of a large job on every change would cost a write per pod."""
+    if lists is None:
+        return ()
+    d = digest(lists)
+    return tuple(
+        PodNudge(s.pod.name, s.pod.uid, d)
+        for s in found.slots
+        if s.replica.replica_type is ReplicaType.MASTER
+        and s.state is State.RUNNING
+        and s.pod is not None
+        and s.pod.hosts_annotation != d
+    )

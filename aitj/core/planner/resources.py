@@ -26,7 +26,7 @@ from aitj.core import naming, render
 from aitj.core.api import CleanPodPolicy, Job
 from aitj.core.planner.lifecycle import finished
 from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, Settings, SshKeys
-from aitj.core.render import volcano
+from aitj.core.render import access, volcano
 from aitj.core.wire import mapping
 
 
@@ -66,10 +66,11 @@ def ensure(
     running: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[Manifest, ...]:
     """ensure: the objects a live job needs that ``owned`` lacks, rendered, in the order they
-    are created (Service, Secret, ConfigMap). A missing ConfigMap is made with the current
-    ``hosts`` and ``running`` (each replica's pods in Volcano's host files), so one deleted by
-    hand comes back complete. Raises ValueError when the Secret is missing and ``keys`` is None
-    (the caller skipped ``needs_ssh_keys``)."""
+    are created (Service, Secret, ConfigMap, the launcher's ServiceAccount, Role and
+    RoleBinding). A missing ConfigMap is made with the current ``hosts`` and ``running`` (each
+    replica's pods in Volcano's host files), so one deleted by hand comes back complete. Raises
+    ValueError when the Secret is missing and ``keys`` is None (the caller skipped
+    ``needs_ssh_keys``)."""
     if owned is None:
         return ()
     out: list[Manifest] = []
@@ -84,6 +85,17 @@ def ensure(
         out.append(Manifest(ObjectKind.SECRET, secret_ref(job).name, body))
     if job.spec.discovery and configmap_ref(job) not in owned:
         out.append(discovery(job, hosts, running))
+    if access.needs_access(job):
+        # In this order: a RoleBinding may name a Role not there yet, but a pod may not name a
+        # ServiceAccount not there yet, and creates come after ensure.
+        name = naming.launcher_account_name(job.name)
+        for kind, render_it in (
+            (ObjectKind.SERVICE_ACCOUNT, access.render_service_account),
+            (ObjectKind.ROLE, access.render_role),
+            (ObjectKind.ROLE_BINDING, access.render_role_binding),
+        ):
+            if ObjectRef(kind, name) not in owned:
+                out.append(Manifest(kind, name, render_it(job)))
     return tuple(out)
 
 

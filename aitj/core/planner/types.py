@@ -29,6 +29,10 @@ class ObjectKind(enum.StrEnum):
     SERVICE = "Service"  # the headless Service behind the pods' DNS names
     SECRET = "Secret"  # plugin.ssh: the job's key pair
     CONFIGMAP = "ConfigMap"  # plugin.discovery: the host list
+    # The master pods' access to the API (aitj.core.render.access): the barrier lists pods.
+    SERVICE_ACCOUNT = "ServiceAccount"
+    ROLE = "Role.rbac.authorization.k8s.io"
+    ROLE_BINDING = "RoleBinding.rbac.authorization.k8s.io"
     PDB = "PodDisruptionBudget"  # one per replica type: a drain takes one pod of each at a time
     VOLCANO_PODGROUP = "PodGroup.scheduling.volcano.sh"  # the gang, when Volcano schedules the pods
     # Native gang scheduling (scheduling.k8s.io, aitj.core.render.gang): the job's policy
@@ -109,6 +113,18 @@ class DeleteReason(enum.StrEnum):
     STUCK = "stuck"  # still terminating restartTimeLimit after its deletion: force-deleted
     UNWANTED = "unwanted"  # no index wants it (scaled away, replica gone)
     CLEANUP = "cleanup"  # a finished job's cleanPodPolicy removes it
+
+
+@dataclass(frozen=True)
+class PodNudge:
+    """PodNudge: a pod whose annotation ANNOTATION_HOSTS to set to ``digest``. Any change of a
+    pod makes its kubelet sync it, and a sync refreshes its ConfigMap volumes at once: without
+    it the new discovery lists reach the pod only on the kubelet's own period (a minute or
+    more)."""
+
+    name: str
+    uid: str
+    digest: str
 
 
 @dataclass(frozen=True)
@@ -214,6 +230,7 @@ class Plan:
     removes: tuple[ObjectRef, ...] = ()  # delete (the Service, cleanPodPolicy All)
     creates: tuple[PodCreate, ...] = ()
     discovery: Manifest | None = None  # the discovery ConfigMap to rewrite; None: unchanged
+    nudges: tuple[PodNudge, ...] = ()  # master pods to annotate, so their kubelet shows the new lists
     status: dict[str, Any] | None = field(default=None, hash=False)  # the new status; None: unchanged
     spec_replicas: tuple[ReplicasPatch, ...] = ()  # set replicas back (after the status write)
     deletes: tuple[PodDelete, ...] = ()

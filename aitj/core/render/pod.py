@@ -13,6 +13,8 @@ What the operator adds to or forces on the user's template (docs/pods.md says it
   the template's own (``render.avoid.exclude_nodes``). Everything else, ``schedulerName`` included, passes
   through untouched.
 - every container: the environment of ``aitj.core.render.env``.
+- a master replica whose template names no ServiceAccount: the job's ``<job>-launcher``
+  (``aitj.core.render.access``), which may read the job's pods.
 - plugin.ssh: the ssh init step and ``/root/.ssh`` (``aitj.core.render.ssh``), in every pod.
 - plugin.discovery: ``/etc/edl`` (``aitj.core.render.discovery``), in the master replica's pod;
   Volcano's host files at ``/etc/volcano`` and its ``VC_`` variables
@@ -33,6 +35,7 @@ from typing import Any
 
 from aitj.core import api, naming
 from aitj.core.render._meta import owner_reference, require_dns1035_label, require_dns1123_label
+from aitj.core.render.access import names_account
 from aitj.core.render.avoid import exclude_nodes
 from aitj.core.render.discovery import discovery_mount, discovery_volume
 from aitj.core.render.env import inject_env, job_env
@@ -121,6 +124,8 @@ def render_pod(
         volumes += ssh_volumes(job)
         _mount_unless_taken(every, ssh_mount())
         init_containers = [ssh_init_container(containers[0]), *init_containers]
+    if replica.replica_type is api.ReplicaType.MASTER and not names_account(replica.template):
+        spec["serviceAccountName"] = naming.launcher_account_name(job.name)
     if job.spec.discovery and replica.replica_type is api.ReplicaType.MASTER:
         volumes.append(discovery_volume(job))
         _mount_unless_taken(every, discovery_mount())

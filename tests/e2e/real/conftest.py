@@ -52,11 +52,12 @@ def real_cluster() -> Iterator[KubeCluster]:
         local.down()
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def real_operator(
     real_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
-    """real_operator: ``aitj run`` against the real-node cluster, as the ServiceAccount."""
+    """real_operator: ``aitj run`` against the real-node cluster, as the ServiceAccount; one per
+    module, so a module may run the operator otherwise (test_operator_image.py: its image)."""
     install_crd(real_cluster)
     rbac.apply_rbac(real_cluster)
     creds = tmp_path_factory.mktemp("real-credentials") / "operator.kubeconfig"
@@ -74,10 +75,16 @@ def real_operator(
 
 
 @pytest.fixture
-def real_namespace(real_cluster: KubeCluster, real_operator: OperatorProcess) -> Iterator[str]:
-    """real_namespace: a namespace whose pods land on the real nodes (its annotations give them
-    the node selector and the toleration, through the apiserver's admission plugins), deleted
-    afterwards with its pods force-deleted."""
+def real_namespace(real_namespace_bare: str, real_operator: OperatorProcess) -> str:
+    """real_namespace: ``real_namespace_bare`` with the operator running as a process."""
+    return real_namespace_bare
+
+
+@pytest.fixture
+def real_namespace_bare(real_cluster: KubeCluster) -> Iterator[str]:
+    """real_namespace_bare: a namespace whose pods land on the real nodes (its annotations give
+    them the node selector and the toleration, through the apiserver's admission plugins),
+    deleted afterwards with its pods force-deleted."""
     name = f"r-{uuid.uuid4().hex[:8]}"
     real_cluster.core.create_namespace(
         {"metadata": {"name": name, "annotations": nodes.namespace_annotations()}}

@@ -1,0 +1,64 @@
+"""The seed job as it is, on real nodes: Horovod's image, the job barrier, ssh, the discovery
+script and elastic training from start to Succeeded. Only the name and namespace differ from
+manifests/examples/horovod-elastic.yaml (the namespace's annotations put its pods on the real
+nodes). Times are printed (pytest -s), never asserted."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.clusters import KubeCluster
+from tests.e2e.real import nodes
+from tests.e2e.real.jobs import pods_by_index
+from tests.jobs import create_job, job_pods, phase, seed_variant
+from tests.operator_process import OperatorProcess
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def test_the_seed_job_trains_to_the_end_through_the_barrier_ssh_and_the_discovery_script(
+    real_cluster: KubeCluster, real_namespace: str, real_operator: OperatorProcess
+) -> None:
+    ns, job = real_namespace, "hvd"
+    created = time.monotonic()
+    create_job(real_cluster, ns, seed_variant(job))
+    launcher = wait_for(
+        lambda: pods_by_index(real_cluster, ns, job, "launcher").get(0), 300, "the launcher Running"
+    )
+    launched = time.monotonic()
+    trainers = pods_by_index(real_cluster, ns, job, "trainer")
+    assert sorted(trainers) == [0, 1, 2]
+
+    # The barrier (the seed's job-barrier init container, as the launcher's own account) let
+    # the launcher start, and only once every trainer ran.
+    (barrier,) = launcher.status.init_container_statuses[-1:]
+    assert barrier.name == "job-barrier" and barrier.state.terminated.exit_code == 0
+    started = max(t.status.container_statuses[0].state.running.started_at for t in trainers.values())
+    assert barrier.state.terminated.finished_at >= started.replace(microsecond=0)
+
+    # ssh with the job's key, by the names discover_hosts.sh prints.
+    hosts = nodes.exec_in(real_cluster, ns, launcher.metadata.name, "/etc/edl/discover_hosts.sh").split()
+    assert sorted(hosts) == sorted(f"{t.metadata.name}.{job}:1" for t in trainers.values())
+    for host in hosts:
+        name = host.split(":")[0]
+        out = nodes.exec_in(real_cluster, ns, launcher.metadata.name, "ssh", name, "hostname")
+        assert out.strip() == name.split(".")[0]
+
+    def logs() -> str:
+        return real_cluster.kubectl("logs", "-n", ns, launcher.metadata.name, check=False).stdout
+
+    wait_for(lambda: "rank 0/3" in logs() and "step 10/1000" in logs(), 240, "training at full width")
+    training = time.monotonic()
+    wait_for(lambda: phase(real_cluster, ns, job) == "Succeeded", 600, f"{job} Succeeded", 2)
+    done = time.monotonic()
+    text = logs()
+    assert "step 1000/1000" in text and "done: 1000 steps" in text, text[-3000:]
+    (status,) = job_pods(real_cluster, ns, job, "launcher")[0].status.container_statuses
+    assert status.state.terminated.exit_code == 0
+    print(
+        f"seed job: launcher Running {launched - created:.1f}s after the job was created, training "
+        f"at full width after {training - created:.1f}s, Succeeded after {done - created:.1f}s"
+    )

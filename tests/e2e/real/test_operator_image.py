@@ -1,0 +1,107 @@
+"""The operator's own image, run in the cluster as a user installs it: ``kubectl apply -k
+manifests/ha`` (two replicas under leader election, on the two real nodes), with only the image
+name changed to the one built here (the Dockerfile, by buildah) and served by the local
+registry. Then it runs a job, and a standby takes over when the leader's pod is killed."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aitj.devcluster.images import Registry, build_and_push
+from aitj.devcluster.versions import cache_dir
+from tests.clusters import KubeCluster
+from tests.e2e.real import nodes
+from tests.e2e.real.jobs import box_job, pods_by_index, wait_replaced, wait_running
+from tests.jobs import create_job, get_job
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[3]
+NAMESPACE = "aitj-system"
+
+
+@pytest.fixture(scope="module")
+def installed(real_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """installed: manifests/ha applied with the image built here; removed afterwards (the CRD
+    with it: the next module's operator installs it again)."""
+    assert real_cluster.local is not None
+    port = real_cluster.local.recorded()["ports"]["registry"]
+    built = build_and_push(Registry(cache_dir() / "registry", port), ["operator"], say=print)
+    host, _, tag = built["operator"].ref.rpartition(":")
+    overlay = tmp_path_factory.mktemp("overlay")
+    (overlay / "kustomization.yaml").write_text(
+        json.dumps(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [str(REPO / "manifests" / "ha")],
+                "images": [{"name": "aitj", "newName": host, "newTag": tag}],
+            }
+        )
+    )
+    # The namespace first (the RBAC of an earlier module's operator may have made it), with
+    # what puts its pods on the real nodes.
+    real_cluster.kubectl("create", "namespace", NAMESPACE, check=False)
+    real_cluster.kubectl(
+        "annotate",
+        "namespace",
+        NAMESPACE,
+        "--overwrite",
+        *(f"{key}={value}" for key, value in nodes.namespace_annotations().items()),
+    )
+    real_cluster.kubectl("apply", "--server-side", "-k", str(overlay))
+    try:
+        yield overlay
+    finally:
+        print(real_cluster.kubectl("get", "pods", "-n", NAMESPACE, "-o", "wide", check=False).stdout)
+        print(
+            real_cluster.kubectl(
+                "logs", "-n", NAMESPACE, "-l", "app.kubernetes.io/name=aitj", "--tail=40", check=False
+            ).stdout
+        )
+        real_cluster.kubectl("delete", "-k", str(overlay), "--wait=true", "--timeout=120s", check=False)
+
+
+def leader(cluster: KubeCluster) -> str | None:
+    """leader: the pod holding the operator's Lease (its identity is ``<pod>_<pid>``)."""
+    out = cluster.kubectl(
+        "get", "lease", "aitj-operator", "-n", NAMESPACE, "-o", "jsonpath={.spec.holderIdentity}", check=False
+    )
+    holder = out.stdout.strip()
+    return holder.rsplit("_", 1)[0] if out.returncode == 0 and holder else None
+
+
+def test_the_image_runs_a_job_from_manifests_ha_and_a_standby_takes_over_from_a_killed_leader(
+    real_cluster: KubeCluster, installed: Path, real_namespace_bare: str
+) -> None:
+    started = time.monotonic()
+    real_cluster.kubectl("rollout", "status", "deployment/aitj-operator", "-n", NAMESPACE, "--timeout=240s")
+    first = wait_for(lambda: leader(real_cluster), 60, "a leader")
+    ready = time.monotonic()
+    pods = real_cluster.core.list_namespaced_pod(NAMESPACE).items
+    assert {p.spec.node_name for p in pods} == {"real-node-0", "real-node-1"}  # anti-affinity
+
+    ns, job = real_namespace_bare, "image"
+    create_job(real_cluster, ns, box_job(job))
+    wait_running(real_cluster, ns, job, trainers=3, timeout=180)
+
+    # Kill the leader's pod; a force-deleted trainer must still be replaced, by the standby.
+    real_cluster.core.delete_namespaced_pod(first, NAMESPACE, grace_period_seconds=0)
+    killed = time.monotonic()
+    old = pods_by_index(real_cluster, ns, job, "trainer")[0]
+    real_cluster.core.delete_namespaced_pod(old.metadata.name, ns, grace_period_seconds=0)
+    _, replaced = wait_replaced(real_cluster, ns, job, "trainer", 0, old.metadata.name)
+    second = wait_for(lambda: (holder := leader(real_cluster)) != first and holder, 60, "a new leader")
+    assert second != first
+    assert (get_job(real_cluster, ns, job)["status"].get("RestartCount") or {}).get("trainer") == 1
+    print(
+        f"operator image: Deployment rolled out and leading {ready - started:.1f}s after apply; leader "
+        f"{first} killed; trainer 0 force-deleted then and Running again {replaced - killed:.1f}s later "
+        f"under the new leader {second}"
+    )
