@@ -27,7 +27,11 @@ LABEL org.opencontainers.image.title="aitj" \
       org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /opt/aitj /opt/aitj
 ENV PATH=/opt/aitj/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
-# 65532: the conventional "nonroot" uid; no home directory or shell login needed.
+# 65532: the conventional "nonroot" uid; no home directory or shell login needed. It has a
+# passwd entry: kopf names the operator after getpass.getuser(), which fails for a uid without
+# one (found running this image on real nodes: the operator crashed at start).
+RUN echo 'aitj:x:65532:65532:aitj operator:/nonexistent:/usr/sbin/nologin' >> /etc/passwd \
+ && echo 'aitj:x:65532:' >> /etc/group
 USER 65532:65532
 # 8080 metrics (--metrics-port), 8081 kopf's health endpoint (--liveness).
 EXPOSE 8080 8081

@@ -14,7 +14,7 @@ COMPILE    = $(BIN)/uv pip compile pyproject.toml --universal --python-version 3
              --custom-compile-command 'make lock' --quiet
 
 .PHONY: install lock image lint unit test e2e demo bench chaos build-cluster cluster-up cluster-down clean \
-        dashboards dashboards-pictures
+        dashboards dashboards-pictures real-nodes
 
 # Installs exactly the locked versions (hash-checked, no resolution), then aitj itself.
 $(STAMP): pyproject.toml $(TEST_LOCK)
@@ -49,9 +49,16 @@ unit: $(STAMP)
 build-cluster: $(STAMP)
 	$(BIN)/aitj cluster build
 
-# The whole suite: lint, unit tests, and end-to-end tests on the local control plane.
+# The whole suite but the long scenarios: lint, unit tests, and end-to-end tests on the local
+# control plane, the real-node ones included when run as root (docs/real-nodes.md).
 test: lint build-cluster
-	$(BIN)/pytest
+	$(BIN)/pytest -m "not long"
+
+# Every test on real nodes (tests/e2e/real), the long ones too: a stopped kubelet, a drain, the
+# host list's latency through scale-out, scale-in and a replacement. Prints what it measures.
+# Needs root. About 15 minutes warm.
+real-nodes: build-cluster
+	$(BIN)/pytest -m e2e tests/e2e/real -s -p no:cacheprovider
 
 e2e: build-cluster
 	$(BIN)/pytest -m e2e

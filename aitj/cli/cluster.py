@@ -6,6 +6,7 @@ Sits in the command-line layer: parses options and calls ``aitj.devcluster``.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -15,6 +16,7 @@ from aitj.cli.output import say as _say
 from aitj.devcluster import nodes as nodes_mod
 from aitj.devcluster.build import BuildError, ensure_built
 from aitj.devcluster.cluster import ClusterConfig, ClusterError, LocalCluster
+from aitj.devcluster.realnodes.images import node_images
 from aitj.devcluster.realnodes.layout import MAX_REAL_NODES
 from aitj.devcluster.versions import BUILT
 
@@ -30,10 +32,15 @@ _DEFAULTS = ClusterConfig()
 
 @cluster.command("build", epilog=example("aitj cluster build"))
 def cluster_build() -> None:
-    """Build (or reuse) the control plane binaries, and Prometheus with promtool (the dashboards' tests)."""
+    """Build (or reuse) the control plane binaries, the real nodes' programs, Prometheus with
+    promtool (the dashboards' tests) and, as root, the images real nodes run (docs/real-nodes.md)."""
     try:
         took = ensure_built(BUILT, say=_say)
-    except BuildError as e:
+        if os.geteuid() == 0:
+            node_images(say=_say)
+        else:
+            _say("the real nodes' images are not built: building them needs root")
+    except (BuildError, ClusterError) as e:
         raise click.ClickException(str(e)) from e
     if took == 0:
         _say("control plane and Prometheus binaries already built (cached)")

@@ -33,6 +33,7 @@ import kopf
 from aitj.controller import cache, collector, gangapi, leader, metrics
 from aitj.controller.executor import KubeExecutor
 from aitj.controller.kubeclient import api_client as new_api_client
+from aitj.controller.kubeclient import bearer_token
 from aitj.controller.logs import log
 from aitj.controller.reconciler import Reconciler
 from aitj.controller.served import served_kinds
@@ -197,8 +198,10 @@ def login(memo: Any, **_: Any) -> kopf.ConnectionInfo:
     """login gives kopf the credentials the API client already loaded, so both talk to the same
     cluster as the same user (kubeconfig or in-cluster), whatever the environment says."""
     cfg = memo.api_client.configuration
-    auth = (cfg.api_key or {}).get("authorization") or (cfg.api_key or {}).get("BearerToken")
-    token = auth.removeprefix("Bearer ").strip() if auth else None
+    # Through get_api_key_with_prefix, which calls the in-cluster refresh hook: a projected
+    # ServiceAccount token is rotated by the kubelet, and kopf logs in again after a 401.
+    header = cfg.get_api_key_with_prefix("BearerToken") or cfg.get_api_key_with_prefix("authorization")
+    token = bearer_token(header)
     return kopf.ConnectionInfo(
         server=cfg.host,
         ca_path=cfg.ssl_ca_cert,

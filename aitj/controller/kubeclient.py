@@ -35,6 +35,19 @@ def api_client(kubeconfig: Path | None) -> client.ApiClient:
     return client.ApiClient(cfg)
 
 
+def bearer_token(header: str | None) -> str | None:
+    """bearer_token: the token of an Authorization header value, whatever the case of its
+    scheme: the client's in-cluster config writes ``bearer <token>``, a kubeconfig
+    ``Bearer <token>`` (an operator in its own image once sent ``Bearer bearer <token>`` and
+    was refused)."""
+    if not header or not header.strip():
+        return None
+    scheme, _, rest = header.strip().partition(" ")
+    if rest and scheme.lower() == "bearer":
+        return rest.strip() or None
+    return header.strip()
+
+
 def release(response: object) -> None:
     """release reads a raw response to its end, which hands its connection back to the pool.
 

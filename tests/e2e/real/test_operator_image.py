@@ -6,6 +6,7 @@ registry. Then it runs a job, and a standby takes over when the leader's pod is 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,16 +33,20 @@ def installed(real_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactor
     with it: the next module's operator installs it again)."""
     assert real_cluster.local is not None
     port = real_cluster.local.recorded()["ports"]["registry"]
-    built = build_and_push(Registry(cache_dir() / "registry", port), ["operator"], say=print)
-    host, _, tag = built["operator"].ref.rpartition(":")
+    registry = Registry(cache_dir() / "registry", port)
+    ref = build_and_push(registry, ["operator"], say=print)["operator"].ref
+    # By digest: a node keeps the images it pulled (its containerd's root is cached), and with
+    # the Deployment's IfNotPresent a tag would run whatever the node pulled last.
+    name, digest = ref.rpartition(":")[0], registry.digest(ref)
     overlay = tmp_path_factory.mktemp("overlay")
     (overlay / "kustomization.yaml").write_text(
         json.dumps(
             {
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",
                 "kind": "Kustomization",
-                "resources": [str(REPO / "manifests" / "ha")],
-                "images": [{"name": "aitj", "newName": host, "newTag": tag}],
+                # kustomize takes no absolute path here
+                "resources": [os.path.relpath(REPO / "manifests" / "ha", overlay)],
+                "images": [{"name": "aitj", "newName": name, "digest": digest}],
             }
         )
     )

@@ -118,6 +118,7 @@ def test_a_gracefully_deleted_worker_runs_beside_its_replacement_for_its_whole_g
     assert gone_at - deleted >= grace_s - 2, "the old worker was stopped before its grace period ended"
 
 
+@pytest.mark.long
 def test_a_node_whose_kubelet_stops_has_its_pods_replaced_elsewhere_while_they_run_on_until_it_returns(
     real_cluster: KubeCluster, real_namespace: str, real_operator: OperatorProcess
 ) -> None:
@@ -156,6 +157,7 @@ def test_a_node_whose_kubelet_stops_has_its_pods_replaced_elsewhere_while_they_r
     )
 
 
+@pytest.mark.long
 def test_kubectl_drain_moves_the_workers_off_a_real_node(
     real_cluster: KubeCluster, real_namespace: str, real_operator: OperatorProcess
 ) -> None:
@@ -195,6 +197,7 @@ def hosts_seen(cluster: KubeCluster, namespace: str, launcher: str) -> list[str]
     return sorted(line.split(":")[0] for line in out.split())
 
 
+@pytest.mark.long
 def test_discover_hosts_in_the_launcher_follows_the_running_workers(
     real_cluster: KubeCluster, real_namespace: str, real_operator: OperatorProcess
 ) -> None:
