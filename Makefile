@@ -14,7 +14,7 @@ COMPILE    = $(BIN)/uv pip compile pyproject.toml --universal --python-version 3
              --custom-compile-command 'make lock' --quiet
 
 .PHONY: install lock image lint unit test e2e demo bench chaos build-cluster cluster-up cluster-down clean \
-        dashboards dashboards-pictures real-nodes
+        dashboards dashboards-pictures real-nodes demo-real
 
 # Installs exactly the locked versions (hash-checked, no resolution), then aitj itself.
 $(STAMP): pyproject.toml $(TEST_LOCK)
@@ -71,6 +71,10 @@ cluster-down: $(STAMP)
 
 demo: build-cluster
 	$(BIN)/aitj demo
+
+# The same story on two real nodes (root): images pulled, Horovod training to the end.
+demo-real: build-cluster
+	$(BIN)/aitj demo --real-nodes
 
 # Recovery, scaling, API cost, CPU and RSS against the floor and the Job controller; writes
 # bench/ (results.json, table.md, PNG plots). QUICK=1: 200 pods, about 5 minutes.

@@ -14,14 +14,20 @@ from aitj.devcluster.build import BuildError
 from aitj.devcluster.cluster import ClusterError
 
 
-@click.command("demo", epilog=example("aitj demo --name default"))
+@click.command("demo", epilog=example("aitj demo --name default", "sudo .venv/bin/aitj demo --real-nodes"))
 @cluster_name_option
-def demo(name: str) -> None:
+@click.option(
+    "--real-nodes",
+    is_flag=True,
+    help="On two real nodes (root): the seed's images pulled and run, Horovod training to the end "
+    "(docs/real-nodes.md).",
+)
+def demo(name: str, real_nodes: bool) -> None:
     """Run the CCE seed training job on the local cluster and show what happens."""
     from aitj.tools.demo import DemoError, run_demo
 
     try:
-        run_demo(cluster_name=name)
+        run_demo(cluster_name=name, real_nodes=real_nodes)
     except (DemoError, ClusterError, BuildError) as e:
         raise click.ClickException(str(e)) from e
 

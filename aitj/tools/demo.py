@@ -5,6 +5,11 @@ a background process, applies the CCE seed manifest unchanged, and then tells th
 ``kubectl get``: trainers first and the launcher after them, a trainer force-deleted and
 replaced under the same index, the launcher finishing and the job Succeeded. The cluster stays
 up afterwards to explore; ``aitj cluster down`` stops it.
+
+With ``real_nodes`` (``aitj demo --real-nodes``, root) the cluster has two real nodes
+(docs/real-nodes.md) and the seed's namespace is annotated to put its pods there: the images
+are pulled, the barrier, ssh and Horovod really run, the launcher's log shows every rank's own
+lines, and the job succeeds when the training script ends (1,000 steps), not by a simulated exit.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ from rich.console import Console
 from aitj.core import api
 from aitj.devcluster.cluster import ClusterConfig, LocalCluster
 from aitj.devcluster.faults import EXIT_CODE_ANNOTATION
+from aitj.devcluster.realnodes.layout import REAL_NODE_LABEL, namespace_annotations
 from aitj.devcluster.versions import kubectl_binary
 
 REPO = Path(__file__).resolve().parents[2]  # aitj/tools/demo.py -> the checkout
 CRDS = REPO / "crds"
 EXAMPLE = REPO / "manifests" / "examples" / "horovod-elastic.yaml"
+REAL_NODES = 2
 
 # soft_wrap: kubectl's tables keep their lines, whatever the terminal width.
 console = Console(soft_wrap=True)
@@ -36,17 +43,18 @@ class DemoError(RuntimeError):
     pass
 
 
-def run_demo(*, cluster_name: str = "default", keep_operator: bool = False) -> None:
+def run_demo(*, cluster_name: str = "default", keep_operator: bool = False, real_nodes: bool = False) -> None:
     """run_demo tells the whole story on the cluster ``cluster_name`` (brought up if need be);
-    ``keep_operator`` leaves the operator running afterwards."""
+    ``keep_operator`` leaves the operator running afterwards; ``real_nodes``: on real nodes."""
     cluster = LocalCluster(cluster_name)
-    step("1. the local control plane")
-    if cluster.is_running() and not cluster.unhealthy():
+    step("1. the local control plane" + (", with two real nodes" if real_nodes else ""))
+    wanted = ClusterConfig(nodes=4, node_profile="cce", real_nodes=REAL_NODES if real_nodes else 0)
+    if cluster.is_running() and not cluster.unhealthy() and _real_nodes(cluster) == wanted.real_nodes:
         console.print(f"reusing the running cluster {cluster_name!r}")
     else:
         cluster.down()
-        cluster.up(ClusterConfig(nodes=4, node_profile="cce"), say=console.print)
-    show(cluster, "get", "nodes", "-L", "nvidia.com/gpu.product")
+        cluster.up(wanted, say=console.print)
+    show(cluster, "get", "nodes", "-L", "nvidia.com/gpu.product," + REAL_NODE_LABEL)
 
     step("2. the AITrainingJob CRD")
     install_crd(cluster)
@@ -56,7 +64,7 @@ def run_demo(*, cluster_name: str = "default", keep_operator: bool = False) -> N
     operator, log_path = start_operator(cluster, detached=keep_operator)
     console.print(f"`aitj run` started (pid {operator.pid}); its log: {log_path}")
     try:
-        story(cluster)
+        story(cluster, real_nodes=real_nodes)
     finally:
         if keep_operator:
             console.print(f"the operator keeps running (pid {operator.pid})")
@@ -93,17 +101,30 @@ def start_operator(cluster: LocalCluster, *, detached: bool = False) -> tuple[su
     return operator, log_path
 
 
-def story(cluster: LocalCluster) -> None:
+def _real_nodes(cluster: LocalCluster) -> int:
+    """_real_nodes: how many real nodes the running cluster was started with."""
+    return int(cluster.recorded().get("config", {}).get("real_nodes", 0))
+
+
+def story(cluster: LocalCluster, *, real_nodes: bool = False) -> None:
     """story applies the example manifest, force-deletes a trainer and lets the launcher finish."""
     manifest: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
     name, ns = manifest["metadata"]["name"], manifest["metadata"].get("namespace", "default")
     cluster.kubectl("delete", "aitj", name, "-n", ns, "--ignore-not-found", "--wait=true", "--timeout=60s")
+    if real_nodes:
+        # The namespace's annotations give its pods the real nodes' selector and toleration.
+        pairs = [f"{key}={value}" for key, value in namespace_annotations().items()]
+        cluster.kubectl("annotate", "namespace", ns, "--overwrite", *pairs)
 
     step("4. the CCE seed manifest, applied unchanged")
     print_plain(cluster.kubectl("apply", "-f", str(EXAMPLE)).stdout.strip())
-    wait(lambda: phase(cluster, name, ns) == api.Phase.RUNNING, 60, "the job Running")
+    wait(lambda: phase(cluster, name, ns) == api.Phase.RUNNING, 300 if real_nodes else 60, "the job Running")
     show(cluster, "get", "aitj,pods", "-n", ns, "-o", "wide")
     show_conditions(cluster, name, ns)
+    if real_nodes:
+        wait(lambda: "step 20/" in launcher_log(cluster, name, ns), 180, "Horovod training")
+        step("4b. training: the launcher's log, each rank's own lines")
+        show(cluster, "logs", "-n", ns, launcher_pod(cluster, name, ns), "--tail=8")
 
     step("5. fault tolerance: trainer 0 force-deleted")
     pods = cluster.kubectl(
@@ -122,15 +143,29 @@ def story(cluster: LocalCluster) -> None:
     )
     wait(
         lambda: restarts(cluster, name, ns) >= 1 and phase(cluster, name, ns) == api.Phase.RUNNING,
-        60,
+        120 if real_nodes else 60,
         "the replacement",
     )
     console.print(f"replaced and Running again in {time.monotonic() - started:.1f}s")
     show(cluster, "get", "aitj,pods", "-n", ns)
     show(cluster, "get", "events", "-n", ns, "--field-selector", f"involvedObject.name={name}")
 
-    step("6. the launcher finishes (exit 0): the job succeeds")
-    launcher = cluster.kubectl(
+    launcher = launcher_pod(cluster, name, ns)
+    if real_nodes:
+        step("6. the training script ends (1,000 steps), the launcher exits 0: the job succeeds")
+        wait(lambda: phase(cluster, name, ns) in api.FINISHED_PHASES, 600, "the job finished")
+        show(cluster, "logs", "-n", ns, launcher, "--tail=12")
+    else:
+        step("6. the launcher finishes (exit 0): the job succeeds")
+        cluster.kubectl("annotate", "pod", launcher, "-n", ns, f"{EXIT_CODE_ANNOTATION}=0")
+        wait(lambda: phase(cluster, name, ns) == api.Phase.SUCCEEDED, 60, "the job Succeeded")
+    show(cluster, "get", "aitj,pods", "-n", ns)
+    show_conditions(cluster, name, ns)
+
+
+def launcher_pod(cluster: LocalCluster, name: str, ns: str) -> str:
+    """launcher_pod: the name of the job's launcher pod not being deleted ("" if none)."""
+    out = cluster.kubectl(
         "get",
         "pods",
         "-n",
@@ -138,12 +173,15 @@ def story(cluster: LocalCluster) -> None:
         "-l",
         f"{api.LABEL_JOB}={name},{api.LABEL_REPLICA}=launcher",
         "-o",
-        "jsonpath={.items[0].metadata.name}",
-    ).stdout
-    cluster.kubectl("annotate", "pod", launcher, "-n", ns, f"{EXIT_CODE_ANNOTATION}=0")
-    wait(lambda: phase(cluster, name, ns) == api.Phase.SUCCEEDED, 60, "the job Succeeded")
-    show(cluster, "get", "aitj,pods", "-n", ns)
-    show_conditions(cluster, name, ns)
+        "jsonpath={.items[?(@.metadata.deletionTimestamp==null)].metadata.name}",
+        check=False,
+    )
+    return out.stdout.split()[0] if out.stdout.split() else ""
+
+
+def launcher_log(cluster: LocalCluster, name: str, ns: str) -> str:
+    pod = launcher_pod(cluster, name, ns)
+    return cluster.kubectl("logs", "-n", ns, pod, "--tail=50", check=False).stdout if pod else ""
 
 
 def phase(cluster: LocalCluster, name: str, ns: str) -> str:

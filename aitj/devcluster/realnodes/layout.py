@@ -16,6 +16,7 @@ Addresses (none of them routed off the machine; ``host`` guards the uplink):
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,16 @@ REAL_NODE_LABEL = "aitj.dev/real-node"
 REAL_NODE_TAINT = {"key": REAL_NODE_LABEL, "value": "true", "effect": "NoSchedule"}
 NAMESPACE_NODE_SELECTOR = "scheduler.alpha.kubernetes.io/node-selector"
 NAMESPACE_TOLERATIONS = "scheduler.alpha.kubernetes.io/defaultTolerations"
+
+
+def namespace_annotations() -> dict[str, str]:
+    """namespace_annotations: what puts a namespace's pods on the real nodes."""
+    toleration = {"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}
+    return {
+        NAMESPACE_NODE_SELECTOR: f"{REAL_NODE_LABEL}=true",
+        NAMESPACE_TOLERATIONS: json.dumps([toleration]),
+    }
+
 
 # Ports on the nodes' bridge addresses (each node has its own address, so the same port).
 KUBELET_PORT = 10250

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from aitj.devcluster.cluster import ClusterConfig, LocalCluster, free_base
+from aitj.devcluster.realnodes.layout import namespace_annotations
 from tests.clusters import KubeCluster, free_port
 from tests.e2e import rbac
 from tests.e2e.install import install_crd
@@ -86,9 +87,7 @@ def real_namespace_bare(real_cluster: KubeCluster) -> Iterator[str]:
     them the node selector and the toleration, through the apiserver's admission plugins),
     deleted afterwards with its pods force-deleted."""
     name = f"r-{uuid.uuid4().hex[:8]}"
-    real_cluster.core.create_namespace(
-        {"metadata": {"name": name, "annotations": nodes.namespace_annotations()}}
-    )
+    real_cluster.core.create_namespace({"metadata": {"name": name, "annotations": namespace_annotations()}})
     wait_for(lambda: nodes.has_default_sa(real_cluster, name), 30, "the namespace's default service account")
     try:
         yield name

@@ -3,23 +3,12 @@ processes a pod still has on the machine, a kubelet stopped and continued."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from pathlib import Path
 from typing import Any
 
-from aitj.devcluster.realnodes.layout import NAMESPACE_NODE_SELECTOR, NAMESPACE_TOLERATIONS, REAL_NODE_LABEL
 from tests.clusters import KubeCluster
-
-
-def namespace_annotations() -> dict[str, str]:
-    """namespace_annotations: what puts a namespace's pods on the real nodes."""
-    toleration = {"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}
-    return {
-        NAMESPACE_NODE_SELECTOR: f"{REAL_NODE_LABEL}=true",
-        NAMESPACE_TOLERATIONS: json.dumps([toleration]),
-    }
 
 
 def has_default_sa(cluster: KubeCluster, namespace: str) -> bool:

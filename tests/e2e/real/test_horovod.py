@@ -47,6 +47,16 @@ def test_the_seed_job_trains_to_the_end_through_the_barrier_ssh_and_the_discover
         out = nodes.exec_in(real_cluster, ns, launcher.metadata.name, "ssh", name, "hostname")
         assert out.strip() == name.split(".")[0]
 
+    # Volcano's host file and variables (docs/volcano.md), as the launcher sees them: its
+    # variables were read when it started, after every trainer ran.
+    names = sorted(h.split(":")[0] for h in hosts)
+    volcano = nodes.exec_in(real_cluster, ns, launcher.metadata.name, "cat", "/etc/volcano/trainer.host")
+    assert sorted(volcano.split()) == names
+    env = nodes.exec_in(
+        real_cluster, ns, launcher.metadata.name, "sh", "-c", "echo $VC_TRAINER_HOSTS $VC_TRAINER_NUM"
+    ).split()
+    assert sorted(env[0].split(",")) == names and env[1] == "3", env
+
     def logs() -> str:
         return real_cluster.kubectl("logs", "-n", ns, launcher.metadata.name, check=False).stdout
 

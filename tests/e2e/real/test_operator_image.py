@@ -1,7 +1,8 @@
 """The operator's own image, run in the cluster as a user installs it: ``kubectl apply -k
 manifests/ha`` (two replicas under leader election, on the two real nodes), with only the image
 name changed to the one built here (the Dockerfile, by buildah) and served by the local
-registry. Then it runs a job, and a standby takes over when the leader's pod is killed."""
+registry. Then it runs the seed job, a standby takes over when the leader's pod is killed, and
+the chaos command deletes the operator's pods while the job runs."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from aitj.devcluster.images import Registry, build_and_push
+from aitj.devcluster.realnodes.layout import namespace_annotations
 from aitj.devcluster.versions import cache_dir
 from tests.clusters import KubeCluster
-from tests.e2e.real import nodes
-from tests.e2e.real.jobs import box_job, pods_by_index, wait_replaced, wait_running
-from tests.jobs import create_job, get_job
+from tests.e2e.cli import aitj
+from tests.e2e.real.jobs import pods_by_index, wait_replaced, wait_running
+from tests.jobs import create_job, get_job, seed_variant
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -58,7 +60,7 @@ def installed(real_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactor
         "namespace",
         NAMESPACE,
         "--overwrite",
-        *(f"{key}={value}" for key, value in nodes.namespace_annotations().items()),
+        *(f"{key}={value}" for key, value in namespace_annotations().items()),
     )
     real_cluster.kubectl("apply", "--server-side", "-k", str(overlay))
     try:
@@ -82,8 +84,8 @@ def leader(cluster: KubeCluster) -> str | None:
     return holder.rsplit("_", 1)[0] if out.returncode == 0 and holder else None
 
 
-def test_the_image_runs_a_job_from_manifests_ha_and_a_standby_takes_over_from_a_killed_leader(
-    real_cluster: KubeCluster, installed: Path, real_namespace_bare: str
+def test_the_image_runs_the_seed_from_manifests_ha_through_a_killed_leader_and_chaos_pod_deletes(
+    real_cluster: KubeCluster, installed: Path, real_namespace_bare: str, tmp_path: Path
 ) -> None:
     started = time.monotonic()
     real_cluster.kubectl("rollout", "status", "deployment/aitj-operator", "-n", NAMESPACE, "--timeout=240s")
@@ -93,8 +95,8 @@ def test_the_image_runs_a_job_from_manifests_ha_and_a_standby_takes_over_from_a_
     assert {p.spec.node_name for p in pods} == {"real-node-0", "real-node-1"}  # anti-affinity
 
     ns, job = real_namespace_bare, "image"
-    create_job(real_cluster, ns, box_job(job))
-    wait_running(real_cluster, ns, job, trainers=3, timeout=180)
+    create_job(real_cluster, ns, seed_variant(job))  # the seed as it is, under the image
+    wait_running(real_cluster, ns, job, trainers=3, timeout=240)
 
     # Kill the leader's pod; a force-deleted trainer must still be replaced, by the standby.
     real_cluster.core.delete_namespaced_pod(first, NAMESPACE, grace_period_seconds=0)
@@ -105,6 +107,31 @@ def test_the_image_runs_a_job_from_manifests_ha_and_a_standby_takes_over_from_a_
     second = wait_for(lambda: (holder := leader(real_cluster)) != first and holder, 60, "a new leader")
     assert second != first
     assert (get_job(real_cluster, ns, job)["status"].get("RestartCount") or {}).get("trainer") == 1
+
+    # The chaos command's operator-pod-delete, for real: the operator's pods deleted under it
+    # while the job runs; its invariants (one pod per index, exact counts) checked from its watch.
+    report = tmp_path / "chaos.json"
+    chaos = aitj(
+        real_cluster.kubeconfig,
+        "chaos",
+        "-n",
+        ns,
+        "--fault",
+        "operator-pod-delete",
+        "--duration",
+        "30",
+        "--interval",
+        "10",
+        "--seed",
+        "5",
+        "--no-local",
+        "--json",
+        str(report),
+        timeout=300,
+    )
+    assert chaos.returncode == 0, chaos.stdout + chaos.stderr
+    kinds = json.loads(report.read_text())["faults_by_kind"]
+    assert list(kinds) == ["operator-pod-delete"] and kinds["operator-pod-delete"]["faults"] >= 2, kinds
     print(
         f"operator image: Deployment rolled out and leading {ready - started:.1f}s after apply; leader "
         f"{first} killed; trainer 0 force-deleted then and Running again {replaced - killed:.1f}s later "
