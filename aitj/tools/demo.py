@@ -14,6 +14,7 @@ lines, and the job succeeds when the training script ends (1,000 steps), not by 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -124,19 +125,12 @@ def story(cluster: LocalCluster, *, real_nodes: bool = False) -> None:
     if real_nodes:
         wait(lambda: "step 20/" in launcher_log(cluster, name, ns), 180, "Horovod training")
         step("4b. training: the launcher's log, each rank's own lines")
-        show(cluster, "logs", "-n", ns, launcher_pod(cluster, name, ns), "--tail=8")
+        show(cluster, "logs", "-n", ns, live_pod(cluster, name, ns, "launcher"), "--tail=8")
 
     step("5. fault tolerance: trainer 0 force-deleted")
-    pods = cluster.kubectl(
-        "get",
-        "pods",
-        "-n",
-        ns,
-        "-l",
-        f"{api.LABEL_JOB}={name},{api.LABEL_REPLICA}=trainer,{api.LABEL_INDEX}=0",
-        "-o",
-        "jsonpath={.items[0].metadata.name}",
-    ).stdout
+    # Not one being deleted: on real nodes an earlier run's pods stay Terminating for their
+    # grace period (300 s in the seed).
+    pods = live_pod(cluster, name, ns, "trainer", 0)
     started = time.monotonic()
     console.print(
         cluster.kubectl("delete", "pod", pods, "-n", ns, "--force", "--grace-period=0").stdout.strip()
@@ -150,9 +144,9 @@ def story(cluster: LocalCluster, *, real_nodes: bool = False) -> None:
     show(cluster, "get", "aitj,pods", "-n", ns)
     show(cluster, "get", "events", "-n", ns, "--field-selector", f"involvedObject.name={name}")
 
-    launcher = launcher_pod(cluster, name, ns)
+    launcher = live_pod(cluster, name, ns, "launcher")
     if real_nodes:
-        step("6. the training script ends (1,000 steps), the launcher exits 0: the job succeeds")
+        step("6. training ends (1,000 steps), the launcher exits 0: Succeeded")
         wait(lambda: phase(cluster, name, ns) in api.FINISHED_PHASES, 600, "the job finished")
         show(cluster, "logs", "-n", ns, launcher, "--tail=12")
     else:
@@ -163,24 +157,17 @@ def story(cluster: LocalCluster, *, real_nodes: bool = False) -> None:
     show_conditions(cluster, name, ns)
 
 
-def launcher_pod(cluster: LocalCluster, name: str, ns: str) -> str:
-    """launcher_pod: the name of the job's launcher pod not being deleted ("" if none)."""
-    out = cluster.kubectl(
-        "get",
-        "pods",
-        "-n",
-        ns,
-        "-l",
-        f"{api.LABEL_JOB}={name},{api.LABEL_REPLICA}=launcher",
-        "-o",
-        "jsonpath={.items[?(@.metadata.deletionTimestamp==null)].metadata.name}",
-        check=False,
-    )
-    return out.stdout.split()[0] if out.stdout.split() else ""
+def live_pod(cluster: LocalCluster, name: str, ns: str, replica: str, index: int = 0) -> str:
+    """live_pod: the name of the job's pod of ``replica`` and ``index`` not being deleted ("" if none)."""
+    selector = f"{api.LABEL_JOB}={name},{api.LABEL_REPLICA}={replica},{api.LABEL_INDEX}={index}"
+    out = cluster.kubectl("get", "pods", "-n", ns, "-l", selector, "-o", "json", check=False)
+    pods = json.loads(out.stdout or "{}").get("items", [])
+    live = [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
+    return live[0] if live else ""
 
 
 def launcher_log(cluster: LocalCluster, name: str, ns: str) -> str:
-    pod = launcher_pod(cluster, name, ns)
+    pod = live_pod(cluster, name, ns, "launcher")
     return cluster.kubectl("logs", "-n", ns, pod, "--tail=50", check=False).stdout if pod else ""
 
 
