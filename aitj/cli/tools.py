@@ -14,7 +14,7 @@ from aitj.devcluster.build import BuildError
 from aitj.devcluster.cluster import ClusterError
 
 
-@click.command("demo", epilog=example("aitj demo --name default", "sudo .venv/bin/aitj demo --real-nodes"))
+@click.command("demo", epilog=example("aitj demo --name default", "aitj demo --real-nodes"))
 @cluster_name_option
 @click.option(
     "--real-nodes",
