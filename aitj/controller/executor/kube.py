@@ -160,19 +160,7 @@ class _Pass:
         (the pod is gone or replaced: its successor mounts the new lists when it starts)."""
         for n in nudges:
             patch = {"metadata": {"uid": n.uid, "annotations": {ANNOTATION_HOSTS: n.digest}}}
-            try:
-                response = self.core.patch_namespaced_pod(
-                    n.name, self.job.namespace, patch, _preload_content=False
-                )
-            except ApiException as e:
-                if e.status == 404:
-                    self.written.gone_pods.append(n.name)
-                elif e.status != 409:
-                    raise StepFailed(
-                        f"nudging pod {n.name} to show the new host list: {error_text(e)}"
-                    ) from e
-                continue
-            self._pod_written(response)
+            self._patch_pod(n.name, patch, "nudging pod {} to show the new host list")
 
     def send_restart_events(self, events: Sequence[Event]) -> None:
         """send_restart_events posts each restart's Event (best effort; named: once)."""
@@ -240,16 +228,7 @@ class _Pass:
         """send_release removes the tracking finalizer from each pod; NotFound is fine."""
         patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
         for pod in pods:
-            try:
-                response = self.core.patch_namespaced_pod(
-                    pod, self.job.namespace, patch, _preload_content=False
-                )
-            except ApiException as e:
-                if e.status != 404:
-                    raise StepFailed(f"releasing pod {pod}: {error_text(e)}") from e
-                self.written.gone_pods.append(pod)
-                continue
-            self._pod_written(response)
+            self._patch_pod(pod, patch, "releasing pod {}")
 
     def send_budgets(self, manifests: Sequence[Manifest]) -> None:
         """send_budgets writes each PodDisruptionBudget: patches its spec, creates it when NotFound."""
@@ -363,6 +342,21 @@ class _Pass:
         body = _body(response)
         if body is not None:
             self.written.jobs.append(body)
+
+    def _patch_pod(self, name: str, patch: Mapping[str, Any], what: str) -> None:
+        """_patch_pod patches one pod and keeps what the call returned. NotFound: the pod is
+        gone (noted); a Conflict, which only a patch naming the pod's uid can meet: it was
+        replaced, and its successor needs nothing. Anything else fails the step, saying
+        ``what`` (formatted with the pod's name)."""
+        try:
+            response = self.core.patch_namespaced_pod(name, self.job.namespace, patch, _preload_content=False)
+        except ApiException as e:
+            if e.status == 404:
+                self.written.gone_pods.append(name)
+            elif e.status != 409:
+                raise StepFailed(f"{what.format(name)}: {error_text(e)}") from e
+            return
+        self._pod_written(response)
 
     def _pod_written(self, response: Any) -> None:
         """_pod_written keeps a pod as a call returned it."""

@@ -79,8 +79,10 @@ def changed(prev: Mapping[str, Any], lists: HostLists | None) -> bool:
 
 
 def digest(lists: HostLists) -> str:
-    """digest: a short fingerprint of both lists, which the ConfigMap is rendered from."""
-    data = json.dumps([[h.pod for h in lists.hosts], lists.running], sort_keys=True)
+    """digest: a short fingerprint of what the ConfigMap is rendered from: the host list and
+    the master replicas' files (the workers' files hold the host list's pods again, so they
+    change with it), as the status records them."""
+    data = json.dumps([[h.pod for h in lists.hosts], lists.masters], sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
@@ -93,12 +95,12 @@ def nudges(found: Survey, lists: HostLists | None) -> tuple[PodNudge, ...]:
     period: nudging every pod of a large job on every change would cost a write per pod."""
     if lists is None:
         return ()
-    d = digest(lists)
-    return tuple(
-        PodNudge(s.pod.name, s.pod.uid, d)
+    pods = [
+        s.pod
         for s in found.slots
-        if s.replica.replica_type is ReplicaType.MASTER
-        and s.state is State.RUNNING
-        and s.pod is not None
-        and s.pod.hosts_annotation != d
-    )
+        if s.replica.replica_type is ReplicaType.MASTER and s.state is State.RUNNING and s.pod is not None
+    ]
+    if not pods:
+        return ()  # no fingerprint to compute: it costs a pass time on a large job
+    d = digest(lists)
+    return tuple(PodNudge(p.name, p.uid, d) for p in pods if p.hosts_annotation != d)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Any
 
 from tests.clusters import KubeCluster
 
@@ -57,7 +56,3 @@ def stop_kubelet(cluster: KubeCluster, node: str) -> None:
 
 def continue_kubelet(cluster: KubeCluster, node: str) -> None:
     os.kill(kubelet_pid(cluster, node), signal.SIGCONT)
-
-
-def node_of(pod: Any) -> str:
-    return str(pod.spec.node_name)
