@@ -47,7 +47,7 @@ from aitj.controller.executor import (
 )
 from aitj.controller.logs import log
 from aitj.controller.metrics import ErrorStage
-from aitj.controller.recovery import RECOVERIES, Recoveries
+from aitj.controller.recovery_metrics import RECOVERIES, Recoveries
 from aitj.core.planner import lifecycle, resources
 from aitj.core.planner import plan as make_plan
 from aitj.core.planner.types import Plan, Settings, SshKeys

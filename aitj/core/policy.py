@@ -335,7 +335,7 @@ def decide(
     rules are ignored and an allowed failure restarts with the replica's ``restartScope``.
     ``spent``: the rules (by position) whose restartLimit is used up, and how; such a rule does
     not match (the failure falls to the next rule), and when no other rule fires the failure
-    stands as RuleBudgetExhausted (aitj.core.planner.budgets counts them).
+    stands as RuleBudgetExhausted (aitj.core.planner.rule_budgets counts them).
     """
     policy = replica.restart_policy
     trace = _trace(replica, fault_tolerant, failure, spent)

@@ -17,7 +17,7 @@ from aitj.controller.executor import (
     STEPS,
     walk,
 )
-from aitj.controller.executor.kube import _Pass
+from aitj.controller.executor.kube_executor import _Pass
 from aitj.core.api import Phase, RestartScope
 from aitj.core.planner.types import (
     DeleteReason,

@@ -15,7 +15,7 @@ from aitj.controller import collector, metrics
 from aitj.controller.cache import InformerCache
 from aitj.controller.informer import Item
 from aitj.controller.logs import log
-from aitj.controller.recovery import Recoveries, record_restarts
+from aitj.controller.recovery_metrics import Recoveries, record_restarts
 from aitj.core.api import LABEL_JOB, RestartScope
 from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger

@@ -18,12 +18,10 @@ from aitj.core.telemetry import (
     Scaled,
     ScaleDirection,
     ScaleResult,
-    advance,
-    begin,
     desired_replicas,
-    finished,
     finished_scalings,
     job_gauges,
+    recovery_time,
 )
 from tests.seeds import seed_job as seed_body
 from tests.unit.builders import (
@@ -174,31 +172,32 @@ DESIRED = {"trainer": 3, "launcher": 1}
 def test_a_pod_restart_recovers_when_its_replacement_runs_and_costs_its_gpus_from_the_fault() -> None:
     cluster = running_cluster()
     plan = restart(cluster)
-    r = begin(plan.restarts[0], cluster.job, ledger(cluster), created=at(101.5))
+    r = recovery_time.begin(plan.restarts[0], cluster.job, ledger(cluster), created=at(101.5))
     assert r.detection_seconds() == 1.5  # the delete at 100 to the create at 101.5
-    pending = advance(r, views(cluster), at(102))
-    assert not finished(pending, DESIRED)
+    pending = recovery_time.advance(r, views(cluster), at(102))
+    assert not recovery_time.finished(pending, DESIRED)
     cluster.run_all(103)
-    done = advance(pending, views(cluster), at(104))
-    assert finished(done, DESIRED)
+    done = recovery_time.advance(pending, views(cluster), at(104))
+    assert recovery_time.finished(done, DESIRED)
     assert done.recovery_seconds() == 3  # decided at 101, seen Running at 104
     assert done.lost_gpu_seconds() == 2 * 4  # 2 GPUs, from the delete at 100 to 104
-    assert advance(done, views(cluster), at(200)) == done  # seen once: later passes change nothing
+    # seen once: later passes change nothing
+    assert recovery_time.advance(done, views(cluster), at(200)) == done
 
 
 def test_a_replica_restart_recovers_when_every_trainer_runs_with_the_new_epoch() -> None:
     cluster = running_cluster(RestartScope.REPLICA)
     plan = restart(cluster, index=1)
-    r = begin(plan.restarts[0], cluster.job, ledger(cluster))
+    r = recovery_time.begin(plan.restarts[0], cluster.job, ledger(cluster))
     assert [(a.replica, a.index, a.epoch) for a in r.awaited] == [("trainer", None, 1)]
     cluster.terminate_deleted()
     cluster.step(102)
     cluster.pods[name_of("trainer", 0, 1)].running(103)
-    half = advance(r, views(cluster), at(103))
-    assert not finished(half, DESIRED)
+    half = recovery_time.advance(r, views(cluster), at(103))
+    assert not recovery_time.finished(half, DESIRED)
     cluster.run_all(105)
-    done = advance(half, views(cluster), at(106))
-    assert finished(done, DESIRED)
+    done = recovery_time.advance(half, views(cluster), at(106))
+    assert recovery_time.finished(done, DESIRED)
     assert done.lost_gpu_seconds() == 2 * (3 + 6 + 6)  # trainer 0 back at 103, the others at 106
     assert done.created is not None  # the operator did not see the create: the pod's own time
 
@@ -206,16 +205,18 @@ def test_a_replica_restart_recovers_when_every_trainer_runs_with_the_new_epoch()
 def test_an_all_restart_waits_for_the_launcher_too() -> None:
     cluster = running_cluster(RestartScope.ALL)
     plan = restart(cluster)
-    r = begin(plan.restarts[0], cluster.job, ledger(cluster))
+    r = recovery_time.begin(plan.restarts[0], cluster.job, ledger(cluster))
     assert sorted(a.replica for a in r.awaited) == ["launcher", "trainer"]
     cluster.terminate_deleted()
     cluster.step(102)
     cluster.run_all(103)
-    trainers_only = advance(r, [p.view() for p in cluster.pods.values() if "trainer" in p.name], at(103))
-    assert not finished(trainers_only, DESIRED)
+    trainers_only = recovery_time.advance(
+        r, [p.view() for p in cluster.pods.values() if "trainer" in p.name], at(103)
+    )
+    assert not recovery_time.finished(trainers_only, DESIRED)
     cluster.step(104)
     cluster.run_all(104)
-    assert finished(advance(trainers_only, views(cluster), at(105)), DESIRED)
+    assert recovery_time.finished(recovery_time.advance(trainers_only, views(cluster), at(105)), DESIRED)
 
 
 def test_a_fault_without_a_time_is_not_a_detection_and_costs_from_the_decision() -> None:
@@ -223,10 +224,10 @@ def test_a_fault_without_a_time_is_not_a_detection_and_costs_from_the_decision()
     plan = restart(cluster)
     record = plan.restarts[0]
     timeless = replace(record, failure=replace(record.failure, at=None))
-    r = begin(timeless, cluster.job, ledger(cluster), created=at(101))
+    r = recovery_time.begin(timeless, cluster.job, ledger(cluster), created=at(101))
     assert r.detection_seconds() is None
     cluster.run_all(102)
-    assert advance(r, views(cluster), at(103)).lost_gpu_seconds() == 2 * 2  # 101 to 103
+    assert recovery_time.advance(r, views(cluster), at(103)).lost_gpu_seconds() == 2 * 2  # 101 to 103
 
 
 # ---- scaling --------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ step is idempotent:
    resourceVersion is the one the pass planned from; a failed test raises StaleJob. Once
    written, the scale operations it finished (the ``scaleHistory`` entries it adds) are counted.
 8. ``restarts``: count and log the restarts this status write recorded first, right after
-   it (never fails), and follow their recovery (``aitj.controller.recovery``): a pass whose
+   it (never fails), and follow their recovery (``aitj.controller.recovery_metrics``): a pass whose
    status write fails counts nothing, and the pass that then records them counts them
    (docs/semantics.md, "Each restart is recorded once"); a job found gone counts nothing.
 9. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
@@ -59,8 +59,7 @@ would otherwise spend most of its CPU building model objects from responses nobo
 The test double (tests/unit/builders.py ``Cluster``) walks the same ``STEPS`` with ``walk``.
 """
 
-from aitj.controller.executor.kube import KubeExecutor
-from aitj.controller.executor.steps import (
+from aitj.controller.executor.contract import (
     NOT_SENT,
     STEPS,
     Executor,
@@ -74,6 +73,7 @@ from aitj.controller.executor.steps import (
     sends,
     walk,
 )
+from aitj.controller.executor.kube_executor import KubeExecutor
 
 __all__ = [
     "NOT_SENT",

@@ -12,7 +12,7 @@ from typing import Any
 
 from aitj.core.api import Job
 from aitj.core.explain.model import ConditionView, DegradedView, Explanation, ShortfallView, UnknownPod
-from aitj.core.explain.recovery import recovery_lines
+from aitj.core.explain.rule_budgets import recovery_lines
 from aitj.core.explain.verdicts import Judge, cleanup, ignored
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView

@@ -136,7 +136,7 @@ class Explanation:
     next_pass: tuple[str, ...]
     pods: tuple[PodExplanation, ...]
     degraded: DegradedView | None = None  # None: the job does not run short of pods
-    # the recovery rules (issue 15): budgets left, backoffs, excluded nodes (aitj.core.explain.recovery)
+    # the recovery rules (issue 15): budgets left, backoffs, excluded nodes (aitj.core.explain.rule_budgets)
     recovery: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:

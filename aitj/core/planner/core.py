@@ -25,14 +25,14 @@ from aitj.core.api import (
     RestartScope,
 )
 from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
-from aitj.core.planner import degraded, gang, hostfiles, recovery, resources, scaling
+from aitj.core.planner import degraded, gang, hostfiles, resources, rule_budgets, scaling
 from aitj.core.planner.ledger import Ledger, record_to_json
 from aitj.core.planner.lifecycle import phase_of
 from aitj.core.planner.outcome import judge, timeout_at
 from aitj.core.planner.retire import retire
 from aitj.core.planner.status import (
     Condition,
-    advance,
+    advance_conditions,
     live_condition,
     replica_statuses,
     scale_fields,
@@ -182,7 +182,7 @@ def _live(
     counts = {r.name: found.ledger.replica(r.name).restart_count for r in job.spec.replicas}
     # What this pass records: restarts earlier passes decided and did not get to record, and its own.
     records = found.ledger.unrecorded() + found.restarts
-    ledger = recovery.prune(job, found.ledger.recording(records), now)
+    ledger = rule_budgets.prune(job, found.ledger.recording(records), now)
     # Every pod created carries them, so a pass that fails after any create is recorded by the
     # next one; bounded like status.restarts, which keeps no more.
     annotations = {ANNOTATION_LEDGER: ledger.annotation(records[-MAX_RESTART_RECORDS:])}
@@ -197,7 +197,7 @@ def _live(
             annotations,
             given.settings,
             off,
-            recovery.avoid(ledger.replica(s.replica.name), s.index, now),
+            rule_budgets.avoid(ledger.replica(s.replica.name), s.index, now),
         )
         for s in wanted
     )
@@ -210,7 +210,7 @@ def _live(
     status = scaling.write_status(_status(job, prev, ledger, found, condition, stamp), scale, now)
     shortfalls = tuple(s.shortfall for s in found.slots if s.shortfall is not None)
     status.pop("excludedNodes", None)
-    if excluded := recovery.excluded_status(job, ledger, now, shortfalls):
+    if excluded := rule_budgets.excluded_status(job, ledger, now, shortfalls):
         status["excludedNodes"] = excluded
     if started is not None:
         status["startRunningTime"] = format_time(started)
@@ -218,7 +218,7 @@ def _live(
     _record(status, prev, records)
     status, degraded_events = degraded.update(status, job, found, shortfalls, prev, now, shape.joining)
     wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
-    wake += recovery.wakes(shortfalls, recovery.next_expiry(job, ledger, now), now)
+    wake += rule_budgets.wakes(shortfalls, rule_budgets.next_expiry(job, ledger, now), now)
     changed = hostfiles.changed(prev, lists)
     budgets, unbudgets = _budgets(job, found, prev, status, given.owned)
     podgroup = resources.podgroup_rewrite(job, prev, status, given.owned, given.settings)
@@ -269,7 +269,7 @@ def _budgets(
 def _budget_events(job: Job, found: Survey) -> tuple[Event, ...]:
     """_budget_events: one per failure that stands because a rule's budget ran out."""
     events = (
-        recovery.budget_event(job, s.name, s.generation, s.shortfall) for s in found.slots if s.shortfall
+        rule_budgets.budget_event(job, s.name, s.generation, s.shortfall) for s in found.slots if s.shortfall
     )
     return tuple(e for e in events if e is not None)
 
@@ -311,7 +311,7 @@ def _status(
     status = {
         **prev,
         "phase": condition.type.value,
-        "conditions": advance(prev.get("conditions") or [], condition, stamp),
+        "conditions": advance_conditions(prev.get("conditions") or [], condition, stamp),
         "RestartCount": restarts,
         "totalRestarts": sum(restarts.values()),
         "replicaStatuses": counts,

@@ -16,7 +16,7 @@ from typing import Any
 from aitj.core.api import FINISHED_PHASES, InvalidJob, Job, Phase, parse_job, parse_phase
 from aitj.core.observed import PodView
 from aitj.core.planner.degraded import STATUS_DEGRADED
-from aitj.core.planner.status import Condition, advance
+from aitj.core.planner.status import Condition, advance_conditions
 from aitj.core.planner.types import Event, Outcome, Plan
 from aitj.core.wire import format_time
 
@@ -84,7 +84,9 @@ def plan_invalid(body: Mapping[str, Any], message: str, now: datetime) -> Plan:
         message = f"{message[:MAX_MESSAGE]}... ({len(message)} characters)"
     status = dict(body.get("status") or {})
     history = status.get("conditions") or []
-    conditions = advance(history, Condition(Phase.FAILED, REASON_INVALID, message), format_time(now))
+    conditions = advance_conditions(
+        history, Condition(Phase.FAILED, REASON_INVALID, message), format_time(now)
+    )
     if conditions == history:
         return Plan()
     status.update(phase=Phase.FAILED.value, conditions=conditions)

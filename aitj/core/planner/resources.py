@@ -24,7 +24,7 @@ from typing import Any
 
 from aitj.core import naming, render
 from aitj.core.api import CleanPodPolicy, Job
-from aitj.core.planner.lifecycle import finished
+from aitj.core.planner import lifecycle
 from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, Settings, SshKeys
 from aitj.core.render import access, volcano
 from aitj.core.wire import mapping
@@ -55,7 +55,7 @@ def needs_ssh_keys(job: Job, owned: Owned | None) -> bool:
     """needs_ssh_keys: the job is live, has plugin.ssh, and its Secret is not in ``owned``: the
     controller must make a key pair and pass it to ``plan``. Asked before planning so keys are
     made only then (RSA generation costs tens of milliseconds)."""
-    return owned is not None and job.spec.ssh and not finished(job) and secret_ref(job) not in owned
+    return owned is not None and job.spec.ssh and not lifecycle.finished(job) and secret_ref(job) not in owned
 
 
 def ensure(

@@ -35,7 +35,7 @@ class RuleHistory:
     running (what the next wait doubles from); ``last``: when the restart of ``failed`` was
     decided (None: unknown, e.g. written without a time: no wait is derived from it);
     ``times``: (failed generation, time) of its recent restarts, for windows (pruned by
-    aitj.core.planner.recovery). (failed, count, streak, last) move together, like a
+    aitj.core.planner.rule_budgets). (failed, count, streak, last) move together, like a
     restart's count in IndexHistory."""
 
     failed: int = -1

@@ -42,8 +42,10 @@ def current_condition(conditions: Sequence[Mapping[str, Any]]) -> Mapping[str, A
     return last if last is not None and last.get("status") == "True" else None
 
 
-def advance(conditions: Sequence[Mapping[str, Any]], want: Condition, now: str) -> list[dict[str, Any]]:
-    """advance: the history with ``want`` current (unchanged when it already is)."""
+def advance_conditions(
+    conditions: Sequence[Mapping[str, Any]], want: Condition, now: str
+) -> list[dict[str, Any]]:
+    """advance_conditions: the history with ``want`` current (unchanged when it already is)."""
     history = [dict(c) for c in conditions]
     last = current_condition(history)
     if last is not None and last.get("type") == want.type.value:

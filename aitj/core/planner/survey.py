@@ -20,7 +20,7 @@ How the pieces fit (docs/semantics.md has the user-facing version):
 - An index with no pod: never seen → create generation 0; its last pod was ended by the
   operator (``ended >= seen``) → create the next generation; otherwise the pod vanished,
   which is a PodForceDeleted failure.
-- The recovery rules (aitj.core.planner.recovery): a rule whose budget is used up does not
+- The recovery rules (aitj.core.planner.rule_budgets): a rule whose budget is used up does not
   match; a restart by a rule goes into its history in the ledger (and its node into the index's
   exclusions); a replacement whose rule has a backoff waits it out (State.BACKOFF).
 """
@@ -36,7 +36,7 @@ from aitj.core import naming
 from aitj.core.api import Job, ReplicaSpec, ReplicaType, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
-from aitj.core.planner import recovery
+from aitj.core.planner import rule_budgets
 from aitj.core.planner.ledger import IndexHistory, Ledger, ReplicaHistory, pod_epoch, pod_ledger
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.types import RestartRecord
@@ -83,7 +83,7 @@ class Slot:
     observed current pod, if any. ``failure``/``fail``: the failure found and, when it stands,
     why it is not restarted; ``restart``: when this pass restarts it, the rule engine's verdict
     (its trace is what ``aitj explain`` shows). ``shortfall``: what holds the index back (a
-    backoff, a used-up rule budget, an excluded node; aitj.core.planner.recovery)."""
+    backoff, a used-up rule budget, an excluded node; aitj.core.planner.rule_budgets)."""
 
     replica: ReplicaSpec
     index: int
@@ -286,7 +286,7 @@ class _Surveyor:
             return self.renew(slot, RetireReason.RESTART_COUNTED)  # by a pass that did not finish
         if r.name in self.covered:
             return slot  # a Replica/All-scope restart decided earlier in this pass recreates it
-        used = recovery.spent(r, self.ledger.replica(r.name), self.now)
+        used = rule_budgets.spent(r, self.ledger.replica(r.name), self.now)
         decision = decide(r, self.job.spec.fault_tolerant, slot.failure, {k: b.text for k, b in used.items()})
         if isinstance(decision, RestartDecision):
             count = self.ledger.replica(r.name).restart_count
@@ -318,7 +318,7 @@ class _Surveyor:
         )
         return replace(self.renew(slot, RetireReason.RESTART), restart=decision)
 
-    def exhausted(self, slot: Slot, fail: Fail, used: Mapping[int, recovery.Budget]) -> Shortfall | None:
+    def exhausted(self, slot: Slot, fail: Fail, used: Mapping[int, rule_budgets.Budget]) -> Shortfall | None:
         """exhausted: the Shortfall of a failure that stands because a rule's budget ran out; until
         its window lets a restart through again (the next pass then restarts it)."""
         if fail.reason is not FailReason.BUDGET_EXHAUSTED or slot.failure is None:
@@ -337,7 +337,7 @@ class _Surveyor:
             return
         r, i = slot.replica, slot.index
         rule = r.rules[fired]
-        history, exclusion = recovery.restarted(
+        history, exclusion = rule_budgets.restarted(
             rule, self.ledger.replica(r.name), i, slot.generation, slot.pod, slot.failure, self.now
         )
         if history is not None:
@@ -352,12 +352,12 @@ class _Surveyor:
         change)."""
         history = self.ledger.replica(slot.replica.name)
         if slot.state in (State.CREATE, State.REPLACE):
-            held = recovery.hold(slot.replica, slot.index, slot.generation, history, self.now)
+            held = rule_budgets.hold(slot.replica, slot.index, slot.generation, history, self.now)
             return slot if held is None else replace(slot, state=State.BACKOFF, shortfall=held)
         if slot.state is State.PENDING and slot.pod is not None and slot.failure is None:
-            if recovery.outlived(slot.replica, slot.index, slot.pod, self.now):
+            if rule_budgets.outlived(slot.replica, slot.index, slot.pod, self.now):
                 return self.renew(slot, RetireReason.EXCLUSION_EXPIRED)  # counts no restart
-            found = recovery.exclusion_shortfall(slot.replica, slot.index, slot.pod, history, self.now)
+            found = rule_budgets.exclusion_shortfall(slot.replica, slot.index, slot.pod, history, self.now)
             return slot if found is None else replace(slot, shortfall=found)
         return slot
 

@@ -224,7 +224,7 @@ class Plan:
     ``requeue_after`` is a step of ``aitj.controller.executor.STEPS``; empty (or None) means
     nothing to do. ``hosts`` and ``shortfalls`` are for people: what ``discovery`` lists, and
     why indices run without a Running pod (a backoff, a used-up rule budget, an excluded node;
-    aitj.core.planner.recovery)."""
+    aitj.core.planner.rule_budgets)."""
 
     ensure: tuple[Manifest, ...] = ()  # the job's objects the cache does not hold: create them
     removes: tuple[ObjectRef, ...] = ()  # delete (the Service, cleanPodPolicy All)

@@ -8,14 +8,15 @@ table-tested:
   directions and results);
 - ``gauges``: a job's phase, its replicas by state and its restart budgets, from the job's
   body and its pods (computed at scrape time);
-- ``recovery``: a restart followed from the pass that decided it to its replacements Running
+- ``recovery_time``: a restart followed from the pass that decided it to its replacements Running
   (recovery time, fault detection, GPU time lost);
 - ``scaling``: the scale operations a status write finished.
 """
 
+from aitj.core.telemetry import recovery_time
 from aitj.core.telemetry.gauges import JobGauges, ReplicaCount, desired_replicas, job_gauges
 from aitj.core.telemetry.labels import ReplicaState, ScaleDirection, ScaleResult
-from aitj.core.telemetry.recovery import Awaited, Recovery, advance, begin, finished
+from aitj.core.telemetry.recovery_time import Awaited, Recovery
 from aitj.core.telemetry.scaling import Scaled, finished_scalings
 
 __all__ = [
@@ -27,10 +28,8 @@ __all__ = [
     "ScaleDirection",
     "ScaleResult",
     "Scaled",
-    "advance",
-    "begin",
     "desired_replicas",
-    "finished",
     "finished_scalings",
     "job_gauges",
+    "recovery_time",
 ]

@@ -42,6 +42,7 @@ first, as in the seed (``job version 1`` after one edit, where metadata.generati
 
 from __future__ import annotations
 
+from aitj.core.planner.scaling.machine import prepare, settle
 from aitj.core.planner.scaling.messages import (
     conditions,
     events,
@@ -60,7 +61,6 @@ from aitj.core.planner.scaling.operation import (
     current_indices,
     vacant_indices,
 )
-from aitj.core.planner.scaling.steps import prepare, settle
 
 __all__ = [
     "SUCCEEDED",

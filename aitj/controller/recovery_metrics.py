@@ -1,5 +1,5 @@
 """Restarts recorded, and followed until their replacements run: the restart counters and log
-line, and the recovery figures (``aitj.core.telemetry.recovery`` does the arithmetic).
+line, and the recovery figures (``aitj.core.telemetry.recovery_time`` does the arithmetic).
 
 ``record_restarts`` is what the executor's ``restarts`` step does right after the status write
 that recorded them: count each restart, log it with the job's context, and begin its recovery.
@@ -32,7 +32,7 @@ from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.lifecycle import phase_of
 from aitj.core.planner.types import RestartRecord
-from aitj.core.telemetry import Recovery, advance, begin, desired_replicas, finished
+from aitj.core.telemetry import Recovery, desired_replicas, recovery_time
 from aitj.core.wire import format_time
 
 JobKey = tuple[str, str]  # (namespace, name)
@@ -64,7 +64,7 @@ class Recoveries:
         for r in records:
             made = created.get((r.replica, r.index))
             at = made[1] if made is not None and made[0] > r.generation else None
-            recovery = begin(r, job, ledger, at)
+            recovery = recovery_time.begin(r, job, ledger, at)
             _detected(recovery)
             started.append(recovery)
         with self._lock:
@@ -99,10 +99,10 @@ class Recoveries:
             desired = desired_replicas(body)
             left = []
             for recovery in pending:
-                later = advance(recovery, pods, now)
+                later = recovery_time.advance(recovery, pods, now)
                 if recovery.created is None and later.created is not None:
                     _detected(later)
-                if finished(later, desired):
+                if recovery_time.finished(later, desired):
                     _observe(key, later)
                 else:
                     left.append(later)

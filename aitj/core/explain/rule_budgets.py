@@ -2,7 +2,7 @@
 restart budget left, and per index the backoff and the nodes it keeps off.
 
 Pure and clock-free. Read back from the planner's own ledger (the Assessment's) and Plan, with
-the functions the planner decides by (aitj.core.planner.recovery), so the two cannot disagree.
+the functions the planner decides by (aitj.core.planner.rule_budgets), so the two cannot disagree.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from datetime import datetime
 from aitj.core.api import Job
 from aitj.core.planner import Plan
 from aitj.core.planner.ledger import Ledger
-from aitj.core.planner.recovery import active, budget
+from aitj.core.planner.rule_budgets import active, budget
 from aitj.core.policy import rule_text
 from aitj.core.wire import format_time
 

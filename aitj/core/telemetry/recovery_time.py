@@ -1,6 +1,6 @@
 """A restart, followed until its replacements run: recovery time, fault detection, GPU time lost.
 
-Pure and clock-free. The controller (``aitj.controller.recovery``) begins a ``Recovery`` for each
+Pure and clock-free. The controller (``aitj.controller.recovery_metrics``) begins a ``Recovery`` for each
 ``RestartRecord`` right after the status write that records it, feeds it the job's pods on
 every pass (``advance``), and observes the figures once it is ``finished``:
 

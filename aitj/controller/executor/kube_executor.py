@@ -15,7 +15,7 @@ from urllib3.exceptions import HTTPError as TransportError
 
 from aitj.controller import metrics
 from aitj.controller.executor.clients import CREATE, DELETE, VolcanoPodGroups
-from aitj.controller.executor.steps import (
+from aitj.controller.executor.contract import (
     NamespaceTerminating,
     PodRefused,
     StaleJob,
@@ -27,7 +27,7 @@ from aitj.controller.executor.steps import (
 from aitj.controller.gangapi import GangApi, gang_refused
 from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
-from aitj.controller.recovery import RECOVERIES, Recoveries, record_restarts
+from aitj.controller.recovery_metrics import RECOVERIES, Recoveries, record_restarts
 from aitj.core import api
 from aitj.core.observed import ANNOTATION_HOSTS, TRACKING_FINALIZER
 from aitj.core.planner.lifecycle import PodRefusal
