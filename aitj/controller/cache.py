@@ -34,9 +34,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from aitj.controller import gangapi
-from aitj.controller.executor import Written
 from aitj.controller.informer import Change, Delta, Informer, Item, Kind, Sync
 from aitj.controller.kubeclient import release
+from aitj.controller.written import Written
 from aitj.core import api
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner.types import ObjectKind, ObjectRef, Owned

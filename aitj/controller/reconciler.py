@@ -42,12 +42,12 @@ from aitj.controller.executor import (
     StaleJob,
     StepFailed,
     Target,
-    Written,
     sends,
 )
 from aitj.controller.logs import log
 from aitj.controller.metrics import ErrorStage
 from aitj.controller.recovery_metrics import RECOVERIES, Recoveries
+from aitj.controller.written import Written
 from aitj.core.planner import lifecycle, resources
 from aitj.core.planner import plan as make_plan
 from aitj.core.planner.types import Plan, Settings, SshKeys

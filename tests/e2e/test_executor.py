@@ -15,7 +15,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import REGISTRY
 
-from aitj.controller.executor import KubeExecutor, NamespaceTerminating, StaleJob, Written
+from aitj.controller.executor import KubeExecutor, NamespaceTerminating, StaleJob
+from aitj.controller.written import Written
 from aitj.core import api
 from aitj.core.api import RestartScope
 from aitj.core.observed import TRACKING_FINALIZER

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from aitj.controller.cache import JOBS, NODES, OWNED_COLLECTIONS, PODS, InformerCache, owned_kind
-from aitj.controller.executor import Written
 from aitj.controller.informer import (
     Action,
     Change,
@@ -24,6 +23,7 @@ from aitj.controller.informer import (
     continue_token,
     watch_action,
 )
+from aitj.controller.written import Written
 from aitj.core import api
 from aitj.core.observed import TRACKING_FINALIZER
 from aitj.core.planner.types import ObjectKind, ObjectRef

@@ -15,11 +15,12 @@ from structlog.testing import capture_logs
 
 from aitj.controller import sshkeys
 from aitj.controller.cache import Snapshot
-from aitj.controller.executor import Target, Written
+from aitj.controller.executor import Target
 from aitj.controller.executor.kube_executor import KubeExecutor, _Pass
 from aitj.controller.logs import log
 from aitj.controller.reconciler import Reconciler
 from aitj.controller.recovery_metrics import Recoveries
+from aitj.controller.written import Written
 from aitj.core.api import RestartScope
 from aitj.core.planner.types import Plan, RestartRecord, SshKeys
 from aitj.core.policy import Failure, FailureKind

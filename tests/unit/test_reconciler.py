@@ -17,8 +17,9 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from aitj.controller.cache import Snapshot
-from aitj.controller.executor import NamespaceTerminating, StaleJob, StepFailed, Target, Written
+from aitj.controller.executor import NamespaceTerminating, StaleJob, StepFailed, Target
 from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler, retry_after, retry_delay
+from aitj.controller.written import Written
 from aitj.core import naming
 from aitj.core.api import Job
 from aitj.core.observed import TRACKING_FINALIZER, PodView

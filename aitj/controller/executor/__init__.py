@@ -42,10 +42,10 @@ step is idempotent:
 
 ``Plan.requeue_after`` is the reconciler's, ``Plan.hosts`` is for people: neither is sent.
 
-What the calls return is handed back in ``Written`` (the job after its status or spec write,
-each pod created, deleted or released, each pod or object found gone): the reconciler stores
-it in the cache (write-through), so the next pass does not plan from a copy older than the
-operator's own writes. The executor reads nothing from it.
+What the calls return is handed back in ``Written`` (``aitj.controller.written``: the job
+after its status or spec write, each pod created, deleted or released, each pod or object
+found gone): the reconciler stores it in the cache (write-through), so the next pass does not
+plan from a copy older than the operator's own writes. The executor reads nothing from it.
 
 Errors: a refused call, or one that got no answer (connection refused, dropped, timed out),
 raises StepFailed (the reconciler retries the job, backing off); a pod create the apiserver
@@ -69,7 +69,6 @@ from aitj.controller.executor.contract import (
     Step,
     StepFailed,
     Target,
-    Written,
     sends,
     walk,
 )
@@ -86,7 +85,6 @@ __all__ = [
     "Step",
     "StepFailed",
     "Target",
-    "Written",
     "sends",
     "walk",
 ]

@@ -1,16 +1,18 @@
 """The executor's step table and its contract types: the order a Plan is carried out in
-(``STEPS``, walked by ``walk``), what the calls returned (``Written``), and the errors a pass
-can end with. The contract itself is written in the package docstring (``aitj.controller.executor``).
+(``STEPS``, walked by ``walk``) and the errors a pass can end with. What the calls returned
+is handed back in ``aitj.controller.written.Written``. The contract itself is written in the
+package docstring (``aitj.controller.executor``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Protocol
 
+from aitj.controller.written import Written
 from aitj.core.planner.lifecycle import PodRefusal
-from aitj.core.planner.types import ObjectKind, ObjectRef, Plan
+from aitj.core.planner.types import Plan
 
 
 @dataclass(frozen=True)
@@ -70,19 +72,6 @@ class Target(Protocol):
     def uid(self) -> str: ...
     @property
     def resource_version(self) -> str: ...
-
-
-@dataclass
-class Written:
-    """Written: what one pass's calls returned, for the cache: ``jobs`` (after a status or spec
-    write) and ``pods`` (created, deleted, released) as the server answered, the names of pods
-    and objects found gone (404), and the owned objects created."""
-
-    jobs: list[Mapping[str, Any]] = field(default_factory=list)
-    pods: list[Mapping[str, Any]] = field(default_factory=list)
-    gone_pods: list[str] = field(default_factory=list)
-    owned: list[tuple[ObjectKind, Mapping[str, Any]]] = field(default_factory=list)
-    gone_owned: list[ObjectRef] = field(default_factory=list)
 
 
 class Executor(Protocol):

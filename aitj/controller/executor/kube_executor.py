@@ -21,13 +21,13 @@ from aitj.controller.executor.contract import (
     StaleJob,
     StepFailed,
     Target,
-    Written,
     walk,
 )
 from aitj.controller.gangapi import GangApi, gang_refused
 from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
 from aitj.controller.recovery_metrics import RECOVERIES, Recoveries, record_restarts
+from aitj.controller.written import Written
 from aitj.core import api
 from aitj.core.observed import ANNOTATION_HOSTS, TRACKING_FINALIZER
 from aitj.core.planner.lifecycle import PodRefusal
