@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aitj.controller.executor import STEPS, walk
+from aitj.controller.executor import STEPS, PlanSink, walk
 from aitj.core import naming
 from aitj.core.api import (
     LABEL_GENERATION,
@@ -330,10 +330,10 @@ def running_status(job: Job, pods: Sequence[Pod], now: float = 10) -> dict[str, 
 
 
 # ---------------------------------------------------------------------------------------------
-# A simulated cluster: the executor's test double. It applies Plans by walking the executor's
-# own table of steps (aitj.controller.executor.STEPS, through ``walk``), one ``apply_<field>``
-# per step, so scenarios can run several passes, crash in between, and check what the API
-# would end up holding.
+# A simulated cluster: the executor's test double. It applies Plans through the executor's own
+# ``walk`` (the order of aitj.controller.executor.STEPS), one ``send_<field>`` per step (it is a
+# ``PlanSink``, like the executor), so scenarios can run several passes, crash in between, and
+# check what the API would end up holding.
 
 # A key pair for the ssh Secret: tests need a value, not a key (aitj.controller.sshkeys makes real ones).
 KEYS = SshKeys("-----BEGIN RSA PRIVATE KEY-----\ntest\n-----END RSA PRIVATE KEY-----\n", "ssh-rsa AAAA test")
@@ -341,7 +341,7 @@ KEYS = SshKeys("-----BEGIN RSA PRIVATE KEY-----\ntest\n-----END RSA PRIVATE KEY-
 AFTER_STATUS = tuple(s.field for s in STEPS[[s.field for s in STEPS].index("status") + 1 :])
 
 
-class Cluster:
+class Cluster(PlanSink):
     """Cluster: a job, its pods (by name), nodes and the job's other objects (by ObjectRef,
     their bodies); ``step`` plans and applies the plan."""
 
@@ -386,18 +386,18 @@ class Cluster:
             fields = [s.field for s in STEPS]
             skip += tuple(fields[fields.index(stop_after) + 1 :])
         self._now = now
-        walk(result, self, "apply_", skip)
+        walk(result, self, skip)
         self.collect()
 
-    def apply_ensure(self, manifests: Sequence[Manifest]) -> None:
+    def send_ensure(self, manifests: Sequence[Manifest]) -> None:
         for m in manifests:
             self.objects.setdefault(m.ref, m.body)  # AlreadyExists
 
-    def apply_removes(self, refs: Sequence[ObjectRef]) -> None:
+    def send_removes(self, refs: Sequence[ObjectRef]) -> None:
         for ref in refs:
             self.objects.pop(ref, None)
 
-    def apply_creates(self, creates: Sequence[PodCreate]) -> None:
+    def send_creates(self, creates: Sequence[PodCreate]) -> None:
         for c in creates:
             if c.name in self.pods:
                 continue  # AlreadyExists
@@ -405,16 +405,16 @@ class Cluster:
             pod.raw["metadata"]["annotations"] = dict(c.body["metadata"].get("annotations") or {})
             self.pods[c.name] = pod
 
-    def apply_discovery(self, manifest: Manifest) -> None:
+    def send_discovery(self, manifest: Manifest) -> None:
         self.objects[manifest.ref] = manifest.body
 
-    def apply_status(self, status: dict[str, Any]) -> None:
+    def send_status(self, status: Mapping[str, Any]) -> None:
         self.job = with_status(self.job, status)
 
-    def apply_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
-        """apply_spec_replicas: nothing; a test lands the patch itself when it means to."""
+    def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
+        """send_spec_replicas: nothing; a test lands the patch itself when it means to."""
 
-    def apply_deletes(self, deletes: Sequence[PodDelete]) -> None:
+    def send_deletes(self, deletes: Sequence[PodDelete]) -> None:
         for d in deletes:
             pod = self.pods.get(d.name)
             if pod is None:
@@ -424,41 +424,41 @@ class Cluster:
             elif "deletionTimestamp" not in pod.raw["metadata"]:
                 pod.deleted(self._now, 30)
 
-    def apply_release(self, names: Sequence[str]) -> None:
+    def send_release(self, names: Sequence[str]) -> None:
         for name in names:
             if name in self.pods:
                 self.pods[name].untracked()
 
-    def apply_budgets(self, manifests: Sequence[Manifest]) -> None:
+    def send_budgets(self, manifests: Sequence[Manifest]) -> None:
         for m in manifests:
             self.objects[m.ref] = m.body
 
-    def apply_podgroup(self, manifest: Manifest) -> None:
+    def send_podgroup(self, manifest: Manifest) -> None:
         self.objects[manifest.ref] = manifest.body
 
     # Events, metrics and logs leave nothing in the cluster the planner reads.
-    def apply_nudges(self, nudges: Sequence[PodNudge]) -> None:
+    def send_nudges(self, nudges: Sequence[PodNudge]) -> None:
         for n in nudges:
             pod = self.pods.get(n.name)
             if pod is not None and pod.view().uid == n.uid:
                 pod.raw["metadata"].setdefault("annotations", {})[ANNOTATION_HOSTS] = n.digest
 
-    def apply_restart_events(self, events: Sequence[Event]) -> None:
-        """apply_restart_events: kept by name, as the API server keeps named Events."""
-        self.apply_events(events)
+    def send_restart_events(self, events: Sequence[Event]) -> None:
+        """send_restart_events: kept by name, as the API server keeps named Events."""
+        self.send_events(events)
 
-    def apply_events(self, events: Sequence[Event]) -> None:
-        """apply_events: named Events kept by name (a second post with the name is refused)."""
+    def send_events(self, events: Sequence[Event]) -> None:
+        """send_events: named Events kept by name (a second post with the name is refused)."""
         for e in events:
             if e.name is not None:
                 self.events.setdefault(e.name, e)
 
-    def apply_restarts(self, restarts: Sequence[RestartRecord]) -> None:
-        """apply_restarts: what the executor counts in metrics and logs."""
+    def send_restarts(self, restarts: Sequence[RestartRecord]) -> None:
+        """send_restarts: what the executor counts in metrics and logs."""
         self.counted.extend(restarts)
 
-    def apply_outcome(self, outcome: Outcome) -> None:
-        """apply_outcome: metrics and logs only."""
+    def send_outcome(self, outcome: Outcome) -> None:
+        """send_outcome: metrics and logs only."""
 
     def collect(self) -> None:
         """collect: the API server removes deleted pods without finalizers once they are done

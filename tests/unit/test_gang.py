@@ -63,8 +63,8 @@ class GangCluster(Cluster):
         views = [p.view() for p in self.pods.values()]
         return plan(self.job, views, self.nodes, at(now), owned=owned, keys=keys, settings=self.settings)
 
-    def apply_creates(self, creates: Sequence[PodCreate]) -> None:
-        super().apply_creates(creates)
+    def send_creates(self, creates: Sequence[PodCreate]) -> None:
+        super().send_creates(creates)
         for c in creates:
             sg = c.body["spec"].get("schedulingGroup")
             if sg is not None:

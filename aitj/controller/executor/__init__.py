@@ -56,7 +56,8 @@ the planner for the release plan); a stale status write raises StaleJob. Metrics
 only after the call they count succeeded. Calls use ``_preload_content=False``: the client
 would otherwise spend most of its CPU building model objects from responses nobody reads.
 
-The test double (tests/unit/builders.py ``Cluster``) walks the same ``STEPS`` with ``walk``.
+The executor's pass and the test double (tests/unit/builders.py ``Cluster``) both implement
+``PlanSink`` (one typed method per step) and are handed the Plan by the same ``walk``.
 """
 
 from aitj.controller.executor.contract import (
@@ -64,6 +65,7 @@ from aitj.controller.executor.contract import (
     STEPS,
     Executor,
     NamespaceTerminating,
+    PlanSink,
     PodRefused,
     StaleJob,
     Step,
@@ -80,6 +82,7 @@ __all__ = [
     "Executor",
     "KubeExecutor",
     "NamespaceTerminating",
+    "PlanSink",
     "PodRefused",
     "StaleJob",
     "Step",

@@ -6,13 +6,28 @@ package docstring (``aitj.controller.executor``).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from aitj.controller.written import Written
 from aitj.core.planner.lifecycle import PodRefusal
-from aitj.core.planner.types import Plan
+from aitj.core.planner.types import (
+    Event,
+    Manifest,
+    ObjectRef,
+    Outcome,
+    Plan,
+    PodCreate,
+    PodDelete,
+    PodNudge,
+    ReplicasPatch,
+    RestartRecord,
+)
+
+T = TypeVar("T")
+# The status a Plan writes, as the status step is handed it (``Plan.status``).
+StatusBody: TypeAlias = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -44,15 +59,55 @@ STEPS = (
 NOT_SENT = ("requeue_after", "hosts", "shortfalls")
 
 
-def walk(plan: Plan, sink: object, prefix: str, skip: Collection[str] = ()) -> None:
-    """walk: call ``sink.<prefix><field>(value)`` for each step of ``STEPS`` in order whose
-    part of ``plan`` is not empty, except those in ``skip``. The executor and its test double
-    both carry Plans out through here, so they cannot disagree on the order."""
-    for step in STEPS:
-        value = getattr(plan, step.field)
-        if step.field in skip or value is None or value == ():
-            continue
-        getattr(sink, prefix + step.field)(value)
+class PlanSink(Protocol):
+    """PlanSink: what carries a Plan out, one method per step of ``STEPS``, each handed that
+    step's part of the Plan (never an empty one). The executor's pass (``kube_executor._Pass``)
+    and the test double (tests/unit/builders.py ``Cluster``) declare it, so mypy checks that
+    both take every step, with its type."""
+
+    def send_ensure(self, manifests: Sequence[Manifest]) -> None: ...
+    def send_removes(self, refs: Sequence[ObjectRef]) -> None: ...
+    def send_creates(self, creates: Sequence[PodCreate]) -> None: ...
+    def send_discovery(self, manifest: Manifest) -> None: ...
+    def send_nudges(self, nudges: Sequence[PodNudge]) -> None: ...
+    def send_restart_events(self, events: Sequence[Event]) -> None: ...
+    def send_status(self, status: StatusBody) -> None: ...
+    def send_restarts(self, restarts: Sequence[RestartRecord]) -> None: ...
+    def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None: ...
+    def send_deletes(self, deletes: Sequence[PodDelete]) -> None: ...
+    def send_release(self, pods: Sequence[str]) -> None: ...
+    def send_budgets(self, manifests: Sequence[Manifest]) -> None: ...
+    def send_podgroup(self, manifest: Manifest) -> None: ...
+    def send_events(self, events: Sequence[Event]) -> None: ...
+    def send_outcome(self, outcome: Outcome) -> None: ...
+
+
+def walk(plan: Plan, sink: PlanSink, skip: Collection[str] = ()) -> None:
+    """walk: hand each step's part of ``plan`` to ``sink``, in the order of ``STEPS``, skipping
+    the empty ones and those in ``skip``. The executor and its test double both carry Plans out
+    through here, so they cannot disagree on the order (tests/unit/test_executor.py checks it
+    is the order of ``STEPS``)."""
+    _step(skip, "ensure", plan.ensure, sink.send_ensure)
+    _step(skip, "removes", plan.removes, sink.send_removes)
+    _step(skip, "creates", plan.creates, sink.send_creates)
+    _step(skip, "discovery", plan.discovery, sink.send_discovery)
+    _step(skip, "nudges", plan.nudges, sink.send_nudges)
+    _step(skip, "restart_events", plan.restart_events, sink.send_restart_events)
+    _step(skip, "status", plan.status, sink.send_status)
+    _step(skip, "restarts", plan.restarts, sink.send_restarts)
+    _step(skip, "spec_replicas", plan.spec_replicas, sink.send_spec_replicas)
+    _step(skip, "deletes", plan.deletes, sink.send_deletes)
+    _step(skip, "release", plan.release, sink.send_release)
+    _step(skip, "budgets", plan.budgets, sink.send_budgets)
+    _step(skip, "podgroup", plan.podgroup, sink.send_podgroup)
+    _step(skip, "events", plan.events, sink.send_events)
+    _step(skip, "outcome", plan.outcome, sink.send_outcome)
+
+
+def _step(skip: Collection[str], name: str, part: T | None, send: Callable[[T], None]) -> None:
+    """_step: one step of ``walk``: ``send(part)`` unless it is empty or skipped."""
+    if name not in skip and part is not None and part != ():
+        send(part)
 
 
 def sends(plan: Plan) -> bool:

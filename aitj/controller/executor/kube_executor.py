@@ -1,5 +1,5 @@
 """KubeExecutor: the executor over the official client: one ``send_<step>`` per step of
-``STEPS`` (the package docstring is the contract each of them keeps)."""
+``STEPS`` (``PlanSink``; the package docstring is the contract each of them keeps)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from aitj.controller import metrics
 from aitj.controller.executor.clients import CREATE, DELETE, VolcanoPodGroups
 from aitj.controller.executor.contract import (
     NamespaceTerminating,
+    PlanSink,
     PodRefused,
     StaleJob,
     StepFailed,
@@ -73,7 +74,7 @@ class KubeExecutor:
         answer (the connection refused, dropped or timed out: the apiserver restarting) fails
         the step like a refused one: the reconciler retries the job."""
         try:
-            walk(plan, _Pass(self, target, written or Written()), "send_")
+            walk(plan, _Pass(self, target, written or Written()))
         except (TransportError, OSError) as e:
             raise StepFailed(f"no answer from the API server: {e}") from e
 
@@ -90,8 +91,8 @@ def _body(response: Any) -> Mapping[str, Any] | None:
     return value if isinstance(value, dict) and "metadata" in value else None
 
 
-class _Pass:
-    """_Pass: one Plan being sent for one job; a method per step, named ``send_<field>``."""
+class _Pass(PlanSink):
+    """_Pass: one Plan being sent for one job; a method per step (``PlanSink``)."""
 
     def __init__(self, ex: KubeExecutor, job: Target, written: Written) -> None:
         self.ex, self.core, self.job, self.written = ex, ex.core, job, written
