@@ -7,9 +7,15 @@ coalesce into one more pass right after it, so a burst of events costs two passe
 each. Nothing sits between a pod's watch event and its replacement's create: the event kicks,
 the pass plans the create, the executor sends it.
 
-The reconciler decides nothing: ``lifecycle.triage`` says whether the job is planned or ends
-the pass with a Plan of its own (being deleted, invalid spec); a terminating namespace and the
-pods of a job that is gone get ``lifecycle``'s Plans too. What it adds is what the pure core
+The reconciler decides nothing about the job: ``lifecycle.triage`` says whether the job is
+planned or ends the pass with a Plan of its own (being deleted, invalid spec); a terminating
+namespace, a pod create refused for good and the pods of a job that is gone get
+``lifecycle``'s Plans too. What it does decide is what the executor's record of a pass
+(``Sent``) means for the next one: a stop the API server caused is retried with a backoff, a
+stale write is planned again soon, and a refused create or a terminating namespace is input to
+the next pass, run right away (never a second execute inside the same pass). It counts what a
+status write that went through recorded (finished scale operations; restarts, through its own
+``Recoveries``). What it adds is what the pure core
 must not do: read the clock, make ssh key pairs (randomness; only when
 ``resources.needs_ssh_keys`` says so), and confirm with the API server that a job missing from
 the cache is really gone.
@@ -37,20 +43,24 @@ from aitj.controller import metrics, sshkeys
 from aitj.controller.cache import JobKey, Snapshot
 from aitj.controller.executor import (
     Executor,
+    GangRefused,
     NamespaceTerminating,
     PodRefused,
+    Sent,
     StaleJob,
-    StepFailed,
     Target,
     sends,
 )
 from aitj.controller.logs import log
 from aitj.controller.metrics import ErrorStage
-from aitj.controller.recovery_metrics import RECOVERIES, Recoveries
+from aitj.controller.recovery_metrics import Recoveries
 from aitj.controller.written import Written
+from aitj.core import api
 from aitj.core.planner import lifecycle, resources
 from aitj.core.planner import plan as make_plan
+from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import Plan, Settings, SshKeys
+from aitj.core.telemetry import finished_scalings
 
 # A failed pass (a refused call, the apiserver unreachable) is retried after RETRY_SECONDS,
 # doubled for each failure in a row up to MAX_RETRY_SECONDS, and never sooner than the
@@ -97,6 +107,9 @@ class _JobState:
     timer: asyncio.TimerHandle | None = None
     failures: int = 0  # failed passes in a row
     retry_at: float = 0.0  # loop time before which no pass runs (after a failed pass)
+    # What the last pass's calls were told that the next pass acts on (it runs right after).
+    refused: PodRefusal | None = None  # a pod create refused for good: the job fails
+    terminating: bool = False  # the namespace is being deleted: its pods are let go
 
 
 class Reconciler:
@@ -114,7 +127,7 @@ class Reconciler:
         keygen: Callable[[str], SshKeys] = new_keys,
         written: Callable[[JobKey, Written], None] = lambda _key, _w: None,
         workers: int = PASS_WORKERS,
-        recoveries: Recoveries = RECOVERIES,
+        recoveries: Recoveries | None = None,
     ) -> None:
         self.executor = executor
         self.snapshot = snapshot
@@ -124,7 +137,7 @@ class Reconciler:
         self.planner = planner
         self.keygen = keygen
         self.written = written
-        self.recoveries = recoveries
+        self.recoveries = recoveries or Recoveries()  # this reconciler's restarts, followed
         self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="pass")
         self.closing = False
         self._jobs: dict[JobKey, _JobState] = {}
@@ -184,9 +197,20 @@ class Reconciler:
         now = self.clock()
         # Replacements of restarts under way that run now end their recovery (metrics).
         self.recoveries.seen(key, snap.body, snap.pods, now)
+        refused, state.refused = state.refused, None
+        if state.terminating:  # nothing can be created in the namespace: let the pods go
+            state.terminating = False
+            await self._execute(
+                key, state, lifecycle.job_ref(snap.body), lifecycle.release_tracked(snap.pods), snap
+            )
+            return
         job = lifecycle.triage(snap.body, snap.pods, now)
         if isinstance(job, Plan):
             await self._execute(key, state, lifecycle.job_ref(snap.body), job, snap)
+            return
+        failed = lifecycle.plan_refused(snap.body, refused, now) if refused is not None else None
+        if failed is not None:  # the last pass's create was refused for good: the job fails
+            await self._execute(key, state, job, failed, snap)
             return
         keys = None
         if resources.needs_ssh_keys(job, snap.owned):
@@ -221,41 +245,60 @@ class Reconciler:
     async def _execute(
         self, key: JobKey, state: _JobState, target: Target, plan: Plan, snap: Snapshot
     ) -> None:
-        """_execute: hand ``plan`` to the executor and map how it ended: stale (plan again
-        soon), namespace terminating (execute the release plan instead), failed (retry), done
-        (requeue when the plan asks)."""
+        """_execute: hand ``plan`` to the executor, count what its status write recorded, and
+        map how the pass ended: stale (plan again soon), a pod refused for good or the namespace
+        terminating (the next pass, right away, fails the job or lets its pods go), failed
+        (retry, backing off), done (requeue when the plan asks)."""
         started = time.perf_counter()
-        written = Written()
+        sent = Sent()
         try:
             if sends(plan):  # most passes of a quiet job send nothing: no thread for those
-                await self._run(self.executor.execute, target, plan, written)
-        except StaleJob:
-            # The newer version's watch event is on its way (or already marked this job dirty).
-            metrics.RECONCILE_ERRORS.labels(ErrorStage.STALE.value).inc()
-            self._requeue(key, state, STALE_RETRY_SECONDS)
-            return
-        except PodRefused as e:
-            failed = lifecycle.plan_refused(snap.body or {}, e.refusal, self.clock())
-            if failed is None:  # a refusal a retry may get past (quota, throttling)
-                self._failed(key, state, e)
-                return
-            log.warning("pod refused: the job fails", namespace=key[0], job=key[1], error=str(e))
-            await self._execute(key, state, target, failed, snap)
-            return
-        except NamespaceTerminating:
-            # Namespace deletion removes the pods first; none can be replaced. Let them all go.
-            log.info("namespace terminating: releasing the job's pods", namespace=key[0], job=key[1])
-            await self._execute(key, state, target, lifecycle.release_tracked(snap.pods), snap)
-            return
-        except (StepFailed, ApiException) as e:
-            self._failed(key, state, e)
-            return
+                sent = await self._run(self.executor.execute, target, plan)
         finally:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
-            self.written(key, written)
-        state.failures, state.retry_at = 0, 0.0
-        if plan.requeue_after is not None:
-            self._requeue(key, state, max(MIN_REQUEUE_SECONDS, plan.requeue_after))
+            self.written(key, sent.written)
+        self._recorded(key, target, plan, sent)
+        stopped = sent.stopped
+        if isinstance(stopped, StaleJob | GangRefused):
+            # The newer version's watch event is on its way (or already marked this job dirty).
+            # A gang PodGroup refused for want of its Workload: the snapshot still held a
+            # Workload the garbage collector has deleted (the job is being deleted).
+            metrics.RECONCILE_ERRORS.labels(ErrorStage.STALE.value).inc()
+            self._requeue(key, state, STALE_RETRY_SECONDS)
+        elif isinstance(stopped, PodRefused) and self._fails_job(snap, stopped.refusal):
+            log.warning("pod refused: the job fails", namespace=key[0], job=key[1], error=str(stopped))
+            state.refused, state.dirty = stopped.refusal, True
+        elif isinstance(stopped, NamespaceTerminating):
+            # Namespace deletion removes the pods first; none can be replaced. Let them all go.
+            log.info("namespace terminating: releasing the job's pods", namespace=key[0], job=key[1])
+            state.terminating, state.dirty = True, True
+        elif stopped is not None:  # a refusal a retry may get past (quota, throttling), or no answer
+            self._failed(key, state, stopped)
+        else:
+            state.failures, state.retry_at = 0, 0.0
+            if plan.requeue_after is not None:
+                self._requeue(key, state, max(MIN_REQUEUE_SECONDS, plan.requeue_after))
+
+    def _fails_job(self, snap: Snapshot, refusal: PodRefusal) -> bool:
+        """_fails_job: the refused create fails the job (``lifecycle.plan_refused`` has a Plan
+        for it: the next pass plans that from its own snapshot), rather than being one a retry
+        may get past."""
+        return lifecycle.plan_refused(snap.body or {}, refusal, self.clock()) is not None
+
+    def _recorded(self, key: JobKey, target: Target, plan: Plan, sent: Sent) -> None:
+        """_recorded: what the pass's calls did that metrics and logs follow: the pods created
+        end fault detection; a status write that went through finishes the scale operations
+        whose ``scaleHistory`` entries it adds, and records the Plan's restarts (counted,
+        logged and followed until their replacements run: ``self.recoveries``)."""
+        bound = log.bind(namespace=key[0], job=key[1])
+        if sent.status_written and plan.status is not None:
+            before = target.status if isinstance(target, api.Job) else None
+            for s in finished_scalings(before, plan.status):
+                metrics.per_job(metrics.SCALING_OPERATIONS, *key, s.direction.value, s.result.value).inc()
+                bound.info(
+                    "scaling finished", replica=s.replica, direction=s.direction.value, result=s.result.value
+                )
+        self.recoveries.passed(bound, key, target, plan, sent)
 
     def _failed(self, key: JobKey, state: _JobState, error: Exception) -> None:
         """_failed: count and log a pass that failed, and plan the job again after a backoff

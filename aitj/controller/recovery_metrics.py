@@ -1,14 +1,15 @@
 """Restarts recorded, and followed until their replacements run: the restart counters and log
 line, and the recovery figures (``aitj.core.telemetry.recovery_time`` does the arithmetic).
 
-``record_restarts`` is what the executor's ``restarts`` step does right after the status write
-that recorded them: count each restart, log it with the job's context, and begin its recovery.
-``Recoveries`` holds the recoveries under way, in memory, by job: the executor tells it when it
-created a pod (the end of fault detection), each pass shows it the job's pods (``seen``: the
-reconciler calls it before planning; every pod change kicks a pass, so a replacement reaching
-Running is seen by the pass its watch event starts), and it observes each recovery once, when
-all the indexes its restart took down run again. It forgets a job when the job is deleted
-(nothing is observed for it), and drops the recoveries of a job that finished first.
+``Recoveries`` holds the recoveries under way, in memory, by job; the reconciler owns one and
+feeds it. After each pass it hands it what the executor's calls did (``passed``, reading the
+executor's ``Sent``): the pods created end fault detection, and the restarts a status write
+that went through recorded are counted, logged with the job's context and begun
+(``record_restarts``). Each pass shows it the job's pods first (``seen``: the reconciler calls
+it before planning; every pod change kicks a pass, so a replacement reaching Running is seen by
+the pass its watch event starts), and it observes each recovery once, when all the indexes its
+restart took down run again. It forgets a job when the job is deleted (nothing is observed for
+it), and drops the recoveries of a job that finished first.
 
 Exactly once: a restart is handed here by the one pass whose status write first records it
 (the restart ledger's ``recorded`` marks, docs/semantics.md "Each restart is recorded once");
@@ -27,11 +28,12 @@ from typing import Any
 from structlog.typing import FilteringBoundLogger
 
 from aitj.controller import metrics
+from aitj.controller.executor import Sent
 from aitj.core import api
 from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.lifecycle import phase_of
-from aitj.core.planner.types import RestartRecord
+from aitj.core.planner.types import Plan, RestartRecord
 from aitj.core.telemetry import Recovery, desired_replicas, recovery_time
 from aitj.core.wire import format_time
 
@@ -111,6 +113,17 @@ class Recoveries:
             else:
                 del self._pending[key]
 
+    def passed(self, log: FilteringBoundLogger, key: JobKey, job: object, plan: Plan, sent: Sent) -> None:
+        """passed: what the executor's calls did for ``plan`` (``sent``): each pod created ends
+        the fault detection of a recovery waiting for it; the restarts the status write
+        recorded, if it went through (not when it failed or found the job gone), are recorded
+        here (``record_restarts``)."""
+        for c in sent.created:
+            self.created(key, c.replica, c.index, c.generation, c.at)
+        if sent.status_written and plan.status is not None and plan.restarts:
+            created = {(c.replica, c.index): (c.generation, c.at) for c in sent.created}
+            record_restarts(log, key, job, plan.status, plan.restarts, created, self)
+
     def forget(self, key: JobKey) -> None:
         """forget: the job is deleted; its recoveries are dropped unobserved."""
         with self._lock:
@@ -120,9 +133,6 @@ class Recoveries:
         """pending: the job's recoveries under way (for tests and ``aitj`` diagnostics)."""
         with self._lock:
             return tuple(self._pending.get(key, ()))
-
-
-RECOVERIES = Recoveries()
 
 
 def _detected(recovery: Recovery) -> None:
@@ -149,7 +159,7 @@ def record_restarts(
     status: Mapping[str, Any],
     records: Sequence[RestartRecord],
     created: Created,
-    recoveries: Recoveries = RECOVERIES,
+    recoveries: Recoveries,
 ) -> None:
     """record_restarts: ``status``, just written for job ``key``, records ``records``: count and
     log each (``log`` carries the job's context), and follow its recovery (``job``: the job the

@@ -16,7 +16,6 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client import REGISTRY
 
 from aitj.controller.executor import KubeExecutor, NamespaceTerminating, StaleJob
-from aitj.controller.written import Written
 from aitj.core import api
 from aitj.core.api import RestartScope
 from aitj.core.observed import TRACKING_FINALIZER
@@ -100,8 +99,10 @@ def test_a_plan_sent_twice_is_carried_out_once_and_the_second_time_is_no_error(
         events=(Event("Normal", "Tested", "once", f"{NAME}.{uuid.uuid4().hex[:8]}"),),
     )
     executor = KubeExecutor(cluster.new_api())
-    executor.execute(job, plan)
-    executor.execute(job, plan)  # AlreadyExists, a named Event already there: both fine
+    first = executor.execute(job, plan)
+    again = executor.execute(job, plan)  # AlreadyExists, a named Event already there: both fine
+    assert first.stopped is None and again.stopped is None
+    assert [c.index for c in first.created] == [0] and again.created == []  # made once
     core = cluster.core
     assert core.read_namespaced_pod("exec-trainer-abcde-0", namespace).metadata.name
     assert core.read_namespaced_config_map("exec-discovery", namespace).data == {"hosts": "a"}
@@ -127,7 +128,7 @@ def test_calls_in_a_row_reuse_one_connection(cluster: KubeCluster, namespace: st
     api_client = cluster.new_api()
     executor = KubeExecutor(api_client)
     for i in range(5):
-        executor.execute(
+        sent = executor.execute(
             job,
             Plan(
                 discovery=configmap("exec-discovery", str(i)),
@@ -136,6 +137,7 @@ def test_calls_in_a_row_reuse_one_connection(cluster: KubeCluster, namespace: st
                 removes=(ObjectRef(ObjectKind.PDB, f"exec-b{i - 1}"),),
             ),
         )
+        assert sent.stopped is None
     assert connections_opened(api_client) == 1
 
 
@@ -144,8 +146,9 @@ def test_a_missing_discovery_configmap_or_budget_is_created_and_an_existing_one_
 ) -> None:
     job = target(cluster, namespace)
     executor = KubeExecutor(cluster.new_api())
-    executor.execute(job, Plan(discovery=configmap("exec-discovery", "a"), budgets=(budget("exec-b", 1),)))
-    executor.execute(job, Plan(discovery=configmap("exec-discovery", "b"), budgets=(budget("exec-b", 2),)))
+    for data, count in (("a", 1), ("b", 2)):
+        plan = Plan(discovery=configmap("exec-discovery", data), budgets=(budget("exec-b", count),))
+        assert executor.execute(job, plan).stopped is None
     assert cluster.core.read_namespaced_config_map("exec-discovery", namespace).data == {"hosts": "b"}
     pdb: Any = client.PolicyV1Api(cluster.api).read_namespaced_pod_disruption_budget("exec-b", namespace)
     assert pdb.spec.min_available == 2
@@ -156,16 +159,16 @@ def test_a_status_write_from_a_stale_version_raises_and_changes_nothing(
 ) -> None:
     job = target(cluster, namespace)
     executor = KubeExecutor(cluster.new_api())
-    written = Written()
-    executor.execute(job, Plan(status={"phase": "Running"}), written)
+    sent = executor.execute(job, Plan(status={"phase": "Running"}))
     assert get_job(cluster, namespace, NAME)["status"]["phase"] == "Running"
-    assert [j["status"]["phase"] for j in written.jobs] == ["Running"]  # what the cache is told
-    with pytest.raises(StaleJob):  # planned from the version before the write above
-        executor.execute(job, Plan(status={"phase": "Failed"}))
+    assert sent.status_written and sent.stopped is None
+    assert [j["status"]["phase"] for j in sent.written.jobs] == ["Running"]  # what the cache is told
+    stale = executor.execute(job, Plan(status={"phase": "Failed"}))  # planned from the version before
+    assert isinstance(stale.stopped, StaleJob) and not stale.status_written
     assert get_job(cluster, namespace, NAME)["status"]["phase"] == "Running"
 
 
-def test_a_stale_status_write_has_posted_the_restart_event_and_counted_nothing(
+def test_a_stale_status_write_has_posted_the_restart_event_and_says_it_wrote_no_status(
     cluster: KubeCluster, namespace: str, quiet: None
 ) -> None:
     job = target(cluster, namespace)
@@ -184,11 +187,13 @@ def test_a_stale_status_write_has_posted_the_restart_event_and_counted_nothing(
     )
     event = Event("Warning", "TrainingJobRestarting", "p failed", f"{NAME}.restart-trainer-0-0")
     plan = Plan(restart_events=(event,), status={"phase": "Restarting"}, restarts=(record,))
-    with pytest.raises(StaleJob):
-        executor.execute(job, plan)
+    sent = executor.execute(job, plan)
+    assert isinstance(sent.stopped, StaleJob)
     reasons = [e.reason for e in cluster.core.list_namespaced_event(namespace).items]
     assert reasons.count("TrainingJobRestarting") == 1
-    assert restarts_counted(namespace) == 0  # counted only after the status write recording it
+    # The reconciler counts the restarts a status write recorded only once it went through.
+    assert not sent.status_written
+    assert restarts_counted(namespace) == 0
     assert get_job(cluster, namespace, NAME)["status"]["phase"] == "Running"
 
 
@@ -203,13 +208,12 @@ def test_gone_pods_are_neither_deleted_nor_released_in_error(
 ) -> None:
     job = target(cluster, namespace)
     executor = KubeExecutor(cluster.new_api())
-    written = Written()
-    executor.execute(
+    sent = executor.execute(
         job,
         Plan(deletes=(PodDelete("nobody", "u-1", None, DeleteReason.UNWANTED, "gone"),), release=("nobody",)),
-        written,
     )
-    assert set(written.gone_pods) == {"nobody"}  # the cache is told it is gone
+    assert sent.stopped is None
+    assert set(sent.written.gone_pods) == {"nobody"}  # the cache is told it is gone
 
 
 def test_a_create_in_a_namespace_being_deleted_says_so(cluster: KubeCluster, quiet: None) -> None:
@@ -227,13 +231,11 @@ def test_a_create_in_a_namespace_being_deleted_says_so(cluster: KubeCluster, qui
     core.create_namespaced_pod(namespace, pod("held", finalizer=True))  # keeps it Terminating
     core.delete_namespace(namespace)
     try:
-        with pytest.raises(NamespaceTerminating):
-            KubeExecutor(cluster.new_api()).execute(
-                job,
-                Plan(
-                    creates=(PodCreate("exec-trainer-abcde-1", "trainer", 1, 0, pod("exec-trainer-abcde-1")),)
-                ),
-            )
+        sent = KubeExecutor(cluster.new_api()).execute(
+            job,
+            Plan(creates=(PodCreate("exec-trainer-abcde-1", "trainer", 1, 0, pod("exec-trainer-abcde-1")),)),
+        )
+        assert isinstance(sent.stopped, NamespaceTerminating) and sent.created == []
     finally:
         core.patch_namespaced_pod("held", namespace, {"metadata": {"finalizers": None}})
 

@@ -352,7 +352,9 @@ class Cluster(PlanSink):
         self.objects: dict[ObjectRef, Mapping[str, Any]] = {}
         self.history: list[Plan] = []
         self.events: dict[str, Event] = {}  # the named Events posted (the API server keeps one per name)
-        self.counted: list[RestartRecord] = []  # what the executor counted in metrics and logged
+        # What the reconciler counted in metrics and logged: the restarts of each status write
+        # that went through, once the executor returned.
+        self.counted: list[RestartRecord] = []
         self._now = 0.0
 
     def plan(self, now: float) -> Plan:
@@ -379,14 +381,18 @@ class Cluster(PlanSink):
         rest: bool = True,
         stop_after: str | None = None,
     ) -> None:
-        """apply: carry ``result`` out as the executor would, minus the parts the flags drop;
-        ``stop_after``: the operator dies once that step (a ``STEPS`` field) is done."""
+        """apply: carry ``result`` out as the executor would, minus the parts the flags drop,
+        then count its restarts as the reconciler does when the status write went through;
+        ``stop_after``: the operator dies once that step (a ``STEPS`` field) is done, before
+        the executor returns (nothing is counted)."""
         skip = ("creates",) * (not creates) + ("status",) * (not status) + AFTER_STATUS * (not rest)
         if stop_after is not None:
             fields = [s.field for s in STEPS]
             skip += tuple(fields[fields.index(stop_after) + 1 :])
         self._now = now
         walk(result, self, skip)
+        if stop_after is None and "status" not in skip and result.status is not None:
+            self.counted.extend(result.restarts)
         self.collect()
 
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
@@ -452,10 +458,6 @@ class Cluster(PlanSink):
         for e in events:
             if e.name is not None:
                 self.events.setdefault(e.name, e)
-
-    def send_restarts(self, restarts: Sequence[RestartRecord]) -> None:
-        """send_restarts: what the executor counts in metrics and logs."""
-        self.counted.extend(restarts)
 
     def send_outcome(self, outcome: Outcome) -> None:
         """send_outcome: metrics and logs only."""

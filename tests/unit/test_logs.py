@@ -7,20 +7,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from kubernetes import client
 from structlog.testing import capture_logs
 
-from aitj.controller import sshkeys
+from aitj.controller import metrics, sshkeys
 from aitj.controller.cache import Snapshot
-from aitj.controller.executor import Target
-from aitj.controller.executor.kube_executor import KubeExecutor, _Pass
+from aitj.controller.executor import Sent, Target
 from aitj.controller.logs import log
 from aitj.controller.reconciler import Reconciler
-from aitj.controller.recovery_metrics import Recoveries
-from aitj.controller.written import Written
 from aitj.core.api import RestartScope
 from aitj.core.planner.types import Plan, RestartRecord, SshKeys
 from aitj.core.policy import Failure, FailureKind
@@ -39,36 +35,52 @@ RESTART = RestartRecord(
 )
 
 
-class Job:
-    """Job: a Target (what the executor needs of the job)."""
+class StatusWriter:
+    """Written: an executor whose status write went through, or not (the job found gone)."""
 
-    namespace, name, uid, resource_version = "team-a", "bert", "uid-1", "7"
+    def __init__(self, status_written: bool) -> None:
+        self.status_written = status_written
+
+    def execute(self, target: Target, plan: Plan) -> Sent:
+        return Sent(status_written=self.status_written)
+
+
+def restart_lines(status_written: bool) -> list[MutableMapping[str, Any]]:
+    """restart_lines: the restart lines of a pass whose status write records RESTART."""
+    doc = seed_job()
+    doc["metadata"].update(namespace="team-a", name="bert", uid="uid-1", resourceVersion="7")
+    r = Reconciler(
+        StatusWriter(status_written),
+        lambda key: Snapshot(doc, [], {}, frozenset()),
+        job_exists=lambda namespace, name: True,
+        clock=lambda: NOW,
+        planner=lambda *_, **__: Plan(status={"phase": "Restarting"}, restarts=(RESTART,)),
+        keygen=lambda name: SshKeys("private", "public"),
+    )
+    with capture_logs() as lines:
+        asyncio.run(r.kick(("team-a", "bert")))
+    return [x for x in lines if x["event"] == "restart"]
 
 
 def test_a_restart_line_carries_the_job_namespace_and_name() -> None:
-    p = _Pass(KubeExecutor(client.ApiClient(), recoveries=Recoveries()), Job(), Written())
-    p.status = {"phase": "Restarting"}  # the status write that recorded it went through
-    with capture_logs() as lines:
-        p.send_restarts((RESTART,))
-    (line,) = [x for x in lines if x["event"] == "restart"]
+    (line,) = restart_lines(status_written=True)
     assert line["namespace"] == "team-a" and line["job"] == "bert"
     assert (line["replica"], line["index"], line["cause"], line["scope"]) == ("trainer", 1, "exitCode", "Pod")
+    metrics.forget_job("team-a", "bert")
 
 
 def test_no_restart_line_when_the_job_was_gone_before_its_status_was_written() -> None:
-    p = _Pass(KubeExecutor(client.ApiClient(), recoveries=Recoveries()), Job(), Written())
-    with capture_logs() as lines:
-        p.send_restarts((RESTART,))
-    assert lines == []
+    assert restart_lines(status_written=False) == []
 
 
 class Chatty:
     """Chatty: an executor that logs everything it is handed, as a careless one would."""
 
-    def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None:
+    def execute(self, target: Target, plan: Plan) -> Sent:
         """execute logs the target and the Plan, whole."""
         log.info("executing", target=repr(target), plan=repr(plan), ensure=[repr(m) for m in plan.ensure])
         log.info("plan", plan=plan)
+        return Sent()
 
 
 def test_a_pass_that_makes_the_ssh_key_pair_logs_no_key_material() -> None:

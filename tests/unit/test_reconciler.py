@@ -17,12 +17,22 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from aitj.controller.cache import Snapshot
-from aitj.controller.executor import NamespaceTerminating, StaleJob, StepFailed, Target
+from aitj.controller.executor import (
+    GangRefused,
+    NamespaceTerminating,
+    PodRefused,
+    Sent,
+    StaleJob,
+    StepFailed,
+    Stop,
+    Target,
+)
 from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler, retry_after, retry_delay
 from aitj.controller.written import Written
 from aitj.core import naming
 from aitj.core.api import Job
 from aitj.core.observed import TRACKING_FINALIZER, PodView
+from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import ObjectKind, ObjectRef, Owned, Plan, Settings, SshKeys
 from tests.seeds import seed_job
 
@@ -46,22 +56,23 @@ GOING = PodView(name="p-2", namespace="default", job=KEY[1], finalizers=(TRACKIN
 
 
 class Recorder:
-    """Recorder is an executor that records what it is given; it raises ``fails`` one per call
-    and can block on demand."""
+    """Recorder is an executor that records what it is given; its passes stop with ``fails``,
+    one per call, and it can block on demand."""
 
-    def __init__(self, *fails: Exception) -> None:
+    def __init__(self, *fails: Stop) -> None:
         self.executed: list[tuple[Target, Plan]] = []
         self.fails = list(fails)
         self.gate: threading.Event | None = None
 
-    def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None:
+    def execute(self, target: Target, plan: Plan) -> Sent:
         if self.gate is not None:
             self.gate.wait(5)
         self.executed.append((target, plan))
-        if written is not None:
-            written.gone_pods.append(f"answer-{len(self.executed)}")
+        sent = Sent(status_written=plan.status is not None and not self.fails)
+        sent.written.gone_pods.append(f"answer-{len(self.executed)}")
         if self.fails:
-            raise self.fails.pop(0)
+            sent.stopped = self.fails.pop(0)
+        return sent
 
     @property
     def plans(self) -> list[Plan]:
@@ -191,21 +202,63 @@ def test_a_spec_only_the_model_refuses_fails_the_job_instead_of_planning() -> No
     ].message
 
 
-def test_a_terminating_namespace_releases_every_tracked_pod() -> None:
+def test_a_terminating_namespace_releases_every_tracked_pod_in_the_next_pass() -> None:
     rec = Recorder(NamespaceTerminating("default"))
-    r, _, _ = reconciler(rec, body(), [POD, OTHER])
+    r, planner, _ = reconciler(rec, body(), [POD, OTHER])
     asyncio.run(r.kick(KEY))
     assert rec.plans == [WRITE, Plan(release=("p-0",))]
+    assert len(planner.calls) == 1  # the release is lifecycle's, not the planner's
+    assert not r._jobs[KEY].terminating  # told once; a later pass plans as usual
+
+
+def refused(code: int) -> PodRefused:
+    """refused: a pod create the apiserver refused with ``code``."""
+    said = PodRefusal(
+        "p-9", "trainer", code, "spec.containers[0].image: Required value", ("spec.containers[0].image",)
+    )
+    return PodRefused(f"creating pod p-9: {code}", said)
+
+
+def test_a_pod_refused_for_good_fails_the_job_in_the_next_pass() -> None:
+    rec = Recorder(refused(422))
+    r, planner, _ = reconciler(rec, body())
+
+    async def run() -> None:
+        await r.kick(KEY)
+        await r.close()
+
+    asyncio.run(run())
+    assert len(planner.calls) == 1 and len(rec.plans) == 2
+    failed = rec.plans[1]
+    assert failed.status is not None and failed.status["phase"] == "Failed"
+    assert [e.reason for e in failed.events] == ["InvalidSpec"]
+    assert "spec.replicaSpecs.trainer.template.spec.containers[0].image" in failed.events[0].message
+    assert r._jobs[KEY].refused is None and r._jobs[KEY].failures == 0
+
+
+def test_a_pod_refusal_a_retry_may_get_past_backs_off() -> None:
+    rec = Recorder(refused(403))  # a quota, say
+    r, planner, _ = reconciler(rec, body())
+
+    async def run() -> None:
+        await r.kick(KEY)
+        state = r._jobs[KEY]
+        assert state.failures == 1 and state.refused is None
+        await r.close()
+
+    asyncio.run(run())
+    assert len(planner.calls) == 1 and rec.plans == [WRITE]
 
 
 @pytest.mark.parametrize(
     ("error", "delay"),
     [
         pytest.param(StaleJob("changed"), 0.5, id="a stale snapshot is planned again in half a second"),
+        pytest.param(GangRefused("PodGroup rejected"), 0.5, id="so is a gang whose Workload is going"),
         pytest.param(StepFailed("boom"), 1.0, id="a failed step is retried after a second"),
     ],
 )
-def test_a_pass_that_fails_is_requeued(error: Exception, delay: float) -> None:
+def test_a_pass_that_fails_is_requeued(error: Stop, delay: float) -> None:
     rec = Recorder(error)
     r, planner, _ = reconciler(rec, body())
 
@@ -298,7 +351,7 @@ def test_the_error_stage_metric_labels_keep_their_values() -> None:
     "fails", [pytest.param((), id="a pass that ends well"), pytest.param((StaleJob("x"),), id="a stale one")]
 )
 def test_what_the_calls_returned_goes_to_the_cache_however_the_pass_ends(
-    fails: tuple[Exception, ...],
+    fails: tuple[Stop, ...],
 ) -> None:
     seen: list[tuple[JobKey, Written]] = []
     r, _, _ = reconciler(Recorder(*fails), body(), written=seen)

@@ -2,9 +2,10 @@
 
 The executor contract. The planner (``aitj.core.planner``) decides and renders; the executor
 decides nothing and remembers nothing between passes: it walks ``STEPS`` in order and sends
-each step's part of the Plan, skipping the empty ones. The planner is written so that a crash
-or a failed call anywhere in between is repaired by the next pass, which holds because every
-step is idempotent:
+each step's part of the Plan, skipping the empty ones, and returns what its calls did
+(``Sent``) for the reconciler to act on. The planner is written so that a crash or a failed
+call anywhere in between is repaired by the next pass, which holds because every step is
+idempotent:
 
 1. ``ensure``: create each of the job's objects the cache did not hold (Service, ssh Secret,
    discovery ConfigMap, Volcano PodGroup), rendered. AlreadyExists is success (the cache was
@@ -21,40 +22,44 @@ step is idempotent:
    is named after its restart, so it is posted once however many passes send it: before the
    status, so a pass that fails after its creates has said it all the same.
 7. ``status``: write the whole status in one JSON patch that first tests the job's
-   resourceVersion is the one the pass planned from; a failed test raises StaleJob. Once
-   written, the scale operations it finished (the ``scaleHistory`` entries it adds) are counted.
-8. ``restarts``: count and log the restarts this status write recorded first, right after
-   it (never fails), and follow their recovery (``aitj.controller.recovery_metrics``): a pass whose
-   status write fails counts nothing, and the pass that then records them counts them
-   (docs/semantics.md, "Each restart is recorded once"); a job found gone counts nothing.
-9. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
+   resourceVersion is the one the pass planned from; a failed test stops the pass (StaleJob).
+   ``Sent.status_written`` says whether it went through (a job found gone: it did not).
+8. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
    JSON patch of the job that first tests the value it replaces, so that a newer edit wins;
    a failed test (or the job gone) is not an error: the next pass sees the new spec.
-10. ``deletes``: delete each pod with the uid precondition and the grace period given;
-    NotFound and a uid Conflict count as success.
-11. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
-12. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
+9. ``deletes``: delete each pod with the uid precondition and the grace period given;
+   NotFound and a uid Conflict count as success.
+10. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
+11. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
     NotFound. After the pods' steps: a budget never delays a replacement.
-13. ``podgroup``: merge-patch the Volcano PodGroup's spec with the rendered one (NotFound:
+12. ``podgroup``: merge-patch the Volcano PodGroup's spec with the rendered one (NotFound:
     create it). After the pods' steps, like the budgets.
-14. ``events``: post them on the job (best effort; one with a ``name`` only once).
-15. ``outcome``: count it in metrics and log it.
+13. ``events``: post them on the job (best effort; one with a ``name`` only once).
+14. ``outcome``: count it in metrics and log it.
 
-``Plan.requeue_after`` is the reconciler's, ``Plan.hosts`` is for people: neither is sent.
+Not sent: ``Plan.requeue_after`` is the reconciler's; ``Plan.restarts`` are what the status
+write records, which the reconciler counts, logs and follows once ``Sent`` says the write went
+through (``aitj.controller.recovery_metrics``; docs/semantics.md, "Each restart is recorded
+once"); ``Plan.hosts`` and ``Plan.shortfalls`` are for people. Nor does the executor compare
+statuses: which scale operations a status write finishes is the reconciler's to count.
 
-What the calls return is handed back in ``Written`` (``aitj.controller.written``: the job
-after its status or spec write, each pod created, deleted or released, each pod or object
-found gone): the reconciler stores it in the cache (write-through), so the next pass does not
-plan from a copy older than the operator's own writes. The executor reads nothing from it.
+What the calls did is returned in ``Sent``: the pods created (and when, for fault detection),
+whether the status was written, why the pass stopped early if it did, and in ``Written``
+(``aitj.controller.written``) what the calls returned: the job after its status or spec write,
+each pod created, deleted or released, each pod or object found gone. The reconciler stores
+``Written`` in the cache (write-through), so the next pass does not plan from a copy older
+than the operator's own writes. The executor reads nothing from either.
 
-Errors: a refused call, or one that got no answer (connection refused, dropped, timed out),
-raises StepFailed (the reconciler retries the job, backing off); a pod create the apiserver
-refuses with a 4xx raises PodRefused, a StepFailed that carries what it said
-(``lifecycle.plan_refused`` decides whether the job fails or is retried); a create refused
-because the namespace is being deleted raises NamespaceTerminating (the reconciler then asks
-the planner for the release plan); a stale status write raises StaleJob. Metrics are counted
-only after the call they count succeeded. Calls use ``_preload_content=False``: the client
-would otherwise spend most of its CPU building model objects from responses nobody reads.
+Stops (``Sent.stopped``, a ``Stop``; each is what the API server said, never a decision): a
+refused call, or one that got no answer (connection refused, dropped, timed out): StepFailed;
+a pod create refused with a 4xx: PodRefused, a StepFailed carrying what was said (for
+``lifecycle.plan_refused``); a native gang PodGroup refused for want of its Workload:
+GangRefused, a StepFailed; a create refused because the namespace is being deleted:
+NamespaceTerminating; a failed status version test: StaleJob. The reconciler decides what
+each means: retry with a backoff, fail the job or let its pods go in the next pass, or plan
+again soon. Metrics are counted only after the call they count succeeded. Calls use
+``_preload_content=False``: the client would otherwise spend most of its CPU building model
+objects from responses nobody reads.
 
 The executor's pass and the test double (tests/unit/builders.py ``Cluster``) both implement
 ``PlanSink`` (one typed method per step) and are handed the Plan by the same ``walk``.
@@ -63,13 +68,18 @@ The executor's pass and the test double (tests/unit/builders.py ``Cluster``) bot
 from aitj.controller.executor.contract import (
     NOT_SENT,
     STEPS,
+    CreatedPod,
     Executor,
+    GangRefused,
     NamespaceTerminating,
     PlanSink,
     PodRefused,
+    Sent,
     StaleJob,
+    StatusBody,
     Step,
     StepFailed,
+    Stop,
     Target,
     sends,
     walk,
@@ -79,14 +89,19 @@ from aitj.controller.executor.kube_executor import KubeExecutor
 __all__ = [
     "NOT_SENT",
     "STEPS",
+    "CreatedPod",
     "Executor",
+    "GangRefused",
     "KubeExecutor",
     "NamespaceTerminating",
     "PlanSink",
     "PodRefused",
+    "Sent",
     "StaleJob",
+    "StatusBody",
     "Step",
     "StepFailed",
+    "Stop",
     "Target",
     "sends",
     "walk",

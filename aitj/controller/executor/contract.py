@@ -1,13 +1,14 @@
 """The executor's step table and its contract types: the order a Plan is carried out in
-(``STEPS``, walked by ``walk``) and the errors a pass can end with. What the calls returned
-is handed back in ``aitj.controller.written.Written``. The contract itself is written in the
-package docstring (``aitj.controller.executor``).
+(``STEPS``, walked by ``walk`` into a ``PlanSink``), what a pass's calls did (``Sent``, with
+what they returned for the cache in ``aitj.controller.written.Written``) and why a pass can
+stop early. The contract itself is written in the package docstring (``aitj.controller.executor``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 from aitj.controller.written import Written
@@ -22,7 +23,6 @@ from aitj.core.planner.types import (
     PodDelete,
     PodNudge,
     ReplicasPatch,
-    RestartRecord,
 )
 
 T = TypeVar("T")
@@ -46,7 +46,6 @@ STEPS = (
     Step("nudges"),
     Step("restart_events"),
     Step("status"),
-    Step("restarts"),
     Step("spec_replicas"),
     Step("deletes"),
     Step("release"),
@@ -55,8 +54,10 @@ STEPS = (
     Step("events"),
     Step("outcome"),
 )
-# Plan fields that are not sent: the reconciler's wake-up, and the host list and shortfalls for people.
-NOT_SENT = ("requeue_after", "hosts", "shortfalls")
+# Plan fields that are not sent: the reconciler's wake-up; the restarts the status write
+# records, which the reconciler counts once it reads that the write went through
+# (``Sent.status_written``); the host list and shortfalls for people.
+NOT_SENT = ("requeue_after", "restarts", "hosts", "shortfalls")
 
 
 class PlanSink(Protocol):
@@ -72,7 +73,6 @@ class PlanSink(Protocol):
     def send_nudges(self, nudges: Sequence[PodNudge]) -> None: ...
     def send_restart_events(self, events: Sequence[Event]) -> None: ...
     def send_status(self, status: StatusBody) -> None: ...
-    def send_restarts(self, restarts: Sequence[RestartRecord]) -> None: ...
     def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None: ...
     def send_deletes(self, deletes: Sequence[PodDelete]) -> None: ...
     def send_release(self, pods: Sequence[str]) -> None: ...
@@ -94,7 +94,6 @@ def walk(plan: Plan, sink: PlanSink, skip: Collection[str] = ()) -> None:
     _step(skip, "nudges", plan.nudges, sink.send_nudges)
     _step(skip, "restart_events", plan.restart_events, sink.send_restart_events)
     _step(skip, "status", plan.status, sink.send_status)
-    _step(skip, "restarts", plan.restarts, sink.send_restarts)
     _step(skip, "spec_replicas", plan.spec_replicas, sink.send_spec_replicas)
     _step(skip, "deletes", plan.deletes, sink.send_deletes)
     _step(skip, "release", plan.release, sink.send_release)
@@ -129,23 +128,54 @@ class Target(Protocol):
     def resource_version(self) -> str: ...
 
 
+@dataclass(frozen=True)
+class CreatedPod:
+    """CreatedPod: a pod this pass created: its slot, its generation, and when (the clock read
+    right after the create returned: the end of fault detection for a restart's replacement)."""
+
+    replica: str
+    index: int
+    generation: int
+    at: dt.datetime
+
+
+@dataclass
+class Sent:
+    """Sent: what one pass's calls did, as the executor returns it to the reconciler, which
+    decides what follows from it. ``written``: what the calls returned, for the cache;
+    ``created``: the pods created (not those found there already); ``status_written``: the
+    status write went through (False when it was not sent, failed, or found the job gone);
+    ``stopped``: why the pass stopped before its last step, None when it did not."""
+
+    written: Written = field(default_factory=Written)
+    created: list[CreatedPod] = field(default_factory=list)
+    status_written: bool = False
+    stopped: Stop | None = None
+
+
 class Executor(Protocol):
-    """Executor: what the reconciler hands Plans to (KubeExecutor; a recorder in tests). What
-    the calls returned goes into ``written``, even when a step fails."""
+    """Executor: what the reconciler hands Plans to (KubeExecutor; a recorder in tests). It
+    returns what the calls did, also when a step stopped the pass (``Sent.stopped``)."""
 
-    def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None: ...
-
-
-class StaleJob(RuntimeError):
-    """The job changed since the snapshot this pass planned from; plan again from the new one."""
+    def execute(self, target: Target, plan: Plan) -> Sent: ...
 
 
-class NamespaceTerminating(RuntimeError):
+class Stop(RuntimeError):
+    """Stop: why a pass stopped before its last step: always a fact the API server told (or
+    its silence), never a decision; the reconciler decides what follows."""
+
+
+class StaleJob(Stop):
+    """The status write's version test failed: the job changed since the snapshot this pass
+    planned from."""
+
+
+class NamespaceTerminating(Stop):
     """The job's namespace is being deleted: nothing can be created in it any more."""
 
 
-class StepFailed(RuntimeError):
-    """A step of the plan failed; the rest of the pass was skipped and the job is requeued."""
+class StepFailed(Stop):
+    """A call was refused, or got no answer; the rest of the pass was skipped."""
 
 
 class PodRefused(StepFailed):
@@ -155,3 +185,8 @@ class PodRefused(StepFailed):
     def __init__(self, message: str, refusal: PodRefusal) -> None:
         super().__init__(message)
         self.refusal = refusal
+
+
+class GangRefused(StepFailed):
+    """The apiserver refused a native gang PodGroup because its Workload is missing or being
+    deleted (``gangapi.gang_refused``)."""

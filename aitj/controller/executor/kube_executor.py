@@ -16,19 +16,22 @@ from urllib3.exceptions import HTTPError as TransportError
 from aitj.controller import metrics
 from aitj.controller.executor.clients import CREATE, DELETE, VolcanoPodGroups
 from aitj.controller.executor.contract import (
+    CreatedPod,
+    GangRefused,
     NamespaceTerminating,
     PlanSink,
     PodRefused,
+    Sent,
     StaleJob,
+    StatusBody,
     StepFailed,
+    Stop,
     Target,
     walk,
 )
 from aitj.controller.gangapi import GangApi, gang_refused
 from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
-from aitj.controller.recovery_metrics import RECOVERIES, Recoveries, record_restarts
-from aitj.controller.written import Written
 from aitj.core import api
 from aitj.core.observed import ANNOTATION_HOSTS, TRACKING_FINALIZER
 from aitj.core.planner.lifecycle import PodRefusal
@@ -43,9 +46,7 @@ from aitj.core.planner.types import (
     PodDelete,
     PodNudge,
     ReplicasPatch,
-    RestartRecord,
 )
-from aitj.core.telemetry import finished_scalings
 from aitj.core.wire import format_time
 
 
@@ -57,7 +58,6 @@ class KubeExecutor:
         self,
         api_client: client.ApiClient,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
-        recoveries: Recoveries = RECOVERIES,
     ) -> None:
         # Typed as Any: the generated client wants model objects, we send plain dicts.
         self.core: Any = client.CoreV1Api(api_client)
@@ -67,16 +67,24 @@ class KubeExecutor:
         self.volcano = VolcanoPodGroups(self.custom)
         self.gang = GangApi(api_client)
         self.clock = clock  # Event timestamps, and when a pod was created (metrics)
-        self.recoveries = recoveries
 
-    def execute(self, target: Target, plan: Plan, written: Written | None = None) -> None:
-        """execute sends ``plan`` for ``target``, step by step (``STEPS``). A call that got no
+    def execute(self, target: Target, plan: Plan) -> Sent:
+        """execute sends ``plan`` for ``target``, step by step (``STEPS``), and returns what the
+        calls did. A step that stops the pass says why in ``Sent.stopped``. A call that got no
         answer (the connection refused, dropped or timed out: the apiserver restarting) fails
         the step like a refused one: the reconciler retries the job."""
+        sent = Sent()
         try:
-            walk(plan, _Pass(self, target, written or Written()))
+            walk(plan, _Pass(self, target, sent))
+        except Stop as e:
+            sent.stopped = e
+        except ApiException as e:  # a call outside the steps' own handling: refused all the same
+            sent.stopped = StepFailed(f"{e.status} {e.reason}")
+            sent.stopped.__cause__ = e
         except (TransportError, OSError) as e:
-            raise StepFailed(f"no answer from the API server: {e}") from e
+            sent.stopped = StepFailed(f"no answer from the API server: {e}")
+            sent.stopped.__cause__ = e
+        return sent
 
 
 def _body(response: Any) -> Mapping[str, Any] | None:
@@ -94,23 +102,20 @@ def _body(response: Any) -> Mapping[str, Any] | None:
 class _Pass(PlanSink):
     """_Pass: one Plan being sent for one job; a method per step (``PlanSink``)."""
 
-    def __init__(self, ex: KubeExecutor, job: Target, written: Written) -> None:
-        self.ex, self.core, self.job, self.written = ex, ex.core, job, written
-        self.key = (job.namespace, job.name)
+    def __init__(self, ex: KubeExecutor, job: Target, sent: Sent) -> None:
+        self.ex, self.core, self.job, self.sent, self.written = ex, ex.core, job, sent, sent.written
         self.log = log.bind(namespace=job.namespace, job=job.name)
-        self.status: Mapping[str, Any] | None = None  # the status this pass wrote
-        self.created: dict[tuple[str, int], tuple[int, dt.datetime]] = {}  # pods this pass created
 
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
-        """send_ensure creates each object; AlreadyExists is success. A PodGroup refused for
-        want of its Workload means the snapshot still held a Workload the garbage collector
-        has deleted (the job is being deleted): plan again from the newer view (StaleJob)."""
+        """send_ensure creates each object; AlreadyExists is success. A native gang PodGroup
+        refused for want of its Workload stops the pass as GangRefused (the reconciler says
+        what that means)."""
         for m in manifests:
             try:
                 made = self._create(f"{m.kind} {m.name}", self._call(CREATE[m.kind]), m.body)
             except StepFailed as e:
                 if m.kind is ObjectKind.GANG_POD_GROUP and gang_refused(e.__cause__):
-                    raise StaleJob(str(e)) from e
+                    raise GangRefused(str(e)) from e.__cause__
                 raise
             if not isinstance(made, bool):
                 self.written.owned.append((m.kind, made))
@@ -122,7 +127,8 @@ class _Pass(PlanSink):
             self.written.gone_owned.append(ref)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
-        """send_creates creates each pod, counting and logging those it made."""
+        """send_creates creates each pod, counting and logging those it made, and returning
+        them (``Sent.created``)."""
         for c in creates:
             try:
                 made = self._create(f"pod {c.name}", self.core.create_namespaced_pod, c.body)
@@ -135,9 +141,7 @@ class _Pass(PlanSink):
             if not isinstance(made, bool):
                 self.written.pods.append(made)
             if made is not False:
-                at = self.ex.clock()
-                self.created[(c.replica, c.index)] = (c.generation, at)
-                self.ex.recoveries.created(self.key, c.replica, c.index, c.generation, at)
+                self.sent.created.append(CreatedPod(c.replica, c.index, c.generation, self.ex.clock()))
                 metrics.PODS_CREATED.labels(c.replica).inc()
                 self.log.info(
                     "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
@@ -167,7 +171,7 @@ class _Pass(PlanSink):
         """send_restart_events posts each restart's Event (best effort; named: once)."""
         self.send_events(events)
 
-    def send_status(self, status: Mapping[str, Any]) -> None:
+    def send_status(self, status: StatusBody) -> None:
         """send_status writes the whole status, if the job is still the version planned from."""
         # The planner returns the whole status: replace it in one write, as a JSON patch (the
         # typed client would send a merge patch, which cannot drop keys the planner dropped).
@@ -190,8 +194,7 @@ class _Pass(PlanSink):
                 raise StaleJob(f"{self.job.namespace}/{self.job.name} changed since version {version}") from e
             raise StepFailed(f"writing status: {error_text(e)}") from e
         self._job_written(response)
-        self.status = status
-        self._scaled(status)
+        self.sent.status_written = True
 
     def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
         """send_spec_replicas: one JSON patch that tests each value before replacing it, so a
@@ -269,14 +272,6 @@ class _Pass(PlanSink):
         for event in events:
             self._event(event)
 
-    def send_restarts(self, restarts: Sequence[RestartRecord]) -> None:
-        """send_restarts counts, logs and follows the restarts the status write just recorded
-        (nothing when the job was gone: no status was written)."""
-        if self.status is not None:
-            record_restarts(
-                self.log, self.key, self.job, self.status, restarts, self.created, self.ex.recoveries
-            )
-
     def send_outcome(self, outcome: Outcome) -> None:
         """send_outcome counts and logs the job's end."""
         job = self.job
@@ -286,15 +281,6 @@ class _Pass(PlanSink):
         )
 
     # ---- pieces ----------------------------------------------------------------------------
-    def _scaled(self, status: Mapping[str, Any]) -> None:
-        """_scaled counts the scale operations the status just written finished."""
-        before = self.job.status if isinstance(self.job, api.Job) else None
-        for s in finished_scalings(before, status):
-            metrics.per_job(metrics.SCALING_OPERATIONS, *self.key, s.direction.value, s.result.value).inc()
-            self.log.info(
-                "scaling finished", replica=s.replica, direction=s.direction.value, result=s.result.value
-            )
-
     def _job_path(self) -> tuple[str, str, str, str, str]:
         """_job_path: the custom-object arguments that name the job."""
         return api.GROUP, api.VERSION, self.job.namespace, api.PLURAL, self.job.name
