@@ -92,3 +92,27 @@ def node_signal_options(f: F) -> F:
 def node_signals(conditions: tuple[str, ...], taints: tuple[str, ...]) -> NodeSignals:
     """node_signals: what ``node_signal_options`` gave (already checked by their callbacks)."""
     return NodeSignals.parse(conditions, taints)
+
+
+def _priority_class(item: str) -> None:
+    """_priority_class: checks one ``--priority-class`` value."""
+    key, sep, value = item.partition("=")
+    if not sep or key not in ("high", "normal", "low") or not value:
+        raise ValueError(f"{item!r}: expected high=CLASS, normal=CLASS or low=CLASS")
+
+
+# For the commands that plan as the operator does: ``run``, and ``explain`` (given the flags
+# the operator runs with, it plans the same pods).
+priority_class_option = click.option(
+    "--priority-class",
+    "priority_classes",
+    multiple=True,
+    metavar="PRIORITY=CLASS",
+    callback=_each(_priority_class),
+    help="Map a job's spec.priority (high, normal, low) to a PriorityClass name; repeatable.",
+)
+
+
+def priority_class_map(items: tuple[str, ...]) -> dict[str, str]:
+    """priority_class_map: what ``priority_class_option`` gave (already checked), as a map."""
+    return {key: value for key, _, value in (item.partition("=") for item in items)}

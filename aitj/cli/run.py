@@ -1,6 +1,7 @@
 """``aitj run``: the operator in this process.
 
-Sits in the command-line layer: parses options and calls ``aitj.controller.runner``.
+Sits in the command-line layer: parses its flags into one ``OperatorOptions``
+(``aitj.controller.options``) and hands it to ``aitj.controller.runner``.
 """
 
 from __future__ import annotations
@@ -9,7 +10,14 @@ from pathlib import Path
 
 import click
 
-from aitj.cli.options import example, kubeconfig_option, node_signal_options, node_signals
+from aitj.cli.options import (
+    example,
+    kubeconfig_option,
+    node_signal_options,
+    node_signals,
+    priority_class_map,
+    priority_class_option,
+)
 from aitj.controller import leader
 
 
@@ -42,13 +50,7 @@ from aitj.controller import leader
     show_default=True,
     help="Address the metrics server binds; 0.0.0.0 in a pod so Prometheus can scrape it.",
 )
-@click.option(
-    "--priority-class",
-    "priority_classes",
-    multiple=True,
-    metavar="PRIORITY=CLASS",
-    help="Map a job's spec.priority (high, normal, low) to a PriorityClass name; repeatable.",
-)
+@priority_class_option
 @node_signal_options
 @click.option("--json-logs", is_flag=True, help="Log JSON lines instead of key=value text.")
 @click.option(
@@ -114,16 +116,9 @@ def run_operator(
     leader_elect_retry_period: float,
 ) -> None:
     """Run the operator: reconcile AITrainingJobs until interrupted."""
+    from aitj.controller.options import OperatorOptions
     from aitj.controller.runner import run
 
-    mapping: dict[str, str] = {}
-    for item in priority_classes:
-        key, sep, value = item.partition("=")
-        if not sep or key not in ("high", "normal", "low") or not value:
-            raise click.BadParameter(
-                f"{item!r}: expected high=CLASS, normal=CLASS or low=CLASS", param_hint="--priority-class"
-            )
-        mapping[key] = value
     election = None
     if leader_elect:
         try:
@@ -137,14 +132,15 @@ def run_operator(
             )
         except ValueError as e:
             raise click.UsageError(f"leader election: {e}") from None
-    run(
+    options = OperatorOptions(
         kubeconfig=kubeconfig,
         namespaces=namespaces,
         metrics_port=metrics_port,
         metrics_address=metrics_address,
-        priority_classes=mapping,
+        priority_classes=priority_class_map(priority_classes),
         node_signals=node_signals(node_fault_conditions, node_fault_taints),
         json_logs=json_logs,
         liveness=liveness,
         election=election,
     )
+    run(options)

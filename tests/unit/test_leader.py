@@ -16,8 +16,9 @@ import yaml
 from click.testing import CliRunner
 
 from aitj.cli import main
-from aitj.controller import handlers, leader
+from aitj.controller import leader
 from aitj.controller.leader import Act, Record, Seen, decide, election_config, lease_spec, observe
+from aitj.controller.operator import drained_within
 from tests.seeds import REPO
 
 ME = "op-a_1"
@@ -172,6 +173,6 @@ def test_a_leader_releases_the_lease_only_once_every_pass_thread_has_ended() -> 
     pool = concurrent.futures.ThreadPoolExecutor(2)
     pool.submit(busy.wait, 30)  # a call still hanging on a pass thread
     pool.shutdown(wait=False, cancel_futures=True)  # as the reconciler's close leaves it
-    assert handlers._drained(pool, 0.1) is False
+    assert drained_within(pool, 0.1) is False
     busy.set()
-    assert handlers._drained(pool, 5.0) is True
+    assert drained_within(pool, 5.0) is True

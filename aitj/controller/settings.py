@@ -1,0 +1,89 @@
+"""The Settings the operator plans with, derived once at start from its options and the cluster;
+and the objects a job owns, read as the operator's cache holds them. ``aitj explain`` derives
+both the same way, so it plans exactly as the operator would.
+
+What is served decides part of the Settings (``aitj.controller.served``): Volcano's PodGroup
+kind, and the native gang API (where Volcano's PodGroup is not served: one gang per job, and
+Volcano reads its own). The gang API is planned only where it may also be listed (an install
+whose role predates it: ``gangapi.listable``), for the schedulerNames ``gangapi.DEFAULT_SCHEDULERS``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+
+from kubernetes import client
+
+from aitj.controller import gangapi
+from aitj.controller.cache import OPTIONAL, OWNED_COLLECTIONS
+from aitj.controller.informer import METADATA_ONLY
+from aitj.controller.options import OperatorOptions
+from aitj.controller.served import served_kinds
+from aitj.core import api
+from aitj.core.planner.types import ObjectKind, ObjectRef, Owned, Settings
+from aitj.core.wire import mapping
+
+
+def planner_settings(
+    api_client: client.ApiClient, options: OperatorOptions
+) -> tuple[Settings, frozenset[ObjectKind]]:
+    """planner_settings: the Settings the operator plans with, and the optional kinds it
+    watches (those served, less the gang kinds when no gang is planned). The listability of
+    the gang kinds is asked where ``options.namespaces`` say (the first, or the cluster)."""
+    served = set(served_kinds(api_client))
+    native = set(gangapi.KINDS) <= served and ObjectKind.VOLCANO_PODGROUP not in served
+    gang: frozenset[str] = frozenset()
+    if native:
+        gang = gangapi.gang_schedulers(api_client, gangapi.DEFAULT_SCHEDULERS, options.namespaces)
+    if not gang:
+        served -= set(gangapi.KINDS)
+    settings = Settings(
+        dict(options.priority_classes),
+        options.node_signals,
+        volcano_podgroups=ObjectKind.VOLCANO_PODGROUP in served,
+        gang_schedulers=gang,
+    )
+    return settings, frozenset(served)
+
+
+class Unlisted(RuntimeError):
+    """Unlisted: a LIST of the job's objects was refused (say, a user not allowed to list
+    Secrets): what the job owns cannot be told."""
+
+
+def owned_objects(
+    api_client: client.ApiClient, namespace: str, job: str, served: Collection[ObjectKind]
+) -> Owned:
+    """owned_objects: the job's objects other than pods, by the job label, as the operator's
+    cache holds them (``cache.OWNED_COLLECTIONS``; of the optional kinds only those
+    ``served``). One metadata-only LIST per kind (a Secret's data is never read); raises
+    Unlisted when one is refused."""
+    selector = f"{api.LABEL_JOB}={job}"
+    found: set[ObjectRef] = set()
+    for kind, (group_path, plural) in OWNED_COLLECTIONS.items():
+        if kind in OPTIONAL and kind not in served:
+            continue
+        names = _names(api_client, f"{group_path}/namespaces/{namespace}/{plural}", selector)
+        found |= {ObjectRef(kind, name) for name in names}
+    return frozenset(found)
+
+
+def _names(api_client: client.ApiClient, path: str, selector: str) -> list[str]:
+    """_names: the names of the objects of the collection at ``path`` that ``selector`` picks."""
+    method, url, headers, body, post = api_client.param_serialize(
+        "GET",
+        path,
+        query_params=[("labelSelector", selector)],
+        header_params={"Accept": METADATA_ONLY},
+        auth_settings=["BearerToken"],
+    )
+    response = api_client.call_api(method, url, headers, body, post, _request_timeout=(10.0, 30.0)).response
+    try:
+        status, data = response.status, response.data
+    finally:
+        response.release_conn()
+    if status != 200:
+        raise Unlisted(f"listing {path}: HTTP {status}")
+    items = json.loads(data).get("items") or []
+    return [str(mapping(item.get("metadata")).get("name")) for item in items if isinstance(item, dict)]
