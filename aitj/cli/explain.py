@@ -1,7 +1,10 @@
 """``aitj explain JOB [POD]``: what the operator sees of a job and what it would do, without doing it.
 
-Thin: it reads the job, its pods (label ``api.LABEL_JOB``) and the nodes with GET and LIST
-calls only, hands them to the pure ``aitj.core.explain``, and prints the answer (rich for people,
+Thin: it reads the job, its pods (label ``api.LABEL_JOB``), the nodes and the job's other
+objects with GET and LIST calls only, derives the Settings the operator plans with the way the
+operator does (``aitj.controller.settings``: what the cluster serves, and the operator's flags,
+which it takes as its own: ``--priority-class``, ``--node-fault-*``), hands them to the pure
+``aitj.core.explain``, and prints the answer (rich for people,
 with the lines of aitj/cli/explain_text.py; JSON with ``--json``). It never writes to the
 cluster, so it is safe to run at any time, also while the operator is stopped.
 
@@ -28,8 +31,12 @@ from aitj.cli.options import (
     kubeconfig_option,
     node_signal_options,
     node_signals,
+    priority_class_map,
+    priority_class_option,
 )
 from aitj.controller.kubeclient import api_client, context_namespace
+from aitj.controller.options import OperatorOptions
+from aitj.controller.settings import Unlisted, owned_objects, planner_settings
 from aitj.core import api
 from aitj.core import explain as why
 from aitj.core.explain import Explanation, PodExplanation, UnknownPod, Verdict
@@ -54,6 +61,7 @@ _STYLE = {
     epilog=example(
         "aitj explain test-horovod-elastic test-horovod-elastic-trainer-abcde-0 -n default",
         "aitj explain test-horovod-elastic --node-fault-condition KernelDeadlock=True   # as the operator",
+        "aitj explain test-horovod-elastic --priority-class high=gpu-high   # its aitj run flags",
     ),
 )
 @click.argument("job")
@@ -61,6 +69,7 @@ _STYLE = {
 @job_namespace_option
 @kubeconfig_option
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
+@priority_class_option
 @node_signal_options
 def explain(
     job: str,
@@ -68,6 +77,7 @@ def explain(
     namespace: str | None,
     kubeconfig: Path | None,
     as_json: bool,
+    priority_classes: tuple[str, ...],
     node_fault_conditions: tuple[str, ...],
     node_fault_taints: tuple[str, ...],
 ) -> None:
@@ -76,8 +86,10 @@ def explain(
     A dry run: for each pod, its replica, index, generation, phase, node and the node's Ready
     state, exit code, deletion and disruption; which faultTolerantPolicy rule fires and why (or
     why none does); and the job's next pass (pods created and deleted, status, requeue).
-    Nothing is written to the cluster. Give the --node-fault-* options the operator runs with
-    to judge the nodes as it does.
+    Nothing is written to the cluster. It plans as the operator does: what the cluster serves
+    (Volcano, the native gang API) and the job's own objects are read as the operator reads
+    them; its flags cannot be, so give the --priority-class and --node-fault-* flags the
+    operator runs with (its aitj run arguments) to plan exactly as it does.
     """
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
@@ -102,6 +114,21 @@ def explain(
             nodes = _json(core.list_node(_preload_content=False))
         except ApiException as e:
             raise click.ClickException(f"listing pods and nodes: {e.status} {e.reason}") from e
+        # The operator's Settings, derived as it derives them (aitj.controller.settings); the
+        # gang API's listability is asked in the job's namespace, with the caller's rights.
+        flags = OperatorOptions(
+            namespaces=(ns,),
+            priority_classes=priority_class_map(priority_classes),
+            node_signals=node_signals(node_fault_conditions, node_fault_taints),
+        )
+        settings, served = planner_settings(cl, flags)
+        try:
+            owned = owned_objects(cl, ns, job, served)
+        except Unlisted as e:  # say, a user who may not list Secrets: plan no object of the job
+            owned = None
+            Console(stderr=True).print(
+                f"note: the job's objects are not checked ({e})", highlight=False, markup=False
+            )
     try:
         parsed = api.parse_job(body)
     except api.InvalidJob as e:
@@ -115,9 +142,10 @@ def explain(
     node_views = {n.name: n for n in (NodeView.from_dict(item) for item in nodes.get("items") or [])}
     deleting = bool((body.get("metadata") or {}).get("deletionTimestamp"))
     try:
-        signals = node_signals(node_fault_conditions, node_fault_taints)
         now = dt.datetime.now(dt.UTC)
-        result = why.explain(parsed, views, node_views, now, pod, deleting=deleting, signals=signals)
+        result = why.explain(
+            parsed, views, node_views, now, pod, deleting=deleting, settings=settings, owned=owned
+        )
     except UnknownPod as e:
         _fail(f"pod {pod} not found in AITrainingJob {ns}/{job} (its pods: {', '.join(e.known) or 'none'})")
     if as_json:

@@ -140,7 +140,9 @@ def test_a_launcher_exit_code_no_rule_names_is_explained_without_touching_the_cl
 
     text = aitj_explain(cluster, namespace, NAME)
     assert text.returncode == 0, text.stderr
+    assert "note:" not in text.stderr  # the job's objects were read, as the operator's cache holds them
     out = text.stdout
+    assert "(missing)" not in out  # all there: the operator would create none of them
     assert f"pod {launcher} (launcher 0, generation 0)" in out
     assert "exit code 1 (container aitj-0)" in out
     assert "rule 1 exitCodes 129,101 (scope Pod): no match: does not name exit code 1" in out

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from aitj.core.api import Job, RestartScope
+from aitj.core.explain import explain
 from aitj.core.planner import Plan, PodCreate, plan
 from aitj.core.planner.resources import needs_ssh_keys
 from aitj.core.planner.types import ObjectKind, ObjectRef, Settings
@@ -257,3 +258,22 @@ def test_a_pod_group_name_reads_back_as_its_epoch(name: str, epoch: int | None) 
     assert render_gang.pod_group_epoch(JOB, name) == epoch
     if epoch is not None:
         assert render_gang.pod_group_name(JOB, epoch) == name
+
+
+def test_explain_with_the_operator_s_settings_and_objects_says_what_its_pass_does() -> None:
+    # aitj explain derives the operator's Settings and reads the job's objects as its cache
+    # does (aitj.controller.settings): then its next pass is the operator's, gang included.
+    cluster = GangCluster(on_scheduler(seed_job()))
+    cluster.step(1)  # the gang and the trainers are made; the Secret is then deleted by hand
+    secret = next(ref for ref in cluster.objects if ref.kind is ObjectKind.SECRET)
+    del cluster.objects[secret]
+    pods = [p.view() for p in cluster.pods.values()]
+    told = explain(cluster.job, pods, cluster.nodes, at(2), settings=GANG, owned=frozenset(cluster.objects))
+    operator = cluster.plan(2)
+    assert [m.ref for m in operator.ensure] == [secret]
+    assert f"create the job's Secret {secret.name} (missing)" in told.next_pass
+    assert [line for line in told.next_pass if line.startswith("create pod")] == [
+        f"create pod {c.name} ({c.replica} {c.index}, generation {c.generation})" for c in operator.creates
+    ]
+    blind = explain(cluster.job, pods, cluster.nodes, at(2))  # without them: no gang, no objects
+    assert not any("Secret" in line for line in blind.next_pass)

@@ -381,7 +381,8 @@ def test_aitj_explain_told_the_signals_judges_the_pod_as_the_operator_does() -> 
     cluster_nodes = deadlocked_b({"KernelDeadlock": "True"})
     (untold,) = explain(job, views(pods), cluster_nodes, at(100), trainer_2).pods
     assert untold.verdict is Verdict.HEALTHY
-    (told,) = explain(job, views(pods), cluster_nodes, at(100), trainer_2, signals=KERNEL_DEADLOCK).pods
+    operator = Settings(node_signals=KERNEL_DEADLOCK)
+    (told,) = explain(job, views(pods), cluster_nodes, at(100), trainer_2, settings=operator).pods
     assert told.verdict is Verdict.RESTART
     assert (told.failure, told.failure_detail) == ("nodeNotReady", "node node-b: KernelDeadlock=True")
 

@@ -14,11 +14,12 @@ from aitj.core.api import Job
 from aitj.core.explain.model import ConditionView, DegradedView, Explanation, ShortfallView, UnknownPod
 from aitj.core.explain.rule_budgets import recovery_lines
 from aitj.core.explain.verdicts import Judge, cleanup, ignored
-from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
-from aitj.core.planner import Plan, Settings
+from aitj.core.planner import Plan, Settings, SshKeys
 from aitj.core.planner.core import plan_and_assessment
 from aitj.core.planner.degraded import STATUS_DEGRADED
+from aitj.core.planner.resources import needs_ssh_keys
+from aitj.core.planner.types import Owned
 from aitj.core.wire import as_int, as_list, mapping
 
 
@@ -30,12 +31,15 @@ def explain(
     pod_name: str | None = None,
     *,
     deleting: bool = False,
-    signals: NodeSignals = DEFAULT_SIGNALS,
+    settings: Settings | None = None,
+    owned: Owned | None = None,
 ) -> Explanation:
     """explain: the job, what the next pass does, and each pod's verdict (only ``pod_name``'s
     when given; UnknownPod if the job has no such pod). ``deleting``: the job has a
-    deletionTimestamp, for which the operator plans nothing and lets its pods go. ``signals``:
-    the node fault signals the operator was told about (aitj.core.nodesignals)."""
+    deletionTimestamp, for which the operator plans nothing and lets its pods go. ``settings``:
+    the operator's (its priority classes and node fault signals, what the cluster serves);
+    ``owned``: the job's objects other than pods, as the operator's cache holds them (None:
+    not known, and none are planned), so that the next pass is the operator's own."""
     mine = sorted(
         (p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)),
         key=lambda p: (_replica_order(job, p.replica), p.index if p.index is not None else -1, p.generation),
@@ -49,8 +53,11 @@ def explain(
             "nothing is planned: the job is being deleted; the operator only releases its pods' finalizer",
         )
     else:
-        settings = Settings(node_signals=signals)
-        result, assessment = plan_and_assessment(job, mine, nodes, now, settings=settings)
+        # A missing ssh Secret is planned with a stand-in key pair: nothing here is sent.
+        keys = UNSENT_KEYS if needs_ssh_keys(job, owned) else None
+        result, assessment = plan_and_assessment(
+            job, mine, nodes, now, owned=owned, keys=keys, settings=settings or Settings()
+        )
         if assessment is None:  # the job has finished: only its cleanup is planned
             entries = [cleanup(job, p, nodes, result, str(status.get("phase"))) for p in mine]
         else:
@@ -77,6 +84,13 @@ def explain(
         degraded=degraded,
         recovery=recovery,
     )
+
+
+# The key pair a plan that would make the ssh Secret is given: the operator makes a real one.
+UNSENT_KEYS = SshKeys(
+    "-----BEGIN PRIVATE KEY-----\n(made by the operator)\n-----END PRIVATE KEY-----\n",
+    "ssh-ed25519 (made by the operator)",
+)
 
 
 def _replica_order(job: Job, replica: str | None) -> int:
@@ -130,6 +144,8 @@ def _next_pass(job: Job, result: Plan) -> tuple[str, ...]:
     if result.outcome is not None:
         o = result.outcome
         lines.append(f"the job ends: {o.phase} ({o.reason}): {o.message}")
+    for m in result.ensure:
+        lines.append(f"create the job's {m.kind} {m.name} (missing)")
     for c in result.creates:
         lines.append(f"create pod {c.name} ({c.replica} {c.index}, generation {c.generation})")
     for d in result.deletes:
