@@ -11,11 +11,11 @@ import pytest
 
 from aitj.cli import jobview
 from aitj.cli.explain_text import header_lines
+from aitj.core.api import MAX_LISTED
 from aitj.core.explain import explain
 from aitj.core.planner import degraded
 from aitj.core.planner.core import assess
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
-from aitj.core.planner.status import MAX_LISTED
 from aitj.core.planner.types import Settings
 from aitj.core.wire import format_time
 from tests.unit.builders import (

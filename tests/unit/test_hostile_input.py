@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from aitj.core.api import MAX_REPLICAS, InvalidJob, parse_job
+from aitj.core.api import MAX_LISTED, MAX_REPLICAS, InvalidJob, parse_job
 from aitj.core.planner import Plan, plan
 from aitj.core.planner.lifecycle import MAX_MESSAGE, PodRefusal, plan_invalid, plan_refused
-from aitj.core.planner.status import MAX_LISTED, pod_list
+from aitj.core.planner.status import pod_list
 from tests.manifest_strategies import Hostile, hostile_manifests
 from tests.seeds import seed_job as seed_manifest
 from tests.unit.builders import (

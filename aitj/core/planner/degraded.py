@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from aitj.core.api import Job, Phase
+from aitj.core.api import MAX_LISTED, Job, Phase
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
-from aitj.core.planner.status import MAX_LISTED, MAX_QUOTED
+from aitj.core.planner.status import MAX_QUOTED
 from aitj.core.planner.survey import Slot, State, Survey
 from aitj.core.planner.types import Event
 from aitj.core.wire import as_list, format_time, mapping, parse_time

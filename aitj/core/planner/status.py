@@ -12,7 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aitj.core.api import LABEL_JOB, LABEL_REPLICA, MAX_STATUS_CONDITIONS, SCALE_REPLICA, Job, Phase
+from aitj.core.api import (
+    LABEL_JOB,
+    LABEL_REPLICA,
+    MAX_LISTED,
+    MAX_STATUS_CONDITIONS,
+    SCALE_REPLICA,
+    Job,
+    Phase,
+)
 from aitj.core.planner.survey import Slot, State, Survey
 
 REASON_PENDING = "TrainingJobPending"
@@ -69,9 +77,6 @@ def advance_conditions(
     return history[-MAX_STATUS_CONDITIONS:]
 
 
-# A message names at most this many pods or restarts, then says how many more: a job of
-# 10,000 pods must not write a condition of 10,000 names (the status has to fit in etcd).
-MAX_LISTED = 32
 # The scheduler's message is quoted; it grows with the number of distinct reasons.
 MAX_QUOTED = 512
 

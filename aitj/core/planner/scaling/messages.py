@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from aitj.core.api import MAX_SCALE_HISTORY, Job, Phase, ScaleOperation
+from aitj.core.api import MAX_LISTED, MAX_SCALE_HISTORY, Job, Phase, ScaleOperation
 from aitj.core.planner.scaling.operation import (
     CANCELLED,
     SUCCEEDED,
@@ -20,7 +20,7 @@ from aitj.core.planner.scaling.operation import (
     Scaling,
     vacant_indices,
 )
-from aitj.core.planner.status import MAX_LISTED, REASON_SCALING, Condition, pod_list
+from aitj.core.planner.status import REASON_SCALING, Condition, pod_list
 from aitj.core.planner.types import Event
 from aitj.core.wire import format_time
 
