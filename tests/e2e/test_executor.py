@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY
 
 from aitj.controller.executor import KubeExecutor, NamespaceTerminating, StaleJob, Written
 from aitj.core import api
-from aitj.core.api import RestartScope
+from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.observed import TRACKING_FINALIZER
 from aitj.core.planner.lifecycle import JobRef
 from aitj.core.planner.types import (
@@ -156,11 +156,11 @@ def test_a_status_write_from_a_stale_version_raises_and_changes_nothing(
     job = target(cluster, namespace)
     executor = KubeExecutor(cluster.new_api())
     written = Written()
-    executor.execute(job, Plan(status={"phase": "Running"}), written)
+    executor.execute(job, Plan(status=JobStatus(phase=Phase.RUNNING)), written)
     assert get_job(cluster, namespace, NAME)["status"]["phase"] == "Running"
     assert [j["status"]["phase"] for j in written.jobs] == ["Running"]  # what the cache is told
     with pytest.raises(StaleJob):  # planned from the version before the write above
-        executor.execute(job, Plan(status={"phase": "Failed"}))
+        executor.execute(job, Plan(status=JobStatus(phase=Phase.FAILED)))
     assert get_job(cluster, namespace, NAME)["status"]["phase"] == "Running"
 
 
@@ -169,7 +169,7 @@ def test_a_stale_status_write_has_posted_the_restart_event_and_counted_nothing(
 ) -> None:
     job = target(cluster, namespace)
     executor = KubeExecutor(cluster.new_api())
-    executor.execute(job, Plan(status={"phase": "Running"}))
+    executor.execute(job, Plan(status=JobStatus(phase=Phase.RUNNING)))
     at = datetime.now(UTC)
     record = RestartRecord(
         "trainer",
@@ -182,7 +182,7 @@ def test_a_stale_status_write_has_posted_the_restart_event_and_counted_nothing(
         at,
     )
     event = Event("Warning", "TrainingJobRestarting", "p failed", f"{NAME}.restart-trainer-0-0")
-    plan = Plan(restart_events=(event,), status={"phase": "Restarting"}, restarts=(record,))
+    plan = Plan(restart_events=(event,), status=JobStatus(phase=Phase.RESTARTING), restarts=(record,))
     with pytest.raises(StaleJob):
         executor.execute(job, plan)
     reasons = [e.reason for e in cluster.core.list_namespaced_event(namespace).items]

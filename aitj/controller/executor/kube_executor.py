@@ -166,13 +166,14 @@ class _Pass:
         """send_restart_events posts each restart's Event (best effort; named: once)."""
         self.send_events(events)
 
-    def send_status(self, status: Mapping[str, Any]) -> None:
+    def send_status(self, typed: api.JobStatus) -> None:
         """send_status writes the whole status, if the job is still the version planned from."""
         # The planner returns the whole status: replace it in one write, as a JSON patch (the
         # typed client would send a merge patch, which cannot drop keys the planner dropped).
         # The patch first tests that the job is still the version the pass planned from: a
         # pass planned from a stale copy must not overwrite a newer status (say, drop the
         # condition another pass just appended).
+        status = typed.to_json()
         version = self.job.resource_version
         patch: list[dict[str, Any]] = []
         if version:
@@ -190,7 +191,7 @@ class _Pass:
             raise StepFailed(f"writing status: {error_text(e)}") from e
         self._job_written(response)
         self.status = status
-        self._scaled(status)
+        self._scaled(typed)
 
     def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
         """send_spec_replicas: one JSON patch that tests each value before replacing it, so a
@@ -285,7 +286,7 @@ class _Pass:
         )
 
     # ---- pieces ----------------------------------------------------------------------------
-    def _scaled(self, status: Mapping[str, Any]) -> None:
+    def _scaled(self, status: api.JobStatus) -> None:
         """_scaled counts the scale operations the status just written finished."""
         before = self.job.status if isinstance(self.job, api.Job) else None
         for s in finished_scalings(before, status):

@@ -6,7 +6,7 @@ from the enums, defaults and bounds here, so the two cannot drift apart. Field m
 in docs/api.md.
 
 - ``names``: group, version, kind, the labels the operator sets, bounds, DNS-label checks.
-- ``model``: the enums, the defaults, the frozen ``Job`` and its parts.
+- ``model``: the enums, the defaults, the frozen spec and its parts; ``job``: the ``Job``.
 - ``validation``: ``parse_job`` (with ``replica``, ``template`` and ``reader``) and
   ``update_errors``.
 - ``status``: the typed status, ``JobStatus`` and its parts (``jsonform`` reads, writes and
@@ -17,6 +17,7 @@ Everything public is re-exported here: ``from aitj.core import api; api.Job``.
 
 from __future__ import annotations
 
+from aitj.core.api.job import Job
 from aitj.core.api.ledger_form import RestartLedger
 from aitj.core.api.model import (
     DEFAULT_BACKOFF_MAX,
@@ -45,7 +46,6 @@ from aitj.core.api.model import (
     ExceptionalEvent,
     FaultTolerantRule,
     FrameworkType,
-    Job,
     JobSpec,
     Phase,
     Policy,
