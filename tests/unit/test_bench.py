@@ -9,10 +9,52 @@ import pytest
 
 from aitj.core import api
 from aitj.tools.bench import apimetrics, procstat, report, stats, workload
-from aitj.tools.bench.bars import Status
+from aitj.tools.bench.bars import Bar, Check, Status, against
 from aitj.tools.bench.figures import Measurements, checks
 
 MS = 0.001
+
+
+@pytest.mark.parametrize(
+    ("measured", "limit", "why_not", "want"),
+    [
+        pytest.param(
+            0.5, 1.0, "", Check("F", "w", "0.5 s", "<= 1 s", Status.PASS, {"n": 1, "limit": 1.0}), id="pass"
+        ),
+        pytest.param(
+            1.0,
+            1.0,
+            "",
+            Check("F", "w", "0.5 s", "<= 1 s", Status.PASS, {"n": 1, "limit": 1.0}),
+            id="on the bar",
+        ),
+        pytest.param(
+            2.0, 1.0, "", Check("F", "w", "0.5 s", "<= 1 s", Status.MISS, {"n": 1, "limit": 1.0}), id="miss"
+        ),
+        pytest.param(
+            2.0, None, "", Check("F", "w", "0.5 s", "<= 1 s", Status.MEASURED, {"n": 1}), id="no limit"
+        ),
+        pytest.param(
+            None,
+            1.0,
+            "",
+            Check("F", "w", "not measured", "<= 1 s", Status.NOT_MEASURED, {"n": 1}),
+            id="not measured",
+        ),
+        pytest.param(
+            None,
+            1.0,
+            "QUICK",
+            Check("F", "w", "not measured: QUICK", "<= 1 s", Status.NOT_MEASURED, {"n": 1}),
+            id="why not",
+        ),
+    ],
+)
+def test_a_row_holds_when_the_measurement_is_at_most_its_bar(
+    measured: float | None, limit: float | None, why_not: str, want: Check
+) -> None:
+    bar = Bar(limit, "<= 1 s")
+    assert against("F", "w", measured, bar, value="0.5 s", data={"n": 1}, why_not=why_not) == want
 
 
 @pytest.mark.parametrize(
