@@ -283,18 +283,16 @@ def test_bring_up_is_held_to_the_job_controllers_time_in_the_same_run() -> None:
 def test_results_json_holds_the_run_the_rows_and_every_sample() -> None:
     m = measurements()
     rows = checks(m)
-    doc = report.document(
+    ran = report.RunInfo(
         mode="quick",
         date="2026-01-02T03:04:05Z",
         shape={"pods": 1000},
-        rows=rows,
-        m=m,
-        usage=[(100, 5.0, 80.0)],
         duration_s=123.45,
-        notes=["a note"],
+        notes=("a note",),
         machine={"cores": 2},
         commit="abc1234",
     )
+    doc = report.document(ran, rows=rows, m=m, usage=[(100, 5.0, 80.0)])
     assert set(doc) == {
         "schema",
         "date",
@@ -313,6 +311,12 @@ def test_results_json_holds_the_run_the_rows_and_every_sample() -> None:
     assert set(doc["rows"][1]) == {"figure", "what", "value", "bar", "status", "data"}
     assert len(doc["measurements"]["ours_delete"]) == 200
     assert doc["usage"] == {"pods": [100.0], "cpu_percent": [5.0], "rss_mb": [80.0]}
+    assert (doc["mode"], doc["duration_s"], doc["notes"], doc["commit"]) == (
+        "quick",
+        123.5,
+        ["a note"],
+        "abc1234",
+    )
 
 
 def test_f1g_holds_the_replacements_of_gang_scheduled_jobs_to_f1s_bar() -> None:
