@@ -132,10 +132,10 @@ def options(s: Settings, plan: list[Planned]) -> Options:
 
 
 def _prepare(s: Settings, cluster: LocalCluster, kubeconfig: Path | None, ops: Operators, say: Say) -> None:
-    """_prepare starts the operators the command runs (with ``kubeconfig``) and creates the
-    bed's jobs, on a local cluster."""
+    """_prepare starts the operators the command runs (with ``kubeconfig``, else the local
+    cluster's own: the default kubeconfig found it) and creates the bed's jobs, on a local cluster."""
     if s.operators:
-        assert kubeconfig is not None
+        kubeconfig = kubeconfig or cluster.kubeconfig
         extra = ("--leader-elect",) if s.leader_elect else ()
         base = free_base(18643)
         for i in range(s.operators):

@@ -127,13 +127,14 @@ class _Loop:
 
     def probe(self) -> None:
         """probe: ask every operator endpoint once; an operator kill is healed once all answer."""
-        for url in self.ctx.operators.endpoints:
-            self.history.probes.append(Probe(self.now(), url, answers(url) is not None))
+        # This round's probes only (a slice from -0 would be the whole history).
+        recent = [Probe(self.now(), url, answers(url) is not None) for url in self.ctx.operators.endpoints]
+        self.history.probes.extend(recent)
+        if not recent or not all(p.ok for p in recent) or self.down_since is not None:
+            return
         for rec in self.history.faults:
-            if rec.kind is FaultKind.OPERATOR_KILL and rec.healed is None and self.down_since is None:
-                recent = [p for p in self.history.probes[-len(self.ctx.operators.endpoints) :]]
-                if recent and all(p.ok for p in recent):
-                    rec.healed = self.now()
+            if rec.kind is FaultKind.OPERATOR_KILL and rec.healed is None:
+                rec.healed = self.now()
 
     def restart_operators(self) -> None:
         """restart_operators: start again the operators that are down, and record it."""
