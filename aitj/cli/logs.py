@@ -11,6 +11,7 @@ other pods' logs are still printed).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,46 @@ def prefix(view: PodView) -> str:
     return f"[{view.replica or '-'} {'-' if view.index is None else view.index}] "
 
 
+def no_pod_message(
+    namespace: str, job: str, pods: list[dict[str, Any]], replica: str | None, index: int | None
+) -> str:
+    """no_pod_message: the error when no live pod is ``replica`` and ``index`` (None: any),
+    naming the pods the job has."""
+    have = ", ".join(f"{v.replica} {v.index}" for v in chosen(pods, None, None)) or "none"
+    wanted = " ".join(
+        x for x in (replica and f"replica {replica}", index is not None and f"index {index}") if x
+    )
+    return f"job {namespace}/{job} has no pod {wanted or 'running'} (its pods: {have})"
+
+
+def container_of(pod: dict[str, Any], container: str | None) -> str:
+    """container_of: the container to read, ``container`` or else the pod's first."""
+    containers = pod.get("spec", {}).get("containers") or [{}]
+    return container or str(containers[0].get("name", ""))
+
+
+def _show_all(views: list[PodView], show: Callable[[PodView], None], follow: bool) -> bool:
+    """_show_all runs ``show`` for every pod, False if Ctrl-C stopped it. Followed streams only
+    end with their pods, so with ``follow`` and more than one pod each gets a thread of its own;
+    otherwise one after the other, in order."""
+    if follow and len(views) > 1:
+        threads = [threading.Thread(target=show, args=(v,), daemon=True) for v in views]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                t.join()
+        except KeyboardInterrupt:
+            return False
+        return True
+    try:
+        for v in views:
+            show(v)
+    except KeyboardInterrupt:
+        return False
+    return True
+
+
 @click.command("logs", epilog=example("aitj logs test-horovod-elastic --replica launcher --tail 100 -f"))
 @click.argument("job")
 @click.option("--replica", help="Only the pods of this replica (e.g. trainer, launcher).")
@@ -64,18 +105,13 @@ def logs(
     raw = kube.pods(job)
     views = chosen(raw, replica, index)
     if not views:
-        have = ", ".join(f"{v.replica} {v.index}" for v in chosen(raw, None, None)) or "none"
-        wanted = " ".join(
-            x for x in (replica and f"replica {replica}", index is not None and f"index {index}") if x
-        )
-        fail(f"job {kube.namespace}/{job} has no pod {wanted or 'running'} (its pods: {have})")
+        fail(no_pod_message(kube.namespace, job, raw, replica, index))
     by_name = {p["metadata"]["name"]: p for p in raw}
     lock = threading.Lock()
     failed: list[str] = []
 
     def show(view: PodView) -> None:
-        containers = by_name[view.name].get("spec", {}).get("containers") or [{}]
-        name = container or str(containers[0].get("name", ""))
+        name = container_of(by_name[view.name], container)
         try:
             for line in kube.log_lines(view.name, name, tail=tail, follow=follow):
                 with lock:
@@ -83,20 +119,7 @@ def logs(
         except SystemExit:  # kube.fail printed why; the other pods go on
             failed.append(view.name)
 
-    if follow and len(views) > 1:
-        threads = [threading.Thread(target=show, args=(v,), daemon=True) for v in views]
-        for t in threads:
-            t.start()
-        try:
-            for t in threads:
-                t.join()
-        except KeyboardInterrupt:
-            return
-    else:
-        try:
-            for v in views:
-                show(v)
-        except KeyboardInterrupt:
-            return
+    if not _show_all(views, show, follow):
+        return  # Ctrl-C: the user stopped it, not a failure
     if failed:
         raise SystemExit(1)

@@ -46,16 +46,8 @@ def follow(
     seen = status.get("observedGeneration")
     if not isinstance(seen, int) or seen < generation:
         return Progress("waiting for the operator to see the edit")
-    for entry in reversed(status.get("scaleHistory") or []):
-        h = mapping(entry)
-        if h.get("replica") != replica or not isinstance(h.get("generation"), int):
-            continue
-        if h["generation"] > generation:
-            return Progress(f"replaced by a newer edit: {h.get('message', '')}", EXIT_UNDONE)
-        if h["generation"] == generation:
-            done = h.get("reason") == SCALE_SUCCEEDED
-            return Progress(str(h.get("message", "")), EXIT_DONE if done else EXIT_UNDONE)
-        break
+    if (recorded := recorded_outcome(status, replica, generation)) is not None:
+        return recorded
     op = mapping(mapping(status.get("scaling")).get(replica))
     if op:
         if isinstance(op.get("generation"), int) and op["generation"] > generation:
@@ -68,6 +60,23 @@ def follow(
             return Progress(f"the job has not run yet: replica {replica} now has {wanted} pods", EXIT_DONE)
         return Progress(f"replica {replica} already has {wanted} pods", EXIT_DONE)
     return Progress("waiting for the operator")
+
+
+def recorded_outcome(status: Mapping[str, Any], replica: str, generation: int) -> Progress | None:
+    """recorded_outcome: the end of the scale as ``status.scaleHistory`` records it, or None
+    while it holds nothing on it. Only the newest entry of ``replica`` counts: a newer
+    generation's means this edit was replaced, an older one's that this one is not done yet."""
+    for entry in reversed(status.get("scaleHistory") or []):
+        h = mapping(entry)
+        if h.get("replica") != replica or not isinstance(h.get("generation"), int):
+            continue
+        if h["generation"] > generation:
+            return Progress(f"replaced by a newer edit: {h.get('message', '')}", EXIT_UNDONE)
+        if h["generation"] == generation:
+            done = h.get("reason") == SCALE_SUCCEEDED
+            return Progress(str(h.get("message", "")), EXIT_DONE if done else EXIT_UNDONE)
+        return None
+    return None
 
 
 def op_text(op: Mapping[str, Any], pods_running: Callable[[Sequence[str]], int], now: datetime) -> str:

@@ -53,15 +53,15 @@ class Recoveries:
         self,
         key: JobKey,
         job: api.Job,
-        status: Mapping[str, Any],
+        status: api.JobStatus,
         records: Sequence[RestartRecord],
         created: Created,
     ) -> None:
         """begin follows each of ``records``, just recorded by ``status``; ``created``: the pods
         this pass created. A job that finished in this status is not followed."""
-        if phase_of(status) in api.FINISHED_PHASES:
+        if status.phase in api.FINISHED_PHASES:
             return
-        ledger = Ledger.from_json(status.get("restartLedger"))
+        ledger = Ledger.from_status(status)
         started = []
         for r in records:
             made = created.get((r.replica, r.index))
@@ -156,7 +156,7 @@ def record_restarts(
     log: FilteringBoundLogger,
     key: JobKey,
     job: object,
-    status: Mapping[str, Any],
+    status: api.JobStatus,
     records: Sequence[RestartRecord],
     created: Created,
     recoveries: Recoveries,

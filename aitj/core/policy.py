@@ -134,18 +134,7 @@ def classify(pod: PodView, node: NodeView | None, signals: NodeSignals = DEFAULT
     if pod.phase == "Succeeded":
         return None
     if pod.disruption is not None:
-        if pod.disruption in PREEMPTION_REASONS:
-            return Failure(
-                FailureKind.POD_PREEMPTED, "pod was preempted by the scheduler", at=pod.disruption_at
-            )
-        if (
-            pod.disruption in NODE_DISRUPTION_REASONS
-            and (bad := node_failure(pod, node, signals)) is not None
-        ):
-            return bad
-        if (drained := drain(pod, node)) is not None:
-            return drained
-        return Failure(FailureKind.POD_EVICTED, f"pod was evicted ({pod.disruption})", at=pod.disruption_at)
+        return disrupted(pod, node, signals)
     if pod.reason == KUBELET_EVICTED:
         detail = f": {pod.message}" if pod.message else ""
         return Failure(FailureKind.POD_EVICTED, f"pod was evicted by the kubelet{detail}", at=pod.exit_at)
@@ -172,6 +161,17 @@ def classify(pod: PodView, node: NodeView | None, signals: NodeSignals = DEFAULT
         why = f" ({pod.reason})" if pod.reason else ""
         return Failure(FailureKind.POD_FAILED, f"pod failed without an exit code{why}")
     return None
+
+
+def disrupted(pod: PodView, node: NodeView | None, signals: NodeSignals = DEFAULT_SIGNALS) -> Failure:
+    """disrupted: step 2 of classify, for a pod with a True DisruptionTarget condition."""
+    if pod.disruption in PREEMPTION_REASONS:
+        return Failure(FailureKind.POD_PREEMPTED, "pod was preempted by the scheduler", at=pod.disruption_at)
+    if pod.disruption in NODE_DISRUPTION_REASONS and (bad := node_failure(pod, node, signals)) is not None:
+        return bad
+    if (drained := drain(pod, node)) is not None:
+        return drained
+    return Failure(FailureKind.POD_EVICTED, f"pod was evicted ({pod.disruption})", at=pod.disruption_at)
 
 
 def exit_failure(pod: PodView) -> Failure:

@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY
 
 from aitj.controller.executor import KubeExecutor, NamespaceTerminating, StaleJob
 from aitj.core import api
-from aitj.core.api import RestartScope
+from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.observed import TRACKING_FINALIZER
 from aitj.core.planner.lifecycle import JobRef
 from aitj.core.planner.types import (
@@ -159,11 +159,12 @@ def test_a_status_write_from_a_stale_version_raises_and_changes_nothing(
 ) -> None:
     job = target(cluster, namespace)
     executor = KubeExecutor(cluster.new_api())
-    sent = executor.execute(job, Plan(status={"phase": "Running"}))
+    sent = executor.execute(job, Plan(status=JobStatus(phase=Phase.RUNNING)))
     assert get_job(cluster, namespace, NAME)["status"]["phase"] == "Running"
     assert sent.status_written and sent.stopped is None
     assert [j["status"]["phase"] for j in sent.written.jobs] == ["Running"]  # what the cache is told
-    stale = executor.execute(job, Plan(status={"phase": "Failed"}))  # planned from the version before
+    # planned from the version before the write above
+    stale = executor.execute(job, Plan(status=JobStatus(phase=Phase.FAILED)))
     assert isinstance(stale.stopped, StaleJob) and not stale.status_written
     assert get_job(cluster, namespace, NAME)["status"]["phase"] == "Running"
 
@@ -173,7 +174,7 @@ def test_a_stale_status_write_has_posted_the_restart_event_and_says_it_wrote_no_
 ) -> None:
     job = target(cluster, namespace)
     executor = KubeExecutor(cluster.new_api())
-    executor.execute(job, Plan(status={"phase": "Running"}))
+    executor.execute(job, Plan(status=JobStatus(phase=Phase.RUNNING)))
     at = datetime.now(UTC)
     record = RestartRecord(
         "trainer",
@@ -186,7 +187,7 @@ def test_a_stale_status_write_has_posted_the_restart_event_and_says_it_wrote_no_
         at,
     )
     event = Event("Warning", "TrainingJobRestarting", "p failed", f"{NAME}.restart-trainer-0-0")
-    plan = Plan(restart_events=(event,), status={"phase": "Restarting"}, restarts=(record,))
+    plan = Plan(restart_events=(event,), status=JobStatus(phase=Phase.RESTARTING), restarts=(record,))
     sent = executor.execute(job, plan)
     assert isinstance(sent.stopped, StaleJob)
     reasons = [e.reason for e in cluster.core.list_namespaced_event(namespace).items]

@@ -27,6 +27,7 @@ from aitj.core.api import (
     FaultTolerantRule,
     Job,
     JobSpec,
+    JobStatus,
     Policy,
     ReplicaSpec,
     ReplicaType,
@@ -50,6 +51,7 @@ from aitj.core.planner import (
 )
 from aitj.core.planner.resources import needs_ssh_keys
 from aitj.core.wire import format_time
+from tests.unit.status_checks import stored
 
 TERMINAL = ("Succeeded", "Failed")
 T0 = datetime(2022, 1, 14, 9, 1, 52, tzinfo=UTC)  # the seed's first condition
@@ -136,7 +138,7 @@ def trainer(**changes: Any) -> ReplicaSpec:
 
 def seed_job(
     *replicas: ReplicaSpec,
-    status: Mapping[str, Any] | None = None,
+    status: Mapping[str, Any] | JobStatus | None = None,
     generation: int = 1,
     **changes: Any,
 ) -> Job:
@@ -154,7 +156,9 @@ def seed_job(
         time_limit=None,
         replicas=replicas or (trainer(), launcher()),
     )
-    return Job(NAMESPACE, JOB, UID, generation, dataclasses.replace(spec, **changes), dict(status or {}))
+    return with_status(
+        Job(NAMESPACE, JOB, UID, generation, dataclasses.replace(spec, **changes), JobStatus()), status
+    )
 
 
 def with_replica(job: Job, name: str, **changes: Any) -> Job:
@@ -163,8 +167,16 @@ def with_replica(job: Job, name: str, **changes: Any) -> Job:
     return dataclasses.replace(job, spec=dataclasses.replace(job.spec, replicas=replicas))
 
 
-def with_status(job: Job, status: Mapping[str, Any] | None) -> Job:
-    return dataclasses.replace(job, status=dict(status or {}))
+def as_json(status: JobStatus | None) -> dict[str, Any]:
+    """as_json: a status the planner wrote, as the API server would store it (JSON)."""
+    assert status is not None, "no status written"
+    return status.to_json()
+
+
+def with_status(job: Job, status: Mapping[str, Any] | JobStatus | None) -> Job:
+    """with_status: the job with ``status``, typed or as the API server stores it (JSON)."""
+    typed = status if isinstance(status, JobStatus) else JobStatus.from_json(status or {})
+    return dataclasses.replace(job, status=typed)
 
 
 def name_of(replica: str, index: int, generation: int = 0) -> str:
@@ -323,10 +335,11 @@ def views(pods: Iterable[Pod]) -> list[PodView]:
 
 
 def running_status(job: Job, pods: Sequence[Pod], now: float = 10) -> dict[str, Any]:
-    """running_status: the status the planner writes for ``pods`` (all Running) at ``now``."""
+    """running_status: the status the planner writes for ``pods`` (all Running) at ``now``, as
+    the API server stores it."""
     result = plan(job, views(pods), nodes(), at(now))
-    assert result.status is not None and result.status["phase"] == "Running", result
-    return result.status
+    assert result.status is not None and result.status.phase == "Running", result
+    return result.status.to_json()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -414,8 +427,8 @@ class Cluster(PlanSink):
     def send_discovery(self, manifest: Manifest) -> None:
         self.objects[manifest.ref] = manifest.body
 
-    def send_status(self, status: Mapping[str, Any]) -> None:
-        self.job = with_status(self.job, status)
+    def send_status(self, status: JobStatus) -> None:
+        self.job = with_status(self.job, stored(status))
 
     def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
         """send_spec_replicas: nothing; a test lands the patch itself when it means to."""
@@ -495,4 +508,5 @@ class Cluster(PlanSink):
 
     @property
     def status(self) -> dict[str, Any]:
-        return self.job.status
+        """status: the job's status as the API server stores it (JSON)."""
+        return self.job.status.to_json()

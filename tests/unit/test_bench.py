@@ -9,10 +9,52 @@ import pytest
 
 from aitj.core import api
 from aitj.tools.bench import apimetrics, procstat, report, stats, workload
-from aitj.tools.bench.bars import Status
+from aitj.tools.bench.bars import Bar, Check, Status, against
 from aitj.tools.bench.figures import Measurements, checks
 
 MS = 0.001
+
+
+@pytest.mark.parametrize(
+    ("measured", "limit", "why_not", "want"),
+    [
+        pytest.param(
+            0.5, 1.0, "", Check("F", "w", "0.5 s", "<= 1 s", Status.PASS, {"n": 1, "limit": 1.0}), id="pass"
+        ),
+        pytest.param(
+            1.0,
+            1.0,
+            "",
+            Check("F", "w", "0.5 s", "<= 1 s", Status.PASS, {"n": 1, "limit": 1.0}),
+            id="on the bar",
+        ),
+        pytest.param(
+            2.0, 1.0, "", Check("F", "w", "0.5 s", "<= 1 s", Status.MISS, {"n": 1, "limit": 1.0}), id="miss"
+        ),
+        pytest.param(
+            2.0, None, "", Check("F", "w", "0.5 s", "<= 1 s", Status.MEASURED, {"n": 1}), id="no limit"
+        ),
+        pytest.param(
+            None,
+            1.0,
+            "",
+            Check("F", "w", "not measured", "<= 1 s", Status.NOT_MEASURED, {"n": 1}),
+            id="not measured",
+        ),
+        pytest.param(
+            None,
+            1.0,
+            "QUICK",
+            Check("F", "w", "not measured: QUICK", "<= 1 s", Status.NOT_MEASURED, {"n": 1}),
+            id="why not",
+        ),
+    ],
+)
+def test_a_row_holds_when_the_measurement_is_at_most_its_bar(
+    measured: float | None, limit: float | None, why_not: str, want: Check
+) -> None:
+    bar = Bar(limit, "<= 1 s")
+    assert against("F", "w", measured, bar, value="0.5 s", data={"n": 1}, why_not=why_not) == want
 
 
 @pytest.mark.parametrize(
@@ -241,18 +283,16 @@ def test_bring_up_is_held_to_the_job_controllers_time_in_the_same_run() -> None:
 def test_results_json_holds_the_run_the_rows_and_every_sample() -> None:
     m = measurements()
     rows = checks(m)
-    doc = report.document(
+    ran = report.RunInfo(
         mode="quick",
         date="2026-01-02T03:04:05Z",
         shape={"pods": 1000},
-        rows=rows,
-        m=m,
-        usage=[(100, 5.0, 80.0)],
         duration_s=123.45,
-        notes=["a note"],
+        notes=("a note",),
         machine={"cores": 2},
         commit="abc1234",
     )
+    doc = report.document(ran, rows=rows, m=m, usage=[(100, 5.0, 80.0)])
     assert set(doc) == {
         "schema",
         "date",
@@ -271,6 +311,12 @@ def test_results_json_holds_the_run_the_rows_and_every_sample() -> None:
     assert set(doc["rows"][1]) == {"figure", "what", "value", "bar", "status", "data"}
     assert len(doc["measurements"]["ours_delete"]) == 200
     assert doc["usage"] == {"pods": [100.0], "cpu_percent": [5.0], "rss_mb": [80.0]}
+    assert (doc["mode"], doc["duration_s"], doc["notes"], doc["commit"]) == (
+        "quick",
+        123.5,
+        ["a note"],
+        "abc1234",
+    )
 
 
 def test_f1g_holds_the_replacements_of_gang_scheduled_jobs_to_f1s_bar() -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
 from aitj.cli import main
-from aitj.tools.chaos.schedule import ANY_CLUSTER, LOCAL_ONLY, FaultKind
+from aitj.tools.chaos.main import Settings, allowed, options
+from aitj.tools.chaos.schedule import ANY_CLUSTER, LOCAL_ONLY, Allowed, FaultKind
 
 
 def staging_kubeconfig(tmp_path: Path) -> Path:
@@ -55,3 +57,31 @@ def test_two_operators_without_leader_election_are_refused(tmp_path: Path) -> No
     result = CliRunner().invoke(main, ["chaos", "--kubeconfig", config, "--operators", "2", "--dry-run"])
     assert result.exit_code == 2
     assert "--leader-elect" in result.output
+
+
+@pytest.mark.parametrize(
+    ("operators", "pid_file", "local", "pod", "process"),
+    [
+        pytest.param(0, None, False, True, False, id="a remote cluster's operator pod"),
+        pytest.param(0, None, True, False, False, id="a local cluster and no operator named"),
+        pytest.param(2, None, True, False, True, id="the operators the command runs"),
+        pytest.param(0, Path("op.pid"), True, False, True, id="an operator named by its pid file"),
+        pytest.param(0, Path("op.pid"), False, False, False, id="a pid file, but not the local cluster"),
+    ],
+)
+def test_the_operator_faults_follow_where_the_operator_runs(
+    operators: int, pid_file: Path | None, local: bool, pod: bool, process: bool
+) -> None:
+    s = Settings(operators=operators, leader_elect=True, operator_pid_file=pid_file, allow_drain=True)
+    assert allowed(s, local) == Allowed(local=local, drain=True, operator_pod=pod, operator_process=process)
+
+
+def test_the_loop_keeps_faults_half_an_interval_apart_and_the_recovery_bound() -> None:
+    opts = options(Settings(namespace="ns", interval=10, recovery_bound=30, delete_jobs=True), [])
+    assert (opts.namespace, opts.plan, opts.min_gap, opts.bounds.recovery, opts.delete_jobs) == (
+        "ns",
+        (),
+        5,
+        30,
+        True,
+    )

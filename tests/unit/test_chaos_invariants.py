@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from aitj.core.api import Job, RestartPolicy
 from aitj.core.observed import NodeView
 from aitj.tools.chaos.expect import expected_restarts
@@ -21,6 +23,7 @@ from aitj.tools.chaos.history import (
 )
 from aitj.tools.chaos.invariants import (
     Bounds,
+    Recovering,
     answering,
     leftovers,
     one_live_pod,
@@ -192,6 +195,40 @@ def test_a_job_not_back_within_the_bound_is_reported() -> None:
     check, recs = recoveries(history, expected_restarts(history), Bounds(recovery=10))
     assert len(check.violations) == 1
     assert recs[0].seconds is None
+
+
+@pytest.mark.parametrize(
+    ("healed", "seen", "recovered"),
+    [
+        pytest.param(
+            None, [(5.5, True), (6.5, True), (7.5, True)], (7.5, 0.0), id="never disturbed: at once"
+        ),
+        pytest.param(
+            None, [(5.5, False), (8, True), (8.5, True), (9, True)], (9, 3.0), id="disturbed, then held"
+        ),
+        pytest.param(
+            None,
+            [(5.5, False), (8, True), (8.5, False), (10, True), (10.5, True), (11, True)],
+            (11, 5.0),
+            id="a relapse restarts the hold",
+        ),
+        pytest.param(
+            20.0, [(10, True), (20.5, True), (21.5, True), (22.5, True)], (22.5, 0.0), id="healed later"
+        ),
+        pytest.param(None, [(5.5, False), (8, True)], None, id="not held long enough"),
+    ],
+)
+def test_a_fault_recovers_once_its_jobs_hold_steady(
+    healed: float | None, seen: list[tuple[float, bool]], recovered: tuple[float, float] | None
+) -> None:
+    r = Recovering(FaultRecord(1, 5.0, FaultKind.FORCE_DELETE, "x", jobs=(KEY,), healed=healed))
+    found = None
+    for t, calm in seen:
+        took = r.see(t, {KEY: calm}.__getitem__)
+        if took is not None:
+            found = (t, took)
+            break
+    assert found == recovered
 
 
 # ---- Terminating, leftovers, answering ---------------------------------------------------------------

@@ -1,9 +1,11 @@
-"""The chaos schedule is seeded and pure, and offers only the faults the cluster allows."""
+"""The chaos schedule is seeded and pure, and offers only the faults the cluster allows; the
+loop spares a job a fault hit until it has cooled (``run.cooled``)."""
 
 from __future__ import annotations
 
 import pytest
 
+from aitj.tools.chaos.run import cooled
 from aitj.tools.chaos.schedule import ANY_CLUSTER, LOCAL_ONLY, Allowed, FaultKind, available, schedule
 
 EVERY = Allowed(local=True, drain=True, operator_pod=True, operator_process=True)
@@ -58,3 +60,19 @@ def test_wanted_kinds_narrow_the_schedule_but_never_add_a_kind_the_cluster_refus
     kinds = available(Allowed(), (FaultKind.FORCE_DELETE, FaultKind.NODE_SILENT))
     assert kinds == (FaultKind.FORCE_DELETE,)
     assert {p.kind for p in schedule(1, kinds, 100, 10)} == {FaultKind.FORCE_DELETE}
+
+
+@pytest.mark.parametrize(
+    ("seen", "calm", "t", "state"),
+    [
+        pytest.param(False, False, 11.0, (10.0, True), id="disturbed: seen so"),
+        pytest.param(True, False, 30.0, (10.0, True), id="still disturbed, however long"),
+        pytest.param(True, True, 11.0, None, id="seen disturbed, steady again: done"),
+        pytest.param(False, True, 12.0, (10.0, False), id="steady, the fault may not show yet"),
+        pytest.param(False, True, 15.5, None, id="steady 5 s after the fault: it did not show"),
+    ],
+)
+def test_a_job_a_fault_hit_cools_once_seen_disturbed_and_steady_again(
+    seen: bool, calm: bool, t: float, state: tuple[float, bool] | None
+) -> None:
+    assert cooled(10.0, seen, calm, t) == state

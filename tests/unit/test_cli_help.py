@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from aitj.cli import main
-from aitj.cli.logs import chosen, prefix
+from aitj.cli.logs import chosen, container_of, no_pod_message, prefix
 from tests.unit.builders import Pod
 
 
@@ -69,3 +69,37 @@ def test_logs_choose_the_live_pods_of_a_replica_and_index_in_order() -> None:
     assert [prefix(v) for v in chosen(pods, None, None)] == ["[launcher 0] ", "[trainer 0] ", "[trainer 1] "]
     assert [prefix(v) for v in chosen(pods, "trainer", 1)] == ["[trainer 1] "]
     assert chosen(pods, "trainer", 2) == []
+
+
+@pytest.mark.parametrize(
+    ("replica", "index", "wanted"),
+    [
+        (None, None, "running"),
+        ("trainer", None, "replica trainer"),
+        (None, 0, "index 0"),
+        ("trainer", 7, "replica trainer index 7"),
+    ],
+)
+def test_logs_without_a_pod_names_what_was_asked_for_and_the_pods_there_are(
+    replica: str | None, index: int | None, wanted: str
+) -> None:
+    pods = [Pod("trainer", 1).running().raw, Pod("launcher", 0).running().raw]
+    assert no_pod_message("ns", "bert", pods, replica, index) == (
+        f"job ns/bert has no pod {wanted} (its pods: launcher 0, trainer 1)"
+    )
+    assert no_pod_message("ns", "bert", [], replica, index).endswith("(its pods: none)")
+
+
+@pytest.mark.parametrize(
+    ("spec", "asked", "read"),
+    [
+        ({"containers": [{"name": "main"}, {"name": "side"}]}, None, "main"),
+        ({"containers": [{"name": "main"}, {"name": "side"}]}, "side", "side"),
+        ({}, None, ""),
+        ({"containers": []}, "x", "x"),
+    ],
+)
+def test_logs_read_the_container_asked_for_or_else_the_pods_first(
+    spec: dict[str, object], asked: str | None, read: str
+) -> None:
+    assert container_of({"spec": spec}, asked) == read

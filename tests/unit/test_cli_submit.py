@@ -121,8 +121,21 @@ def test_gpus_go_to_the_workers_only_as_request_and_limit() -> None:
         pytest.param({"gpus": -1}, "--gpus -1 is out of range", id="negative GPUs"),
         pytest.param({"retry_exit_codes": "300"}, "--retry-exit-codes:", id="an exit code above 255"),
         pytest.param({"time_limit": 0}, "--time-limit 0 is out of range", id="a zero time limit"),
+        pytest.param(
+            {"restart_limit": -1}, "--restart-limit -1 is out of range", id="a negative restart limit"
+        ),
+        pytest.param({"priority": "urgent"}, "--priority 'urgent' must be", id="an unknown priority"),
     ],
 )
 def test_bad_flags_are_refused_in_one_sentence_each(changes: dict[str, Any], words: str) -> None:
     found = problems(dataclasses.replace(BASE, **changes))
     assert len(found) == 1 and words in found[0], found
+
+
+def test_every_bad_flag_is_named_in_the_flags_order_and_the_range_of_workers_only_once_the_rest_is_fine() -> (
+    None
+):
+    found = problems(
+        dataclasses.replace(BASE, name="1st", workers=3, max_workers=2, gpus=-1, priority="urgent")
+    )
+    assert [f.split()[0] for f in found] == ["--name", "--gpus", "--priority"], found

@@ -11,16 +11,17 @@ import pytest
 
 from aitj.cli import jobview
 from aitj.cli.explain_text import header_lines
+from aitj.core.api import MAX_LISTED
 from aitj.core.explain import explain
 from aitj.core.planner import degraded
 from aitj.core.planner.core import assess
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
-from aitj.core.planner.status import MAX_LISTED
 from aitj.core.planner.types import Settings
 from aitj.core.wire import format_time
 from tests.unit.builders import (
     Cluster,
     Pod,
+    as_json,
     at,
     name_of,
     nodes,
@@ -168,7 +169,7 @@ def test_a_job_of_which_nothing_runs_is_not_degraded() -> None:
         "launcher": {"epoch": 0, "seen": [1], "ended": {"0": 0}},
     }
     result = Cluster(seed_job(status={**status, "restartLedger": ledger}), stuck).step(31)
-    assert result.status is not None and "degraded" not in result.status
+    assert result.status is not None and "degraded" not in as_json(result.status)
 
 
 def test_leaving_because_nothing_runs_any_more_says_so() -> None:
@@ -238,9 +239,10 @@ def test_a_shortfall_handed_in_counts_only_for_an_index_that_should_run_and_does
 def test_an_index_in_backoff_shows_until_when() -> None:
     cluster = short_of_trainer_1()
     backoff = Shortfall("trainer", 1, ShortfallCause.BACKOFF, "rule exitCodes 1: backoff 30s", at(25), at(55))
-    status, events = degraded.update(
-        dict(cluster.status), cluster.job, survey_of(cluster, 30), [backoff], cluster.status, at(30)
+    written, events = degraded.update(
+        cluster.job.status, cluster.job, survey_of(cluster, 30), [backoff], cluster.job.status, at(30)
     )
+    status = as_json(written)
     (entry,) = status["degraded"]["indices"]
     assert (entry["cause"], entry["since"], entry["until"]) == (
         "Backoff",
@@ -326,8 +328,8 @@ def test_a_long_scheduler_message_is_cut() -> None:
 def test_the_state_since_is_the_oldest_shortfall_but_never_later_than_now() -> None:
     cluster = short_of_trainer_1()
     ahead = Shortfall("trainer", 1, ShortfallCause.BACKOFF, "why", at(30) + timedelta(hours=1))
-    state = degraded.state(cluster.job, survey_of(cluster, 30), [ahead], {}, at(30))
-    assert state["since"] == format_time(at(30))
+    state = degraded.state(cluster.job, survey_of(cluster, 30), [ahead], None, at(30))
+    assert state.since == format_time(at(30))
 
 
 # ---------------------------------------------------------------------------------------------

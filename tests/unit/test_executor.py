@@ -19,7 +19,7 @@ from aitj.controller.executor import (
     walk,
 )
 from aitj.controller.executor.kube_executor import _Pass
-from aitj.core.api import Phase, RestartScope
+from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.planner.types import (
     DeleteReason,
     Event,
@@ -59,7 +59,7 @@ EVERYTHING = Plan(
     creates=(POD,),
     discovery=CONFIGMAP,
     nudges=(PodNudge("p-3", "u-3", "0123456789abcdef"),),
-    status={"phase": "Running"},
+    status=JobStatus(phase=Phase.RUNNING),
     spec_replicas=(ReplicasPatch("trainer", 5, 3),),
     deletes=(PodDelete("p-1", "u-1", None, DeleteReason.UNWANTED, "scaled away"),),
     release=("p-2",),

@@ -23,6 +23,7 @@ from aitj.core.policy import RuleCheck, RuleWhy
 from tests.unit.builders import (
     Cluster,
     Pod,
+    as_json,
     at,
     event_rule,
     name_of,
@@ -129,7 +130,7 @@ def replacement_pending(timeout: int | None, now: float) -> Scene:
 def finished() -> Scene:
     scene = running(change=launcher_exits(0))
     result = plan(scene.job, scene.pods, scene.nodes, scene.now)
-    assert result.status is not None and result.status["phase"] == "Succeeded"
+    assert result.status is not None and as_json(result.status)["phase"] == "Succeeded"
     return dataclasses.replace(scene, job=with_status(scene.job, result.status))
 
 
@@ -551,9 +552,9 @@ def test_the_text_and_the_json_say_the_same() -> None:
 
 def test_explaining_does_not_change_its_inputs() -> None:
     scene = running(change=launcher_exits(129))
-    before = dict(scene.job.status)
+    before = scene.job.status.to_json()
     first = explain(scene.job, scene.pods, scene.nodes, scene.now)
-    assert scene.job.status == before
+    assert scene.job.status.to_json() == before
     assert explain(scene.job, scene.pods, scene.nodes, scene.now) == first
 
 

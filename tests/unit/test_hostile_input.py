@@ -13,16 +13,17 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from aitj.core.api import MAX_REPLICAS, InvalidJob, parse_job
+from aitj.core.api import MAX_LISTED, MAX_REPLICAS, InvalidJob, parse_job
 from aitj.core.planner import Plan, plan
 from aitj.core.planner.lifecycle import MAX_MESSAGE, PodRefusal, plan_invalid, plan_refused
-from aitj.core.planner.status import MAX_LISTED, pod_list
+from aitj.core.planner.status import pod_list
 from tests.manifest_strategies import Hostile, hostile_manifests
 from tests.seeds import seed_job as seed_manifest
 from tests.unit.builders import (
     T0,
     Cluster,
     Pod,
+    as_json,
     at,
     nodes,
     seed_job,
@@ -64,7 +65,7 @@ def unschedulable(pod: Pod, message: str = SCHEDULER_SAYS) -> Pod:
 
 def condition(result: Plan) -> dict[str, Any]:
     assert result.status is not None
-    last: dict[str, Any] = result.status["conditions"][-1]
+    last: dict[str, Any] = as_json(result.status)["conditions"][-1]
     return last
 
 
@@ -94,7 +95,7 @@ def condition(result: Plan) -> dict[str, Any]:
 def test_a_pod_refused_for_good_fails_the_job_naming_the_field(refused: PodRefusal, named: str) -> None:
     result = plan_refused(body(), refused, T0)
     assert result is not None and result.status is not None
-    assert result.status["phase"] == "Failed"
+    assert as_json(result.status)["phase"] == "Failed"
     assert (condition(result)["reason"], condition(result)["status"]) == ("InvalidSpec", "True")
     assert named in condition(result)["message"]
     assert [(e.type, e.reason) for e in result.events] == [("Warning", "InvalidSpec")]
@@ -117,7 +118,7 @@ def test_a_refusal_already_recorded_plans_nothing_and_asks_for_no_pass() -> None
     doc = body()
     first = plan_refused(doc, refusal(), T0)
     assert first is not None
-    doc["status"] = first.status
+    doc["status"] = as_json(first.status)
     assert plan_refused(doc, refusal(), at(2)) == Plan()
 
 
@@ -204,7 +205,7 @@ def test_the_status_of_a_job_of_max_replicas_pods_stays_within_its_budget() -> N
     assert waiting.status is not None
     print(f"planned {MAX_REPLICAS} pods twice in {time.perf_counter() - started:.1f}s")
     for status in (created.status, waiting.status):
-        size = len(json.dumps(status))
+        size = len(json.dumps(as_json(status)))
         assert size < STATUS_BUDGET, f"status of {size} bytes"
     assert "... and" in condition(waiting)["message"]
 

@@ -10,7 +10,7 @@ from aitj.core.observed import TRACKING_FINALIZER, PodView
 from aitj.core.planner import Plan
 from aitj.core.planner.lifecycle import JobRef, job_ref, plan_invalid, plan_orphans, release_tracked, triage
 from tests.seeds import seed_job
-from tests.unit.builders import T0, at
+from tests.unit.builders import T0, as_json, at
 
 TRACKED = PodView(name="p-0", namespace="default", job="j", finalizers=(TRACKING_FINALIZER,))
 UNTRACKED = PodView(name="p-1", namespace="default", job="j")
@@ -38,17 +38,17 @@ def test_an_invalid_spec_fails_the_job_once_with_an_event() -> None:
     doc["spec"]["replicaSpecs"]["trainer"]["replicas"] = -1
     result = triage(doc, PODS, T0)
     assert isinstance(result, Plan) and result.status is not None
-    assert result.status["phase"] == "Failed"
-    assert result.status["conditions"][-1]["reason"] == "InvalidSpec"
+    assert as_json(result.status)["phase"] == "Failed"
+    assert as_json(result.status)["conditions"][-1]["reason"] == "InvalidSpec"
     assert [(e.type, e.reason) for e in result.events] == [("Warning", "InvalidSpec")]
-    doc["status"] = result.status
+    doc["status"] = as_json(result.status)
     assert triage(doc, PODS, at(60)) == Plan()  # already said
 
 
 def test_plan_invalid_keeps_the_rest_of_the_status_but_the_degraded_state() -> None:
     result = plan_invalid({"status": {"startTime": "x", "degraded": {"count": 1}}}, "bad", T0)
-    assert result.status is not None and result.status["startTime"] == "x"
-    assert "degraded" not in result.status  # a failed job runs short of nothing
+    assert result.status is not None and as_json(result.status)["startTime"] == "x"
+    assert "degraded" not in as_json(result.status)  # a failed job runs short of nothing
 
 
 def test_a_terminating_namespace_releases_every_tracked_pod() -> None:

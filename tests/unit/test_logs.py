@@ -17,7 +17,7 @@ from aitj.controller.cache import Snapshot
 from aitj.controller.executor import Sent, Target
 from aitj.controller.logs import log
 from aitj.controller.reconciler import Reconciler
-from aitj.core.api import RestartScope
+from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.planner.types import Plan, RestartRecord, SshKeys
 from aitj.core.policy import Failure, FailureKind
 from tests.seeds import seed_job
@@ -54,7 +54,7 @@ def restart_lines(status_written: bool) -> list[MutableMapping[str, Any]]:
         lambda key: Snapshot(doc, [], {}, frozenset()),
         job_exists=lambda namespace, name: True,
         clock=lambda: NOW,
-        planner=lambda *_, **__: Plan(status={"phase": "Restarting"}, restarts=(RESTART,)),
+        planner=lambda *_, **__: Plan(status=JobStatus(phase=Phase.RESTARTING), restarts=(RESTART,)),
         keygen=lambda name: SshKeys("private", "public"),
     )
     with capture_logs() as lines:

@@ -221,8 +221,8 @@ def force_delete(c: Cluster, tracker: Recoveries, index: int = 0) -> RestartReco
     plan = c.step(101)
     assert plan.status is not None
     created = {(p.replica, p.index): (p.generation, at(101)) for p in plan.creates}
-    record_restarts(log.bind(namespace=KEY[0], job=KEY[1]), KEY, c.job, plan.status, plan.restarts, created,
-                    tracker)  # fmt: skip
+    record_restarts(log.bind(namespace=KEY[0], job=KEY[1]), KEY, c.job, plan.status, plan.restarts,
+                    created, tracker)  # fmt: skip
     return plan.restarts[0]
 
 
@@ -251,7 +251,8 @@ def test_a_replacement_created_by_a_later_pass_ends_fault_detection_then() -> No
     tracker, c = Recoveries(), cluster()
     c.pods[name_of("trainer", 0)].deleted(100, grace=0)
     plan = c.step(101)
-    record_restarts(log, KEY, c.job, plan.status or {}, plan.restarts, {}, tracker)  # not created here
+    assert plan.status is not None
+    record_restarts(log, KEY, c.job, plan.status, plan.restarts, {}, tracker)  # not created here
     (pending,) = tracker.pending(KEY)
     assert pending.created is None
     tracker.created(KEY, "trainer", 0, 1, at(103))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aitj.core.api import Phase, RestartScope
+from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.types import Plan
 from aitj.core.render import gpus
@@ -267,11 +267,16 @@ def test_each_scale_history_entry_a_status_adds_is_one_finished_operation(
     added: dict[str, Any], scaled: Scaled
 ) -> None:
     old = entry("scaleout", "ScaleSucceeded", 2, 3, version=0)
-    assert finished_scalings({"scaleHistory": [old]}, {"scaleHistory": [old, added]}) == (scaled,)
+    assert finished_scalings(history([old]), history([old, added])) == (scaled,)
 
 
 def test_a_status_that_adds_no_entry_finishes_nothing_even_when_the_history_is_trimmed() -> None:
     entries = [entry("scaleout", "ScaleSucceeded", i, i + 1, version=i) for i in range(3)]
-    assert finished_scalings({"scaleHistory": entries}, {"scaleHistory": entries}) == ()
-    assert finished_scalings({"scaleHistory": entries}, {"scaleHistory": entries[1:]}) == ()
-    assert finished_scalings(None, {"scaleHistory": [{"reason": "?"}]}) == ()
+    assert finished_scalings(history(entries), history(entries)) == ()
+    assert finished_scalings(history(entries), history(entries[1:])) == ()
+    assert finished_scalings(None, history([{"reason": "?"}])) == ()
+
+
+def history(entries: list[dict[str, Any]]) -> JobStatus:
+    """history: a status (as the API server stores it) with ``entries`` as its scaleHistory."""
+    return JobStatus.from_json({"scaleHistory": entries})

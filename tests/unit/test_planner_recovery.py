@@ -18,6 +18,7 @@ from aitj.core.planner.shortfall import ShortfallCause
 from aitj.core.wire import format_time
 from tests.unit.builders import (
     Cluster,
+    as_json,
     at,
     event_rule,
     exit_rule,
@@ -79,7 +80,7 @@ def run(cluster: Cluster, since: float, node: str = "node-a") -> None:
 
 def condition(result: Plan) -> dict[str, Any]:
     assert result.status is not None
-    last: dict[str, Any] = result.status["conditions"][-1]
+    last: dict[str, Any] = as_json(result.status)["conditions"][-1]
     return last
 
 

@@ -12,6 +12,7 @@ from aitj.core.observed import NodeView
 from aitj.core.planner import DeleteReason, Plan, PodDelete, plan
 from tests.unit.builders import (
     Cluster,
+    as_json,
     at,
     event_rule,
     exit_rule,
@@ -45,7 +46,7 @@ def running(job: Any = None) -> Cluster:
 
 def condition(result: Plan) -> dict[str, Any]:
     assert result.status is not None
-    last: dict[str, Any] = result.status["conditions"][-1]
+    last: dict[str, Any] = as_json(result.status)["conditions"][-1]
     return last
 
 
@@ -60,7 +61,10 @@ def test_a_force_deleted_trainer_is_replaced_at_the_same_index_with_a_new_name()
     assert [(c.name, c.index, c.generation) for c in result.creates] == [(name_of("trainer", 0, 1), 0, 1)]
     assert name_of("trainer", 0, 1) != TRAINERS[0]
     assert result.deletes == () and result.release == (TRAINERS[0],)
-    assert result.status is not None and result.status["RestartCount"] == {"trainer": 1, "launcher": 0}
+    assert result.status is not None and as_json(result.status)["RestartCount"] == {
+        "trainer": 1,
+        "launcher": 0,
+    }
     assert {"name": "TRAININGJOB_REPLICA_RESTARTCOUNT", "value": "1"} in result.creates[0].body["spec"][
         "containers"
     ][0]["env"]
@@ -137,7 +141,7 @@ def test_a_node_going_not_ready_replaces_both_of_its_trainers() -> None:
         (TRAINERS[2], None),
     ]
     assert result.release == (TRAINERS[1], TRAINERS[2])
-    assert result.status is not None and result.status["RestartCount"]["trainer"] == 2
+    assert result.status is not None and as_json(result.status)["RestartCount"]["trainer"] == 2
     assert [r.latency_seconds for r in result.restarts] == [5, 5]
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from aitj.devcluster import pki
 from aitj.devcluster.config import ClusterConfig, Ports, commands
-from aitj.devcluster.realnodes import configs
+from aitj.devcluster.realnodes import configs, start
 from aitj.devcluster.realnodes.layout import (
     DNS_SERVICE_IP,
     MAX_REAL_NODES,
@@ -107,3 +108,25 @@ def test_the_registry_port_follows_the_others() -> None:
     ports = Ports.from_base(17443)
     assert ports.registry == 17449
     assert sorted(ports.by_component().values()) == list(range(17443, 17450))
+
+
+def test_every_node_pulls_the_mirrored_hosts_through_the_local_registry(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    pki.make_pki(state / "pki")
+    (state / "config").mkdir()
+    two = real_nodes(2, state, tmp_path / "run", tmp_path / "cache")
+    pulls = start.Pulls('server = "http://r.local"\n', ("docker.io", "ghcr.io"), "r.local/pause:1")
+    started = start.write_files("t", state, ClusterConfig(real_nodes=2), Ports.from_base(20000), two, pulls)
+    for node in two:
+        assert [p.parent.name for p in sorted((node.dir / "certs.d").glob("*/hosts.toml"))] == list(
+            pulls.mirrored_hosts
+        )
+        assert (node.dir / "certs.d" / "ghcr.io" / "hosts.toml").read_text() == pulls.registry_hosts
+        cfg = tomllib.loads((node.dir / "containerd.toml").read_text())
+        assert cfg["plugins"]["io.containerd.cri.v1.images"]["pinned_images"]["sandbox"] == "r.local/pause:1"
+    assert list(started) == [
+        *(f"{program}/{n.name}" for n in two for program in ("containerd", "kubelet")),
+        "kube-proxy",
+        "coredns",
+        "apiserver-relay",
+    ]

@@ -30,11 +30,12 @@ from aitj.controller.executor import (
 from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler, retry_after, retry_delay
 from aitj.controller.written import Written
 from aitj.core import naming
-from aitj.core.api import Job
+from aitj.core.api import Job, JobStatus, Phase
 from aitj.core.observed import TRACKING_FINALIZER, PodView
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import ObjectKind, ObjectRef, Owned, Plan, Settings, SshKeys
 from tests.seeds import seed_job
+from tests.unit.builders import as_json
 
 KEY: JobKey = ("default", "test-horovod-elastic")
 NOW = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
@@ -49,7 +50,7 @@ def body(**meta: Any) -> dict[str, Any]:
 
 
 NOTHING = Plan()
-WRITE = Plan(status={"phase": "Running"})  # a Plan with something to send
+WRITE = Plan(status=JobStatus(phase=Phase.RUNNING))  # a Plan with something to send
 POD = PodView(name="p-0", namespace="default", job=KEY[1], finalizers=(TRACKING_FINALIZER,))
 OTHER = PodView(name="p-1", namespace="default", job=KEY[1])
 GOING = PodView(name="p-2", namespace="default", job=KEY[1], finalizers=(TRACKING_FINALIZER,), deleted_at=NOW)
@@ -196,7 +197,7 @@ def test_a_spec_only_the_model_refuses_fails_the_job_instead_of_planning() -> No
     assert planner.calls == []
     [(target, plan)] = rec.executed
     assert (target.name, target.uid, target.resource_version) == (KEY[1], "uid-1", "7")
-    assert plan.status is not None and plan.status["phase"] == "Failed"
+    assert plan.status is not None and as_json(plan.status)["phase"] == "Failed"
     assert [e.reason for e in plan.events] == ["InvalidSpec"] and "volumeMounts[0].name" in plan.events[
         0
     ].message
@@ -230,7 +231,7 @@ def test_a_pod_refused_for_good_fails_the_job_in_the_next_pass() -> None:
     asyncio.run(run())
     assert len(planner.calls) == 1 and len(rec.plans) == 2
     failed = rec.plans[1]
-    assert failed.status is not None and failed.status["phase"] == "Failed"
+    assert failed.status is not None and failed.status.phase is Phase.FAILED
     assert [e.reason for e in failed.events] == ["InvalidSpec"]
     assert "spec.replicaSpecs.trainer.template.spec.containers[0].image" in failed.events[0].message
     assert r._jobs[KEY].refused is None and r._jobs[KEY].failures == 0

@@ -67,7 +67,7 @@ def build_job(manifest: dict[str, Any]) -> api.Job:
             time_limit=spec.get("timeLimit"),
             replicas=tuple(build_replica(n, raw_replicas[n]) for n in order),
         ),
-        status={},
+        status=api.JobStatus(),
     )
 
 

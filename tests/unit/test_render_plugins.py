@@ -43,7 +43,7 @@ def job(name: str = "test-horovod-elastic", namespace: str = "default") -> api.J
         time_limit=None,
         replicas=(),
     )
-    return api.Job(namespace=namespace, name=name, uid=UID, generation=1, spec=spec, status={})
+    return api.Job(namespace=namespace, name=name, uid=UID, generation=1, spec=spec, status=api.JobStatus())
 
 
 def seed_template(replica: str) -> dict[str, Any]:

@@ -16,13 +16,14 @@ from typing import Any
 import pytest
 import yaml
 
-from aitj.core.api import InvalidJob, Policy, ScaleOperation, parse_job
+from aitj.core.api import InvalidJob, JobStatus, Policy, ScaleOperation, ScaleOperationStatus, parse_job
 from aitj.core.planner import Plan, ReplicasPatch, plan
 from aitj.core.planner.scaling import Op, current_indices, vacant_indices
 from tests.unit.builders import (
     JOB,
     Cluster,
     Pod,
+    as_json,
     at,
     name_of,
     nodes,
@@ -30,6 +31,7 @@ from tests.unit.builders import (
     seed_job,
     views,
     with_replica,
+    with_status,
 )
 
 T = [name_of("trainer", i) for i in range(6)]
@@ -511,20 +513,22 @@ def test_a_rollback_whose_spec_patch_was_lost_is_asked_again_not_read_as_a_new_s
 def test_an_edit_before_the_job_has_run_just_changes_what_is_created() -> None:
     job = seed_job()
     first = plan(job, [], nodes(), at(0))
-    job = with_replica(dataclasses.replace(job, status=first.status or {}), "trainer", replicas=2)
+    job = with_replica(with_status(job, first.status), "trainer", replicas=2)
     pods = [Pod("trainer", i) for i in range(3)]
     result = plan(job, views(pods), nodes(), at(5))
     assert [d.name for d in result.deletes] == [T[2]] and result.events == ()
-    assert result.status is not None and result.status["phase"] == "Pending"
-    assert "scaling" not in result.status and result.status["currentReplicas"]["trainer"] == 2
+    assert result.status is not None and as_json(result.status)["phase"] == "Pending"
+    assert (
+        "scaling" not in as_json(result.status) and as_json(result.status)["currentReplicas"]["trainer"] == 2
+    )
 
 
 def test_a_job_from_before_scaling_existed_adopts_its_replicas_without_scaling() -> None:
     pods = running_seed()
     status = {"phase": "Running", "startRunningTime": "2022-01-14T09:01:55Z"}
     result = plan(seed_job(status=status), views(pods), nodes(), at(30))
-    assert result.status is not None and result.status["phase"] == "Running"
-    assert result.status["currentReplicas"] == {"trainer": 3, "launcher": 1}
+    assert result.status is not None and as_json(result.status)["phase"] == "Running"
+    assert as_json(result.status)["currentReplicas"] == {"trainer": 3, "launcher": 1}
 
 
 @pytest.mark.parametrize(
@@ -541,7 +545,7 @@ def test_a_job_from_before_scaling_existed_adopts_its_replicas_without_scaling()
     ],
 )
 def test_current_indices_read_from_status(status: dict[str, Any], expected: tuple[int, ...] | None) -> None:
-    assert current_indices(status, "trainer") == expected
+    assert current_indices(JobStatus.from_json(status), "trainer") == expected
 
 
 def test_vacant_indices_are_the_holes_below_the_highest_index() -> None:
@@ -562,9 +566,10 @@ def test_an_operation_reads_back_what_it_writes_and_junk_is_no_operation() -> No
         pods=(T[2], T[3]),
         draining=(T[2],),
     )
-    assert Op.from_json("trainer", original.to_json()) == original
-    assert Op.from_json("trainer", {"operation": "grow"}) is None
-    assert Op.from_json("trainer", {**original.to_json(), "indices": [-1]}) is None
+    assert Op.from_status("trainer", original.to_status()) == original
+    assert Op.from_status("trainer", ScaleOperationStatus.from_json({"operation": "grow"})) is None
+    negative = ScaleOperationStatus.from_json({**original.to_status().to_json(), "indices": [-1]})
+    assert Op.from_status("trainer", negative) is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -624,7 +629,9 @@ def test_deadlines_are_whole_seconds_rounded_up_so_they_never_come_early_once_re
     scale(cluster, 3)
     result = plan(cluster.job, [p.view() for p in cluster.pods.values()], cluster.nodes, at(20.4))
     assert result.status is not None
-    assert result.status["scaling"]["trainer"]["deadline"] == "2022-01-14T09:02:16Z"  # 20.4 + 3 -> 24
+    assert (
+        as_json(result.status)["scaling"]["trainer"]["deadline"] == "2022-01-14T09:02:16Z"
+    )  # 20.4 + 3 -> 24
     assert result.requeue_after == pytest.approx(3.6)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aitj.cli.scale_progress import EXIT_DONE, EXIT_UNDONE, follow, parse_duration
+from aitj.cli.scale_progress import EXIT_DONE, EXIT_UNDONE, Progress, follow, parse_duration, recorded_outcome
 
 G = 4  # metadata.generation after the command's patch
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -126,6 +126,34 @@ def test_follow_reads_how_the_scale_of_this_edit_goes(
 ) -> None:
     progress = follow(job(status), "trainer", G, lambda names: 0, NOW)
     assert progress.code == code and words in progress.text
+
+
+@pytest.mark.parametrize(
+    ("history", "outcome"),
+    [
+        pytest.param([], None, id="nothing recorded"),
+        pytest.param(
+            [
+                entry(G, "scaleout", "ScaleSucceeded", "done"),
+                {**entry(G + 1, "x", "y"), "replica": "launcher"},
+            ],
+            Progress("done", EXIT_DONE),
+            id="another replica's newer entry is skipped",
+        ),
+        pytest.param(
+            [entry(G, "scaleout", "ScaleSucceeded", "done"), {**entry(G, "x", "y"), "generation": "4"}],
+            Progress("done", EXIT_DONE),
+            id="an entry without a numeric generation is skipped",
+        ),
+        pytest.param(
+            [entry(G, "scaleout", "ScaleSucceeded", "done"), entry(G - 1, "scaleout", "ScaleSucceeded")],
+            None,
+            id="only the replica's newest entry counts",
+        ),
+    ],
+)
+def test_the_scale_history_says_how_this_edit_ended(history: list[Any], outcome: Progress | None) -> None:
+    assert recorded_outcome({"scaleHistory": history}, "trainer", G) == outcome
 
 
 @pytest.mark.parametrize(

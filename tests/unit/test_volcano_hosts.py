@@ -17,7 +17,7 @@ from aitj.core import naming, render
 from aitj.core.planner import ObjectKind, ObjectRef, Plan
 from aitj.core.render.volcano import host_file_key, host_files, volcano_env
 from tests.kubelet_volumes import MountFailed, container_env, container_files, volume_files
-from tests.unit.builders import JOB, Cluster, Pod, launcher, name_of, seed_job, trainer, with_replica
+from tests.unit.builders import JOB, Cluster, Pod, as_json, launcher, name_of, seed_job, trainer, with_replica
 
 CONFIGMAP = ObjectRef(ObjectKind.CONFIGMAP, naming.discovery_configmap_name(JOB))
 T = [name_of("trainer", i) for i in range(6)]
@@ -245,7 +245,7 @@ def test_without_plugin_discovery_there_are_no_host_files_nor_variables() -> Non
     pod = created(result, "trainer")
     assert not any(v["name"].startswith("VC_") for v in pod["spec"]["containers"][0]["env"])
     assert not any(v["name"] == "aitj-volcano-hosts" for v in pod["spec"].get("volumes") or [])
-    assert result.status is not None and "hostFiles" not in result.status
+    assert result.status is not None and "hostFiles" not in as_json(result.status)
 
 
 # ---------------------------------------------------------------------------------------------

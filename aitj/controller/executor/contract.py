@@ -7,11 +7,12 @@ stop early. The contract itself is written in the package docstring (``aitj.cont
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import Protocol, TypeVar
 
 from aitj.controller.written import Written
+from aitj.core.api import JobStatus
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import (
     Event,
@@ -26,8 +27,6 @@ from aitj.core.planner.types import (
 )
 
 T = TypeVar("T")
-# The status a Plan writes, as the status step is handed it (``Plan.status``).
-StatusBody: TypeAlias = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ class PlanSink(Protocol):
     def send_discovery(self, manifest: Manifest) -> None: ...
     def send_nudges(self, nudges: Sequence[PodNudge]) -> None: ...
     def send_restart_events(self, events: Sequence[Event]) -> None: ...
-    def send_status(self, status: StatusBody) -> None: ...
+    def send_status(self, status: JobStatus) -> None: ...
     def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None: ...
     def send_deletes(self, deletes: Sequence[PodDelete]) -> None: ...
     def send_release(self, pods: Sequence[str]) -> None: ...

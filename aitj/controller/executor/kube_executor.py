@@ -23,7 +23,6 @@ from aitj.controller.executor.contract import (
     PodRefused,
     Sent,
     StaleJob,
-    StatusBody,
     StepFailed,
     Stop,
     Target,
@@ -171,13 +170,14 @@ class _Pass(PlanSink):
         """send_restart_events posts each restart's Event (best effort; named: once)."""
         self.send_events(events)
 
-    def send_status(self, status: StatusBody) -> None:
+    def send_status(self, typed: api.JobStatus) -> None:
         """send_status writes the whole status, if the job is still the version planned from."""
         # The planner returns the whole status: replace it in one write, as a JSON patch (the
         # typed client would send a merge patch, which cannot drop keys the planner dropped).
         # The patch first tests that the job is still the version the pass planned from: a
         # pass planned from a stale copy must not overwrite a newer status (say, drop the
         # condition another pass just appended).
+        status = typed.to_json()
         version = self.job.resource_version
         patch: list[dict[str, Any]] = []
         if version:

@@ -6,15 +6,19 @@ from the enums, defaults and bounds here, so the two cannot drift apart. Field m
 in docs/api.md.
 
 - ``names``: group, version, kind, the labels the operator sets, bounds, DNS-label checks.
-- ``model``: the enums, the defaults, the frozen ``Job`` and its parts.
+- ``model``: the enums, the defaults, the frozen spec and its parts; ``job``: the ``Job``.
 - ``validation``: ``parse_job`` (with ``replica``, ``template`` and ``reader``) and
   ``update_errors``.
+- ``status``: the typed status, ``JobStatus`` and its parts (``jsonform`` reads, writes and
+  describes them; ``ledger_form`` holds the restart ledger's JSON).
 
 Everything public is re-exported here: ``from aitj.core import api; api.Job``.
 """
 
 from __future__ import annotations
 
+from aitj.core.api.job import Job
+from aitj.core.api.ledger_form import RestartLedger
 from aitj.core.api.model import (
     DEFAULT_BACKOFF_MAX,
     DEFAULT_BACKOFF_RESET_AFTER,
@@ -42,7 +46,6 @@ from aitj.core.api.model import (
     ExceptionalEvent,
     FaultTolerantRule,
     FrameworkType,
-    Job,
     JobSpec,
     Phase,
     Policy,
@@ -69,6 +72,7 @@ from aitj.core.api.names import (
     LABEL_PRIORITY,
     LABEL_REPLICA,
     MAX_EVENTS_LENGTH,
+    MAX_LISTED,
     MAX_NAME_LENGTH,
     MAX_PLUGIN_ITEM_LENGTH,
     MAX_PLUGIN_ITEMS,
@@ -91,6 +95,20 @@ from aitj.core.api.names import (
     pod_name_length,
 )
 from aitj.core.api.reader import FieldError
+from aitj.core.api.status import (
+    ConditionStatus,
+    Degraded,
+    DegradedIndex,
+    ExcludedNode,
+    JobCondition,
+    JobStatus,
+    PodGroupStatus,
+    ReplicaStatus,
+    RestartEntry,
+    ScaleHistoryEntry,
+    ScaleOperationStatus,
+    ShortfallCause,
+)
 from aitj.core.api.template import MODEL_ONLY_CHECKS
 from aitj.core.api.validation import InvalidJob, parse_job, update_errors
 
@@ -127,6 +145,7 @@ __all__ = [
     "LABEL_PRIORITY",
     "LABEL_REPLICA",
     "MAX_EVENTS_LENGTH",
+    "MAX_LISTED",
     "MAX_NAME_LENGTH",
     "MAX_PLUGIN_ITEMS",
     "MAX_PLUGIN_ITEM_LENGTH",
@@ -149,21 +168,34 @@ __all__ = [
     "VERSION",
     "Backoff",
     "CleanPodPolicy",
+    "ConditionStatus",
+    "Degraded",
+    "DegradedIndex",
     "ExceptionalEvent",
+    "ExcludedNode",
     "FaultTolerantRule",
     "FieldError",
     "FrameworkType",
     "InvalidJob",
     "Job",
+    "JobCondition",
     "JobSpec",
+    "JobStatus",
     "Phase",
+    "PodGroupStatus",
     "Policy",
     "Priority",
     "ReplicaSpec",
+    "ReplicaStatus",
     "ReplicaType",
+    "RestartEntry",
+    "RestartLedger",
     "RestartPolicy",
     "RestartScope",
+    "ScaleHistoryEntry",
     "ScaleOperation",
+    "ScaleOperationStatus",
+    "ShortfallCause",
     "StrEnumMixin",
     "is_dns1035_label",
     "is_dns1123_label",

@@ -1,14 +1,13 @@
-"""The AITrainingJob model: its enums, the defaults the CRD writes, and the typed, frozen job.
+"""The AITrainingJob model: its enums, the defaults the CRD writes, and the typed, frozen spec.
 
-Pure. ``parse_job`` (aitj.core.api.validation) builds a ``Job`` from a manifest; everything
-past it (the planner, the renderer, explanations) reads only these types. Field meanings are
-in docs/api.md.
+Pure. ``parse_job`` (aitj.core.api.validation) builds a ``Job`` (aitj.core.api.job) from a
+manifest; everything past it (the planner, the renderer, explanations) reads only these types.
+Field meanings are in docs/api.md.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,22 +212,6 @@ class JobSpec:
             if r.name == name:
                 return r
         raise KeyError(name)
-
-
-@dataclass(frozen=True)
-class Job:
-    namespace: str
-    name: str
-    uid: str
-    generation: int
-    spec: JobSpec
-    status: dict[str, Any] = field(hash=False, compare=False)
-    # The version of the object this was parsed from: the executor writes status only onto
-    # that version, so a pass planned from a stale copy cannot overwrite a newer status.
-    resource_version: str = field(default="", compare=False)
-    # metadata.annotations (string values only): operator knobs that are not spec fields, such
-    # as the disruption budget (aitj.core.render.pdb), so the seed's spec stays as CCE has it.
-    annotations: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
 
 def parse_phase(value: object) -> Phase | None:

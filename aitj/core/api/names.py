@@ -48,6 +48,10 @@ NAME_PART_LENGTH = 5  # the <5 chars> of <job>-<replica>-<5 chars>-<index> (aitj
 MAX_STATUS_CONDITIONS = 64
 MAX_SCALE_HISTORY = 64
 MAX_RESTART_RECORDS = 64
+# A message or status list names at most this many pods, indices or restarts, then says how
+# many more: a job of 10,000 pods must not write a condition of 10,000 names (the status has to
+# fit in etcd).
+MAX_LISTED = 32
 
 _DNS_1035 = re.compile(DNS_1035_LABEL)
 _DNS_1123 = re.compile(DNS_1123_LABEL)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from aitj.core.api.job import Job
 from aitj.core.api.model import (
     DEFAULT_CLEAN_POD_POLICY,
     DEFAULT_FAULT_TOLERANT,
@@ -22,7 +23,6 @@ from aitj.core.api.model import (
     JOB_POLICIES,
     CleanPodPolicy,
     FrameworkType,
-    Job,
     JobSpec,
     Policy,
     Priority,
@@ -46,6 +46,7 @@ from aitj.core.api.names import (
 )
 from aitj.core.api.reader import FieldError, Fields, integral, json_kind, quote
 from aitj.core.api.replica import parse_replica
+from aitj.core.api.status import JobStatus
 from aitj.core.wire import mapping
 
 
@@ -83,7 +84,7 @@ def parse_job(obj: Mapping[str, Any]) -> Job:
         uid=str(meta.get("uid") or ""),
         generation=generation if isinstance(generation, int) else 0,
         spec=spec,
-        status=dict(mapping(status)),
+        status=JobStatus.from_json(status),
         resource_version=str(meta.get("resourceVersion") or ""),
         annotations={str(k): v for k, v in mapping(meta.get("annotations")).items() if isinstance(v, str)},
     )

@@ -8,19 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
-from aitj.core.api import Job
+from aitj.core.api import Degraded, Job, JobStatus
 from aitj.core.explain.model import ConditionView, DegradedView, Explanation, ShortfallView, UnknownPod
 from aitj.core.explain.rule_budgets import recovery_lines
 from aitj.core.explain.verdicts import Judge, cleanup, ignored
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import Plan, Settings, SshKeys
 from aitj.core.planner.core import plan_and_assessment
-from aitj.core.planner.degraded import STATUS_DEGRADED
 from aitj.core.planner.resources import needs_ssh_keys
 from aitj.core.planner.types import Owned
-from aitj.core.wire import as_int, as_list, mapping
 
 
 def explain(
@@ -44,7 +41,7 @@ def explain(
         (p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)),
         key=lambda p: (_replica_order(job, p.replica), p.index if p.index is not None else -1, p.generation),
     )
-    status = job.status or {}
+    status = job.status
     degraded: DegradedView | None = None
     recovery: tuple[str, ...] = ()
     if deleting:
@@ -59,11 +56,11 @@ def explain(
             job, mine, nodes, now, owned=owned, keys=keys, settings=settings or Settings()
         )
         if assessment is None:  # the job has finished: only its cleanup is planned
-            entries = [cleanup(job, p, nodes, result, str(status.get("phase"))) for p in mine]
+            entries = [cleanup(job, p, nodes, result, str(status.phase)) for p in mine]
         else:
             judge = Judge(job, nodes, assessment.found, result)
             entries = [judge.pod(p) for p in mine] + judge.absent(mine)
-            degraded = _degraded(result.status if result.status is not None else status)
+            degraded = _degraded((result.status or status).degraded)
             recovery = recovery_lines(job, assessment.found.ledger, result, now)
         next_pass = _next_pass(job, result)
     if pod_name is not None:
@@ -74,7 +71,7 @@ def explain(
     return Explanation(
         namespace=job.namespace,
         name=job.name,
-        phase=str(status.get("phase")) if status.get("phase") else None,
+        phase=str(status.phase) if status.phase else None,
         condition=_condition(status),
         restart_counts=_restart_counts(job, status),
         fault_tolerant=job.spec.fault_tolerant,
@@ -98,44 +95,35 @@ def _replica_order(job: Job, replica: str | None) -> int:
     return names.index(replica) if replica in names else len(names)
 
 
-def _condition(status: Mapping[str, Any]) -> ConditionView | None:
-    conditions = status.get("conditions")
-    last = conditions[-1] if isinstance(conditions, list) and conditions else None
-    if not isinstance(last, Mapping) or last.get("status") != "True":
+def _condition(status: JobStatus) -> ConditionView | None:
+    last = status.current_condition()
+    if last is None:
         return None
-    return ConditionView(str(last.get("type", "")), str(last.get("reason", "")), str(last.get("message", "")))
+    return ConditionView(str(last.type or ""), last.reason or "", last.message or "")
 
 
-def _degraded(status: Mapping[str, Any]) -> DegradedView | None:
+def _degraded(d: Degraded | None) -> DegradedView | None:
     """_degraded: ``status.degraded`` as data (None when the status has none)."""
-    d = mapping(status.get(STATUS_DEGRADED))
-    if not d:
+    if d is None or not d.to_json():
         return None
     indices = tuple(
         ShortfallView(
-            str(e.get("replica", "")),
-            as_int(e.get("index"), 0) or 0,
-            str(e.get("cause", "")),
-            str(e.get("message", "")),
-            str(e.get("since", "")),
-            str(e["until"]) if e.get("until") else None,
+            e.replica or "",
+            e.index or 0,
+            str(e.cause or ""),
+            e.message or "",
+            e.since or "",
+            e.until or None,
         )
-        for e in map(mapping, as_list(d.get("indices")))
+        for e in d.indices or ()
     )
-    count = as_int(d.get("count"), len(indices)) or 0
-    return DegradedView(
-        str(d.get("since", "")), str(d.get("reason", "")), str(d.get("message", "")), count, indices
-    )
+    count = d.count if d.count is not None else len(indices)
+    return DegradedView(d.since or "", d.reason or "", d.message or "", count, indices)
 
 
-def _restart_counts(job: Job, status: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
-    counts = status.get("RestartCount")
-    counts = counts if isinstance(counts, Mapping) else {}
-    out = []
-    for r in job.spec.replicas:
-        value = counts.get(r.name, 0)
-        out.append((r.name, value if isinstance(value, int) and not isinstance(value, bool) else 0))
-    return tuple(out)
+def _restart_counts(job: Job, status: JobStatus) -> tuple[tuple[str, int], ...]:
+    counts = status.restart_count or {}
+    return tuple((r.name, counts.get(r.name, 0)) for r in job.spec.replicas)
 
 
 def _next_pass(job: Job, result: Plan) -> tuple[str, ...]:
@@ -158,7 +146,7 @@ def _next_pass(job: Job, result: Plan) -> tuple[str, ...]:
             f"record a restart of replica {r.replica}: {r.failure.cause} on pod {r.pod}, {r.rule}, "
             f"scope {r.scope}"
         )
-    lines.extend(_status_change(job.status or {}, result.status))
+    lines.extend(_status_change(job.status, result.status))
     if result.hosts is not None:
         lines.append(f"rewrite the discovery host list: [{' '.join(h.pod for h in result.hosts)}]")
     if result.removes:
@@ -174,21 +162,23 @@ def _next_pass(job: Job, result: Plan) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def _status_change(prev: Mapping[str, Any], new: Mapping[str, Any] | None) -> list[str]:
+def _status_change(prev: JobStatus, new: JobStatus | None) -> list[str]:
     if new is None:
         return []
     lines = []
-    before, after = prev.get("phase"), new.get("phase")
+    before, after = prev.phase, new.phase
     cond = _condition(new)
     if before != after:
         lines.append(f"status: phase {before or '(none)'} -> {after}")
     if cond is not None and _condition(prev) != cond:
         lines.append(f"status: condition {cond.type} ({cond.reason}): {cond.message}")
-    counts_before, counts_after = prev.get("RestartCount"), new.get("RestartCount")
-    if counts_before != counts_after and isinstance(counts_after, Mapping):
+    counts_before, counts_after = prev.restart_count, new.restart_count
+    if counts_before != counts_after and counts_after is not None:
         lines.append("status: RestartCount " + ", ".join(f"{k} {v}" for k, v in counts_after.items()))
+    # The rest by their keys in the JSON form: what a reader of the stored status would see change.
+    old, written = prev.to_json(), new.to_json()
     shown = {"phase", "conditions", "RestartCount"}
-    others = sorted(k for k in set(prev) | set(new) if k not in shown and prev.get(k) != new.get(k))
+    others = sorted(k for k in set(old) | set(written) if k not in shown and old.get(k) != written.get(k))
     if others:
         lines.append(f"status: also updates {', '.join(others)}")
     return lines

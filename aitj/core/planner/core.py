@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from aitj.core import naming, nodesignals, render
 from aitj.core.api import (
@@ -21,13 +20,13 @@ from aitj.core.api import (
     MAX_RESTART_RECORDS,
     CleanPodPolicy,
     Job,
+    JobStatus,
     Phase,
     RestartScope,
 )
 from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
 from aitj.core.planner import degraded, gang, hostfiles, resources, rule_budgets, scaling
-from aitj.core.planner.ledger import Ledger, record_to_json
-from aitj.core.planner.lifecycle import phase_of
+from aitj.core.planner.ledger import Ledger, record_entry
 from aitj.core.planner.outcome import judge, timeout_at
 from aitj.core.planner.retire import retire
 from aitj.core.planner.status import (
@@ -91,7 +90,7 @@ def plan_and_assessment(
 ) -> tuple[Plan, Assessment | None]:
     """plan_and_assessment: ``plan``, and the Assessment it was made from (None for a job that
     has finished: its cleanup assesses nothing). ``aitj explain`` reads both."""
-    prev: dict[str, Any] = dict(job.status or {})
+    prev = job.status
     named = [p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)]
     # A pod labelled with the job's name but made by an earlier job of that name (deleted and
     # created again while its pods were still terminating) is not this job's: counting it
@@ -107,13 +106,13 @@ def plan_and_assessment(
 def _plan_mine(
     job: Job,
     mine: list[PodView],
-    prev: dict[str, Any],
+    prev: JobStatus,
     nodes: Mapping[str, NodeView],
     now: datetime,
     g: _Given,
 ) -> tuple[Plan, Assessment | None]:
     """_plan_mine: the plan for the job's own pods (plan_and_assessment's body)."""
-    if (phase := phase_of(prev)) in FINISHED_PHASES:
+    if (phase := prev.phase) in FINISHED_PHASES:
         return _cleanup(job, mine, phase, g.owned), None
     a = assess(job, mine, nodes, now, g.settings)
     outcome = judge(job.spec, a.found, a.started, now)
@@ -148,9 +147,9 @@ def assess(
     job: Job, mine: Sequence[PodView], nodes: Mapping[str, NodeView], now: datetime, settings: Settings
 ) -> Assessment:
     """assess: the first steps of ``plan`` for a job that has not finished, given its own pods."""
-    prev: dict[str, Any] = dict(job.status or {})
-    ledger = observe(Ledger.from_json(prev.get("restartLedger")), job, mine)
-    started = parse_time(prev.get("startRunningTime"))
+    prev = job.status
+    ledger = observe(Ledger.from_status(prev), job, mine)
+    started = parse_time(prev.start_running_time)
     scale = scaling.prepare(job, prev, mine, now, started is not None)
     found = survey(job, mine, nodes, ledger, now, scale.shape, settings.node_signals)
     scale, reshaped = scaling.settle(job, scale, found, now)
@@ -165,7 +164,7 @@ def assess(
 
 def _live(
     job: Job,
-    prev: dict[str, Any],
+    prev: JobStatus,
     found: Survey,
     scale: scaling.Scaling,
     started: datetime | None,
@@ -173,7 +172,7 @@ def _live(
     given: _Given,
 ) -> Plan:
     stamp = format_time(now)
-    previous = phase_of(prev)
+    previous = prev.phase
     shape = scale.shape
     began, busy = scaling.conditions(job, scale)
     condition = live_condition(job, found, previous, started is not None, began, busy, shape.joining)
@@ -209,19 +208,17 @@ def _live(
     hosts = lists.hosts if lists is not None else None
     status = scaling.write_status(_status(job, prev, ledger, found, condition, stamp), scale, now)
     shortfalls = tuple(s.shortfall for s in found.slots if s.shortfall is not None)
-    status.pop("excludedNodes", None)
-    if excluded := rule_budgets.excluded_status(job, ledger, now, shortfalls):
-        status["excludedNodes"] = excluded
+    status = status.updated(excluded_nodes=rule_budgets.excluded_status(job, ledger, now, shortfalls) or None)
     if started is not None:
-        status["startRunningTime"] = format_time(started)
-    hostfiles.record(status, lists)
-    _record(status, prev, records)
+        status = status.updated(start_running_time=format_time(started))
+    status = _record(hostfiles.record(status, lists), prev, records)
     status, degraded_events = degraded.update(status, job, found, shortfalls, prev, now, shape.joining)
     wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
     wake += rule_budgets.wakes(shortfalls, rule_budgets.next_expiry(job, ledger, now), now)
     changed = hostfiles.changed(prev, lists)
-    budgets, unbudgets = _budgets(job, found, prev, status, given.owned)
-    podgroup = resources.podgroup_rewrite(job, prev, status, given.owned, given.settings)
+    budgets, unbudgets, wanted_budgets = _budgets(job, found, prev, given.owned)
+    podgroup, podgroup_spec = resources.podgroup_rewrite(job, prev, given.owned, given.settings)
+    status = status.updated(disruption_budgets=wanted_budgets or None, volcano_pod_group=podgroup_spec)
     running = lists.running if lists is not None else None
     return Plan(
         ensure=resources.ensure(job, given.owned, given.keys, hosts or (), running)
@@ -247,22 +244,20 @@ def _live(
 
 
 def _budgets(
-    job: Job, found: Survey, prev: Mapping[str, Any], status: dict[str, Any], owned: Owned | None
-) -> tuple[tuple[Manifest, ...], tuple[ObjectRef, ...]]:
-    """_budgets: the PodDisruptionBudgets to write and to remove, recording in ``status`` what
-    they are (resources, "PodDisruptionBudgets")."""
+    job: Job, found: Survey, prev: JobStatus, owned: Owned | None
+) -> tuple[tuple[Manifest, ...], tuple[ObjectRef, ...], dict[str, int]]:
+    """_budgets: the PodDisruptionBudgets to write and to remove, and what they are, for the
+    status to record (resources, "PodDisruptionBudgets")."""
     expected = {
         r.name: sum(1 for s in found.of(r.name) if s.state not in (State.SUCCEEDED, State.FAILED))
         for r in job.spec.replicas
     }
     wanted = resources.wanted_budgets(job, expected)
     recorded = resources.recorded_budgets(prev)
-    status.pop(resources.STATUS_BUDGETS, None)
-    if wanted:
-        status[resources.STATUS_BUDGETS] = wanted
     return (
         resources.budgets(job, wanted, recorded, owned),
         resources.budget_removes(job, wanted, recorded, owned),
+        wanted,
     )
 
 
@@ -303,23 +298,24 @@ def _create(
 
 
 def _status(
-    job: Job, prev: Mapping[str, Any], ledger: Ledger, found: Survey, condition: Condition, stamp: str
-) -> dict[str, Any]:
+    job: Job, prev: JobStatus, ledger: Ledger, found: Survey, condition: Condition, stamp: str
+) -> JobStatus:
+    """_status: ``prev`` with what every pass of a job that has not finished rewrites."""
     names = [r.name for r in job.spec.replicas]
     counts = replica_statuses(found, names)
     restarts = {name: ledger.replica(name).restart_count for name in names}
-    status = {
-        **prev,
-        "phase": condition.type.value,
-        "conditions": advance_conditions(prev.get("conditions") or [], condition, stamp),
-        "RestartCount": restarts,
-        "totalRestarts": sum(restarts.values()),
-        "replicaStatuses": counts,
-        "startTime": prev.get("startTime") or stamp,
-        "observedGeneration": job.generation,
-        "restartLedger": ledger.to_json(),
-        **scale_fields(job, counts),
-    }
+    status = prev.updated(
+        phase=condition.type,
+        conditions=advance_conditions(prev.conditions or (), condition, stamp),
+        restart_count=restarts,
+        total_restarts=sum(restarts.values()),
+        replica_statuses=counts,
+        start_time=prev.start_time or stamp,
+        observed_generation=job.generation,
+        restart_ledger=ledger.to_status(),
+    )
+    if (scale := scale_fields(job, counts)) is not None:
+        status = status.updated(trainer_replicas=scale[0], selector=scale[1])
     return status
 
 
@@ -342,13 +338,14 @@ def _timeouts(job: Job, found: Survey, started: datetime | None, now: datetime) 
     return [max(w, 0.0) for w in wake]
 
 
-def _record(status: dict[str, Any], prev: Mapping[str, Any], records: Sequence[RestartRecord]) -> None:
-    """_record: append ``records`` to ``status.restarts`` (the last MAX_RESTART_RECORDS kept).
-    Each is recorded once: the ledger's ``recorded`` marks, written in the same status, keep
-    a later pass from recording it again (aitj.core.planner.ledger)."""
-    if records:
-        history = list(prev.get("restarts") or []) + [record_to_json(r) for r in records]
-        status["restarts"] = history[-MAX_RESTART_RECORDS:]
+def _record(status: JobStatus, prev: JobStatus, records: Sequence[RestartRecord]) -> JobStatus:
+    """_record: ``status`` with ``records`` appended to ``status.restarts`` (the last
+    MAX_RESTART_RECORDS kept). Each is recorded once: the ledger's ``recorded`` marks, written
+    in the same status, keep a later pass from recording it again (aitj.core.planner.ledger)."""
+    if not records:
+        return status
+    history = (*(prev.restarts or ()), *(record_entry(r) for r in records))
+    return status.updated(restarts=history[-MAX_RESTART_RECORDS:])
 
 
 def _restart_event(job: Job, r: RestartRecord) -> Event:
@@ -376,7 +373,7 @@ def _restart_event(job: Job, r: RestartRecord) -> Event:
 def _finish(
     job: Job,
     pods: Sequence[PodView],
-    prev: dict[str, Any],
+    prev: JobStatus,
     found: Survey,
     ledger: Ledger,
     outcome: Outcome,
@@ -389,14 +386,12 @@ def _finish(
     stamp = format_time(now)
     condition = Condition(outcome.phase, outcome.reason, outcome.message)
     records = ledger.unrecorded()
-    status = _status(job, prev, ledger.recording(records), found, condition, stamp)
-    _record(status, prev, records)
-    status["completionTime"] = stamp
-    status.pop(degraded.STATUS_DEGRADED, None)  # a finished job runs short of nothing
+    status = _record(_status(job, prev, ledger.recording(records), found, condition, stamp), prev, records)
+    # A finished job runs short of nothing, and protects nothing: its budgets go (not only
+    # when the job is deleted).
+    status = status.updated(completion_time=stamp, degraded=None, disruption_budgets=None)
     cleanup = _cleanup(job, pods, outcome.phase, owned)
-    # A finished job protects nothing: its budgets go (not only when the job is deleted).
     unbudgets = resources.budget_removes(job, {}, resources.recorded_budgets(prev), owned)
-    status.pop(resources.STATUS_BUDGETS, None)
     kind = "Normal" if outcome.phase is Phase.SUCCEEDED else "Warning"
     return Plan(
         removes=tuple(dict.fromkeys(cleanup.removes + unbudgets)),

@@ -22,18 +22,16 @@ Shortfalls), and the Events mark entering and leaving the state. docs/semantics.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
-from aitj.core.api import Job, Phase
+from aitj.core.api import MAX_LISTED, Degraded, DegradedIndex, Job, JobStatus, Phase
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
-from aitj.core.planner.status import MAX_LISTED, MAX_QUOTED
+from aitj.core.planner.status import MAX_QUOTED
 from aitj.core.planner.survey import Slot, State, Survey
 from aitj.core.planner.types import Event
-from aitj.core.wire import as_list, format_time, mapping, parse_time
+from aitj.core.wire import format_time, parse_time
 
-STATUS_DEGRADED = "degraded"
 EVENT_DEGRADED = "Degraded"
 EVENT_RECOVERED = "Recovered"
 # The phases of a job that goes on and has run; Pending and Creating are a job still starting.
@@ -81,35 +79,34 @@ def _unschedulable(slot: Slot, now: datetime) -> Shortfall | None:
 
 
 def update(
-    status: dict[str, Any],
+    status: JobStatus,
     job: Job,
     found: Survey,
     extra: Sequence[Shortfall],
-    prev: Mapping[str, Any],
+    prev: JobStatus,
     now: datetime,
     joining: frozenset[tuple[str, int]] = frozenset(),
-) -> tuple[dict[str, Any], tuple[Event, ...]]:
+) -> tuple[JobStatus, tuple[Event, ...]]:
     """update: ``status`` (the one this pass writes for a job that goes on) with
     ``status.degraded`` set, or removed when the job is not degraded, and the Event of entering
     or leaving the state when this pass does (``prev``: the status the pass started from)."""
-    before = mapping(prev.get(STATUS_DEGRADED))
+    before = prev.degraded if prev.degraded is not None and prev.degraded.to_json() else None
     short = shortfalls(found, extra, now, joining)
     why_not = _not_going_on(status, found)
-    out = {k: v for k, v in status.items() if k != STATUS_DEGRADED}
     if short and not why_not:
-        out[STATUS_DEGRADED] = state(job, found, short, before, now, joining)
-        if not before:
-            return out, (_entered(job, out[STATUS_DEGRADED]),)
-        return out, ()
-    if not before:
+        now_degraded = state(job, found, short, before, now, joining)
+        out = status.updated(degraded=now_degraded)
+        return out, (() if before else (_entered(job, now_degraded),))
+    out = status.updated(degraded=None)
+    if before is None:
         return out, ()
     return out, (_left(job, before, why_not or "every index the job wants runs again"),)
 
 
-def _not_going_on(status: Mapping[str, Any], found: Survey) -> str:
+def _not_going_on(status: JobStatus, found: Survey) -> str:
     """_not_going_on: why a job with shortfalls is not degraded (empty: it is)."""
-    phase = status.get("phase")
-    if not status.get("startRunningTime") or phase not in GOING_ON:
+    phase = status.phase
+    if not status.start_running_time or phase not in GOING_ON:
         return f"the job is {phase}"
     if not any(s.state is State.RUNNING for s in found.slots):
         return "no pod of the job runs (a restart of the whole job, or every node lost)"
@@ -120,38 +117,38 @@ def state(
     job: Job,
     found: Survey,
     short: Sequence[Shortfall],
-    before: Mapping[str, Any],
+    before: Degraded | None,
     now: datetime,
     joining: frozenset[tuple[str, int]] = frozenset(),
-) -> dict[str, Any]:
+) -> Degraded:
     """state: ``status.degraded`` for ``short`` (not empty): since, reason (short, for the
     kubectl column), message, count, and the first MAX_LISTED indices, each with the since the
     status ``before`` gave it if its cause is the same."""
     kept = {
-        (e.get("replica"), e.get("index"), e.get("cause")): parse_time(e.get("since"))
-        for e in map(mapping, as_list(before.get("indices")))
+        (e.replica, e.index, e.cause): parse_time(e.since)
+        for e in (before.indices or () if before is not None else ())
     }
-    listed: list[dict[str, Any]] = []
-    for sf in short[:MAX_LISTED]:
-        since = kept.get((sf.replica, sf.index, sf.cause.value)) or sf.since
-        entry: dict[str, Any] = {
-            "replica": sf.replica,
-            "index": sf.index,
-            "cause": sf.cause.value,
-            "message": sf.message,
-            "since": format_time(since),
-        }
-        if sf.until is not None:
-            entry["until"] = format_time(sf.until)
-        listed.append(entry)
-    began = parse_time(before.get("since")) or min(min(sf.since for sf in short), now)
-    return {
-        "since": format_time(began),
-        "reason": reason(short),
-        "message": message(job, found, short, joining),
-        "count": len(short),
-        "indices": listed,
-    }
+    listed = tuple(
+        DegradedIndex(
+            replica=sf.replica,
+            index=sf.index,
+            cause=sf.cause,
+            message=sf.message,
+            since=format_time(kept.get((sf.replica, sf.index, sf.cause)) or sf.since),
+            until=format_time(sf.until) if sf.until is not None else None,
+        )
+        for sf in short[:MAX_LISTED]
+    )
+    began = (parse_time(before.since) if before is not None else None) or min(
+        min(sf.since for sf in short), now
+    )
+    return Degraded(
+        since=format_time(began),
+        reason=reason(short),
+        message=message(job, found, short, joining),
+        count=len(short),
+        indices=listed,
+    )
 
 
 def reason(short: Sequence[Shortfall]) -> str:
@@ -195,21 +192,21 @@ def _event_name(job: Job, what: str, since: object) -> str | None:
     return f"{job.name}.{job.uid[:8] or 'job'}.{what}-{at:%Y%m%d%H%M%S}" if at is not None else None
 
 
-def _entered(job: Job, now_degraded: Mapping[str, Any]) -> Event:
+def _entered(job: Job, now_degraded: Degraded) -> Event:
     """_entered: the Warning Event of a job that becomes degraded."""
     return Event(
         "Warning",
         EVENT_DEGRADED,
-        f"job runs short of pods: {now_degraded['message']}",
-        _event_name(job, "degraded", now_degraded["since"]),
+        f"job runs short of pods: {now_degraded.message}",
+        _event_name(job, "degraded", now_degraded.since),
     )
 
 
-def _left(job: Job, before: Mapping[str, Any], why: str) -> Event:
+def _left(job: Job, before: Degraded, why: str) -> Event:
     """_left: the Normal Event of a job that is no longer degraded, and why."""
     return Event(
         "Normal",
         EVENT_RECOVERED,
-        f"no longer degraded (since {before.get('since')}): {why}",
-        _event_name(job, "recovered", before.get("since")),
+        f"no longer degraded (since {before.since}): {why}",
+        _event_name(job, "recovered", before.since),
     )

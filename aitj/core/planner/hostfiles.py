@@ -17,14 +17,10 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from aitj.core.api import Job, ReplicaType
+from aitj.core.api import Job, JobStatus, ReplicaType
 from aitj.core.planner.survey import State, Survey
 from aitj.core.planner.types import HostEntry, PodNudge
-
-STATUS_HOSTS = "discoveryHosts"
-STATUS_HOST_FILES = "hostFiles"
 
 
 @dataclass(frozen=True)
@@ -35,7 +31,7 @@ class HostLists:
 
     hosts: tuple[HostEntry, ...]
     running: Mapping[str, tuple[str, ...]]
-    masters: Mapping[str, list[str]]
+    masters: Mapping[str, tuple[str, ...]]
 
 
 def host_lists(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> HostLists | None:
@@ -52,30 +48,32 @@ def host_lists(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> 
         r.name: tuple(s.name for s in sorted(listed, key=lambda s: s.index) if s.replica.name == r.name)
         for r in job.spec.replicas
     }
-    masters = {
-        r.name: list(running[r.name]) for r in job.spec.replicas if r.replica_type is ReplicaType.MASTER
-    }
+    masters = {r.name: running[r.name] for r in job.spec.replicas if r.replica_type is ReplicaType.MASTER}
     return HostLists(hosts, running, masters)
 
 
-def record(status: dict[str, Any], lists: HostLists | None) -> None:
-    """record: the lists into ``status`` (nothing without plugin.discovery)."""
-    if lists is not None:
-        status[STATUS_HOSTS] = [h.pod for h in lists.hosts]
-        status[STATUS_HOST_FILES] = dict(lists.masters)
+def record(status: JobStatus, lists: HostLists | None) -> JobStatus:
+    """record: ``status`` with the lists (unchanged without plugin.discovery)."""
+    if lists is None:
+        return status
+    return status.updated(discovery_hosts=_pods(lists), host_files=dict(lists.masters))
 
 
-def hosts_changed(prev: Mapping[str, Any], lists: HostLists | None) -> bool:
+def hosts_changed(prev: JobStatus, lists: HostLists | None) -> bool:
     """hosts_changed: Horovod's list differs from the one the previous status recorded."""
-    return lists is not None and prev.get(STATUS_HOSTS) != [h.pod for h in lists.hosts]
+    return lists is not None and prev.discovery_hosts != _pods(lists)
 
 
-def changed(prev: Mapping[str, Any], lists: HostLists | None) -> bool:
+def changed(prev: JobStatus, lists: HostLists | None) -> bool:
     """changed: either list differs from what the previous status recorded (the ConfigMap
     must be rewritten)."""
     if lists is None:
         return False
-    return hosts_changed(prev, lists) or prev.get(STATUS_HOST_FILES) != lists.masters
+    return hosts_changed(prev, lists) or prev.host_files != lists.masters
+
+
+def _pods(lists: HostLists) -> tuple[str, ...]:
+    return tuple(h.pod for h in lists.hosts)
 
 
 def digest(lists: HostLists) -> str:

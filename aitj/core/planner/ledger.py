@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aitj.core.api import RestartScope
+from aitj.core.api import JobStatus, RestartEntry, RestartLedger, RestartScope
 from aitj.core.observed import PodView
 from aitj.core.planner.rulelog import (
     Exclusion,
@@ -263,6 +263,15 @@ class Ledger:
         )
 
     @classmethod
+    def from_status(cls, status: JobStatus) -> Ledger:
+        """from_status reads ``status.restartLedger`` (an empty ledger when absent)."""
+        return cls.from_json(status.restart_ledger.value if status.restart_ledger is not None else None)
+
+    def to_status(self) -> RestartLedger:
+        """to_status: ``status.restartLedger``, the full wire form."""
+        return RestartLedger(self.to_json())
+
+    @classmethod
     def from_annotation(cls, value: object) -> Ledger:
         if not isinstance(value, str):
             return cls()
@@ -314,6 +323,11 @@ def record_to_json(r: RestartRecord) -> dict[str, Any]:
     if r.failure.at is not None:
         out["failureTime"] = format_time(r.failure.at)
     return out
+
+
+def record_entry(r: RestartRecord) -> RestartEntry:
+    """record_entry: a restart record's ``status.restarts`` entry (``record_to_json``'s form)."""
+    return RestartEntry.from_json(record_to_json(r))
 
 
 def record_from_json(value: object) -> RestartRecord | None:

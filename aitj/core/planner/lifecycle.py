@@ -13,12 +13,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from aitj.core.api import FINISHED_PHASES, InvalidJob, Job, Phase, parse_job, parse_phase
+from aitj.core.api import FINISHED_PHASES, InvalidJob, Job, JobStatus, Phase, parse_job, parse_phase
 from aitj.core.observed import PodView
-from aitj.core.planner.degraded import STATUS_DEGRADED
 from aitj.core.planner.status import Condition, advance_conditions
 from aitj.core.planner.types import Event, Outcome, Plan
-from aitj.core.wire import format_time
+from aitj.core.wire import format_time, mapping
 
 REASON_INVALID = "InvalidSpec"
 # The apiserver's answers to a pod create that no retry can change: it could not decode the pod
@@ -53,14 +52,15 @@ def job_ref(body: Mapping[str, Any]) -> JobRef:
     )
 
 
-def phase_of(status: Mapping[str, Any] | None) -> Phase | None:
-    """phase_of: the phase a status records, None when it records none we know."""
-    return parse_phase((status or {}).get("phase"))
+def phase_of(status: object) -> Phase | None:
+    """phase_of: the phase a status as JSON records (a job's raw body's, for the controller),
+    None when it records none we know."""
+    return parse_phase(mapping(status).get("phase"))
 
 
 def finished(job: Job) -> bool:
     """finished: the job's status says Succeeded, Failed or Timeout: only cleanup is left."""
-    return phase_of(job.status) in FINISHED_PHASES
+    return job.status.phase in FINISHED_PHASES
 
 
 def triage(body: Mapping[str, Any], pods: Sequence[PodView], now: datetime) -> Job | Plan:
@@ -82,15 +82,15 @@ def plan_invalid(body: Mapping[str, Any], message: str, now: datetime) -> Plan:
     A message longer than MAX_MESSAGE is cut there, so the status stays small."""
     if len(message) > MAX_MESSAGE:
         message = f"{message[:MAX_MESSAGE]}... ({len(message)} characters)"
-    status = dict(body.get("status") or {})
-    history = status.get("conditions") or []
+    status = JobStatus.from_json(body.get("status"))
+    history = status.conditions or ()
     conditions = advance_conditions(
         history, Condition(Phase.FAILED, REASON_INVALID, message), format_time(now)
     )
     if conditions == history:
         return Plan()
-    status.update(phase=Phase.FAILED.value, conditions=conditions)
-    status.pop(STATUS_DEGRADED, None)  # a failed job runs short of nothing, as any finished one
+    # A failed job runs short of nothing, as any finished one: no degraded state.
+    status = status.updated(phase=Phase.FAILED, conditions=conditions, degraded=None)
     # An Outcome like any job that ends: counted in aitj_jobs_finished_total (reason InvalidSpec).
     return Plan(
         status=status,

@@ -20,14 +20,12 @@ nothing is planned about these objects then, as if all were in place.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from aitj.core import naming, render
-from aitj.core.api import CleanPodPolicy, Job
+from aitj.core.api import CleanPodPolicy, Job, JobStatus, PodGroupStatus
 from aitj.core.planner import lifecycle
 from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, Settings, SshKeys
 from aitj.core.render import access, volcano
-from aitj.core.wire import mapping
 
 
 def service_ref(job: Job) -> ObjectRef:
@@ -136,25 +134,21 @@ def podgroups(job: Job, owned: Owned | None, settings: Settings) -> tuple[Manife
     return (m,)
 
 
-# What the PodGroup's spec was last written as: it is rewritten when the job's spec changes it
-# (an edit of minReplicas, a template's requests, the queue), as the budgets are.
-STATUS_PODGROUP = "volcanoPodGroup"
-
-
 def podgroup_rewrite(
-    job: Job, prev: Mapping[str, Any], status: dict[str, Any], owned: Owned | None, settings: Settings
-) -> Manifest | None:
+    job: Job, prev: JobStatus, owned: Owned | None, settings: Settings
+) -> tuple[Manifest | None, PodGroupStatus | None]:
     """podgroup_rewrite: the PodGroup to rewrite when its rendered spec differs from the one
-    ``prev`` recorded and ``owned`` holds it (a missing one is ``podgroups``'s to make);
-    records the rendered spec in ``status``."""
-    status.pop(STATUS_PODGROUP, None)
+    ``prev`` recorded and ``owned`` holds it (a missing one is ``podgroups``'s to make), and
+    the rendered spec for ``status.volcanoPodGroup`` (None: the job has no PodGroup). What it
+    was last written as is kept so that it is rewritten when the job's spec changes it (an
+    edit of minReplicas, a template's requests, the queue), as the budgets are."""
     m = _podgroup(job, settings)
     if m is None:
-        return None
-    status[STATUS_PODGROUP] = dict(m.body["spec"])
-    if owned is None or m.ref not in owned or prev.get(STATUS_PODGROUP) == m.body["spec"]:
-        return None
-    return m
+        return None, None
+    spec = PodGroupStatus.from_json(m.body["spec"])
+    if owned is None or m.ref not in owned or prev.volcano_pod_group == spec:
+        return None, spec
+    return m, spec
 
 
 def _podgroup(job: Job, settings: Settings) -> Manifest | None:
@@ -184,8 +178,6 @@ def removes(job: Job, owned: Owned | None) -> tuple[ObjectRef, ...]:
 # a budget is rewritten only when the pods it should protect change (a restart that stands, a
 # scale), and, once the cache observes budgets in ``owned``, made again when deleted by hand.
 
-STATUS_BUDGETS = "disruptionBudgets"
-
 
 def budget_ref(job: Job, replica: str) -> ObjectRef:
     """budget_ref: the PodDisruptionBudget of one replica type."""
@@ -202,9 +194,9 @@ def wanted_budgets(job: Job, expected: Mapping[str, int]) -> dict[str, int]:
     return {name: max(count - allowed, 0) for name, count in expected.items()}
 
 
-def recorded_budgets(status: Mapping[str, Any]) -> dict[str, int]:
+def recorded_budgets(status: JobStatus) -> dict[str, int]:
     """recorded_budgets: the budgets the status says were written."""
-    return {str(k): v for k, v in mapping(status.get(STATUS_BUDGETS)).items() if isinstance(v, int)}
+    return dict(status.disruption_budgets or {})
 
 
 def budgets(

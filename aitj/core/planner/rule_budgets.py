@@ -24,9 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
-from aitj.core.api import DEFAULT_BACKOFF_RESET_AFTER, FaultTolerantRule, Job, ReplicaSpec
+from aitj.core.api import DEFAULT_BACKOFF_RESET_AFTER, ExcludedNode, FaultTolerantRule, Job, ReplicaSpec
 from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger, ReplicaHistory, pod_ledger
 from aitj.core.planner.rulelog import Exclusion, RuleHistory
@@ -187,26 +186,25 @@ def outlived(replica: ReplicaSpec, index: int, pod: PodView, now: datetime) -> b
 
 def excluded_status(
     job: Job, ledger: Ledger, now: datetime, shortfalls: Sequence[Shortfall] = ()
-) -> list[dict[str, Any]]:
+) -> tuple[ExcludedNode, ...]:
     """excluded_status: ``status.excludedNodes``, the exclusions in force (expired ones
     dropped); ``message`` when the index's replacement waits Pending because of them."""
     waiting = {(s.replica, s.index): s.message for s in shortfalls if s.cause is ShortfallCause.NODE_EXCLUDED}
-    out = []
+    out: list[ExcludedNode] = []
     for r in job.spec.replicas:
         for (index, node), e in ledger.replica(r.name).excluded:
             if e.until > now:
-                entry = {
-                    "node": node,
-                    "replica": r.name,
-                    "index": index,
-                    "rule": e.rule,
-                    "reason": e.reason,
-                    "until": format_time(e.until),
-                }
-                if (r.name, index) in waiting:
-                    entry["message"] = waiting[(r.name, index)]
+                entry = ExcludedNode(
+                    node=node,
+                    replica=r.name,
+                    index=index,
+                    rule=e.rule,
+                    reason=e.reason,
+                    until=format_time(e.until),
+                    message=waiting.get((r.name, index)),
+                )
                 out.append(entry)
-    return out
+    return tuple(out)
 
 
 def next_expiry(job: Job, ledger: Ledger, now: datetime) -> datetime | None:

@@ -8,18 +8,12 @@ one small module lets each side be written and table-tested without the other.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from datetime import datetime
 
-
-class ShortfallCause(enum.StrEnum):
-    """ShortfallCause: the closed set of reasons an index runs short (the status's ``cause``)."""
-
-    UNSCHEDULABLE = "Unschedulable"  # its pod exists but the scheduler finds no node for it
-    BACKOFF = "Backoff"  # its replacement waits out a rule's backoff before it is created
-    BUDGET_EXHAUSTED = "BudgetExhausted"  # a rule's restart budget ran out for it
-    NODE_EXCLUDED = "NodeExcluded"  # its replacement may not use the node its last pod failed on
+# The causes are a status field's values, so the status types own them (the api layer may not
+# import the planner); re-exported here, where the planner's parts find them.
+from aitj.core.api.status import ShortfallCause as ShortfallCause
 
 
 @dataclass(frozen=True)

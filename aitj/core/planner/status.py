@@ -9,10 +9,20 @@ is updated in place, with lastProbeTime; lastTransitionTime keeps when the phase
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
-from aitj.core.api import LABEL_JOB, LABEL_REPLICA, MAX_STATUS_CONDITIONS, SCALE_REPLICA, Job, Phase
+from aitj.core.api import (
+    LABEL_JOB,
+    LABEL_REPLICA,
+    MAX_LISTED,
+    MAX_STATUS_CONDITIONS,
+    SCALE_REPLICA,
+    ConditionStatus,
+    Job,
+    JobCondition,
+    Phase,
+    ReplicaStatus,
+)
 from aitj.core.planner.survey import Slot, State, Survey
 
 REASON_PENDING = "TrainingJobPending"
@@ -36,42 +46,33 @@ class Condition:
     keep: bool = False
 
 
-def current_condition(conditions: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """current_condition: the last condition of the history if it is True (None: none is current)."""
-    last = conditions[-1] if conditions else None
-    return last if last is not None and last.get("status") == "True" else None
-
-
 def advance_conditions(
-    conditions: Sequence[Mapping[str, Any]], want: Condition, now: str
-) -> list[dict[str, Any]]:
+    conditions: Sequence[JobCondition], want: Condition, now: str
+) -> tuple[JobCondition, ...]:
     """advance_conditions: the history with ``want`` current (unchanged when it already is)."""
-    history = [dict(c) for c in conditions]
-    last = current_condition(history)
-    if last is not None and last.get("type") == want.type.value:
-        if want.keep or (last.get("reason"), last.get("message")) == (want.reason, want.message):
-            return history
-        history[-1] = {**last, "reason": want.reason, "message": want.message, "lastProbeTime": now}
-        return history
-    for c in history:
-        if c.get("status") == "True":
-            c["status"] = "False"
+    history = list(conditions)
+    last = history[-1] if history and history[-1].status is ConditionStatus.TRUE else None
+    if last is not None and last.type is want.type:
+        if want.keep or (last.reason, last.message) == (want.reason, want.message):
+            return tuple(history)
+        history[-1] = replace(last, reason=want.reason, message=want.message, last_probe_time=now)
+        return tuple(history)
+    history = [
+        replace(c, status=ConditionStatus.FALSE) if c.status is ConditionStatus.TRUE else c for c in history
+    ]
     history.append(
-        {
-            "type": want.type.value,
-            "status": "True",
-            "reason": want.reason,
-            "message": want.message,
-            "lastProbeTime": now,
-            "lastTransitionTime": now,
-        }
+        JobCondition(
+            type=want.type,
+            status=ConditionStatus.TRUE,
+            reason=want.reason,
+            message=want.message,
+            last_probe_time=now,
+            last_transition_time=now,
+        )
     )
-    return history[-MAX_STATUS_CONDITIONS:]
+    return tuple(history[-MAX_STATUS_CONDITIONS:])
 
 
-# A message names at most this many pods or restarts, then says how many more: a job of
-# 10,000 pods must not write a condition of 10,000 names (the status has to fit in etcd).
-MAX_LISTED = 32
 # The scheduler's message is quoted; it grows with the number of distinct reasons.
 MAX_QUOTED = 512
 
@@ -175,29 +176,27 @@ def restart_message(survey: Survey) -> str:
     return "; ".join(parts)
 
 
-def replica_statuses(survey: Survey, names: Sequence[str]) -> dict[str, dict[str, int]]:
+def replica_statuses(survey: Survey, names: Sequence[str]) -> dict[str, ReplicaStatus]:
     """replica_statuses: per replica, pending (to be created, scheduled or started), running,
     succeeded, failed (failures that stand) and active (pending + running)."""
-    out: dict[str, dict[str, int]] = {}
+    out: dict[str, ReplicaStatus] = {}
     for name in names:
         states = [s.state for s in survey.of(name)]
         pending = sum(1 for st in states if st.in_progress)
         running = states.count(State.RUNNING)
-        out[name] = {
-            "active": pending + running,
-            "pending": pending,
-            "running": running,
-            "succeeded": states.count(State.SUCCEEDED),
-            "failed": states.count(State.FAILED),
-        }
+        out[name] = ReplicaStatus(
+            active=pending + running,
+            pending=pending,
+            running=running,
+            succeeded=states.count(State.SUCCEEDED),
+            failed=states.count(State.FAILED),
+        )
     return out
 
 
-def scale_fields(job: Job, counts: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
-    """scale_fields: trainerReplicas and selector for the /scale subresource."""
+def scale_fields(job: Job, counts: Mapping[str, ReplicaStatus]) -> tuple[int, str] | None:
+    """scale_fields: trainerReplicas and selector for the /scale subresource (None: the job has
+    no replica of that name)."""
     if SCALE_REPLICA not in counts:
-        return {}
-    return {
-        "trainerReplicas": counts[SCALE_REPLICA]["active"],
-        "selector": f"{LABEL_JOB}={job.name},{LABEL_REPLICA}={SCALE_REPLICA}",
-    }
+        return None
+    return counts[SCALE_REPLICA].active or 0, f"{LABEL_JOB}={job.name},{LABEL_REPLICA}={SCALE_REPLICA}"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from aitj.core.api import Phase, RestartScope
+from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.planner.shortfall import Shortfall
 from aitj.core.policy import Failure
@@ -231,7 +231,7 @@ class Plan:
     creates: tuple[PodCreate, ...] = ()
     discovery: Manifest | None = None  # the discovery ConfigMap to rewrite; None: unchanged
     nudges: tuple[PodNudge, ...] = ()  # master pods to annotate, so their kubelet shows the new lists
-    status: dict[str, Any] | None = field(default=None, hash=False)  # the new status; None: unchanged
+    status: JobStatus | None = field(default=None, hash=False)  # the new status; None: unchanged
     spec_replicas: tuple[ReplicasPatch, ...] = ()  # set replicas back (after the status write)
     deletes: tuple[PodDelete, ...] = ()
     release: tuple[str, ...] = ()  # pod names whose TRACKING_FINALIZER to remove

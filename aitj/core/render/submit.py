@@ -71,6 +71,11 @@ class Submission:
 
 def problems(s: Submission) -> list[str]:
     """problems: what admission would refuse in ``s``, as one sentence each (empty: fine)."""
+    return _shape_problems(s) + _setting_problems(s)
+
+
+def _shape_problems(s: Submission) -> list[str]:
+    """_shape_problems: the name and the replica counts, and the pod names they make."""
     out = []
     if not api.is_dns1035_label(s.name):
         out.append(f"--name {s.name!r} must be a DNS-1035 label (a-z, 0-9, '-', starting with a letter)")
@@ -88,6 +93,12 @@ def problems(s: Submission) -> list[str]:
         out.append(
             f"--name {s.name!r} is too long: pod names <name>-{longest}-xxxxx-<index> exceed 63 characters"
         )
+    return out
+
+
+def _setting_problems(s: Submission) -> list[str]:
+    """_setting_problems: the flags each checked on its own (resources, limits, the rules)."""
+    out = []
     if s.gpus < 0:
         out.append(f"--gpus {s.gpus} is out of range: 0 or more")
     if s.restart_limit < 0:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aitj.core.api import DEFAULT_REPLICAS, FINISHED_PHASES, Phase
+from aitj.core.api import DEFAULT_REPLICAS, FINISHED_PHASES, JobStatus, Phase
 from aitj.core.observed import PodView
 from aitj.core.wire import as_int, mapping
 
@@ -38,9 +38,6 @@ class JobGauges:
     replicas: tuple[ReplicaCount, ...]
     budgets: tuple[tuple[str, float], ...]
     degraded: int = 0
-
-
-_PHASES = {p.value: p for p in Phase}
 
 
 def _specs(body: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -80,8 +77,8 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
     (not finished and not Running: waiting to be scheduled or started, or being deleted with no
     successor yet), and vacant (``desired`` less the indexes that have a pod, finished or not;
     never below 0). A finished job wants no pods: nothing of it is vacant."""
-    status = mapping(body.get("status"))
-    phase = _PHASES.get(str(status.get("phase")), Phase.PENDING)
+    status = JobStatus.from_json(body.get("status"))
+    phase = status.phase or Phase.PENDING
     specs = _specs(body)
     desired = _desired(specs)
     held: dict[str, list[PodView]] = {name: [] for name in desired}
@@ -102,22 +99,20 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
     degraded = (
         0
         if phase in FINISHED_PHASES
-        else max(as_int(mapping(status.get("degraded")).get("count"), 0) or 0, 0)
+        else max((status.degraded.count if status.degraded is not None else None) or 0, 0)
     )
     return JobGauges(phase, tuple(counts), _budgets(specs, status), degraded)
 
 
-def _budgets(
-    specs: Mapping[str, Mapping[str, Any]], status: Mapping[str, Any]
-) -> tuple[tuple[str, float], ...]:
+def _budgets(specs: Mapping[str, Mapping[str, Any]], status: JobStatus) -> tuple[tuple[str, float], ...]:
     """_budgets: RestartCount / restartLimit per replica type with a limit. A limit of 0 allows
     no restart at all: its budget is used up (1.0) from the start."""
-    used = mapping(status.get("RestartCount"))
+    used = status.restart_count or {}
     out = []
     for name, spec in specs.items():
         limit = as_int(spec.get("restartLimit"))
         if limit is None or limit < 0:
             continue
-        count = max(as_int(used.get(name), 0) or 0, 0)
+        count = max(used.get(name, 0), 0)
         out.append((name, count / limit if limit else 1.0))
     return tuple(out)

@@ -9,14 +9,11 @@ replayed (after a conflict, or by a new operator) finds them there already: each
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from aitj.core.api import ScaleOperation
+from aitj.core.api import JobStatus, ScaleHistoryEntry, ScaleOperation
 from aitj.core.planner.scaling.operation import CANCELLED, FAILED, SUCCEEDED, TIMED_OUT
 from aitj.core.telemetry.labels import ScaleDirection, ScaleResult
-from aitj.core.wire import as_int, as_list, mapping
 
 _RESULTS = {
     SUCCEEDED: ScaleResult.SUCCEEDED,
@@ -35,32 +32,31 @@ class Scaled:
     result: ScaleResult
 
 
-def finished_scalings(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> tuple[Scaled, ...]:
+def finished_scalings(before: JobStatus | None, after: JobStatus) -> tuple[Scaled, ...]:
     """finished_scalings: the operations whose ``scaleHistory`` entry ``after`` adds to
     ``before`` (two statuses), oldest first. Entries it cannot read are skipped."""
-    old = as_list(mapping(before).get("scaleHistory"))
+    old = (before.scale_history if before is not None else None) or ()
     out = []
-    for entry in as_list(after.get("scaleHistory")):
+    for entry in after.scale_history or ():
         if entry in old:
             continue
-        scaled = _scaled(mapping(entry))
+        scaled = _scaled(entry)
         if scaled is not None:
             out.append(scaled)
     return tuple(out)
 
 
-def _scaled(e: Mapping[str, Any]) -> Scaled | None:
+def _scaled(e: ScaleHistoryEntry) -> Scaled | None:
     """_scaled: one history entry's replica, direction and result. A rollback's direction is the
     one of the operation it ends (``from`` and ``to``)."""
-    result = _RESULTS.get(str(e.get("reason")))
-    source, target = as_int(e.get("from")), as_int(e.get("to"))
+    result = _RESULTS.get(str(e.reason))
+    source, target = e.source, e.target
     if result is None or source is None or target is None:
         return None
-    operation = str(e.get("operation"))
-    if operation == ScaleOperation.SCALE_OUT.value:
+    if e.operation is ScaleOperation.SCALE_OUT:
         direction = ScaleDirection.OUT
-    elif operation == ScaleOperation.SCALE_IN.value:
+    elif e.operation is ScaleOperation.SCALE_IN:
         direction = ScaleDirection.IN
     else:
         direction = ScaleDirection.OUT if target > source else ScaleDirection.IN
-    return Scaled(str(e.get("replica", "")), direction, result)
+    return Scaled(e.replica or "", direction, result)

@@ -156,24 +156,13 @@ def teardown(run_dir: Path, nodes: Iterable[RealNode], kube_proxy: Path | None) 
     unmounted = _unmount_under([*(n.dir for n in nodes), *(n.containerd_state for n in nodes), run_dir])
     if unmounted:
         done.append(f"unmounted {unmounted}")
-    for node in nodes:
-        shutil.rmtree(node.containerd_state, ignore_errors=True)
-        if run("ip", "link", "show", node.bridge, check=False).returncode == 0:
-            run("ip", "link", "delete", node.bridge, check=False)
-            done.append(f"bridge {node.bridge}")
+    done += _delete_bridges(nodes)
     run("ip", "route", "delete", SERVICE_RANGE, check=False)
     if kube_proxy is not None and kube_proxy.exists():
         run(str(kube_proxy), "--cleanup", check=False)
-    for family in ("iptables", "ip6tables"):
-        for table, chains in KUBELET_CHAINS.items():
-            for chain in chains:
-                _delete_chain(family, table, chain)
-    saved = run_dir / "sysctls.json"
-    if saved.exists():
-        for key, value in json.loads(saved.read_text()).items():
-            if value is not None and _sysctl(key) is not None:
-                _set_sysctl(key, value)
-        saved.unlink()
+    for family, table, chain in kubelet_chains():
+        _delete_chain(family, table, chain)
+    if _restore_sysctls(run_dir):
         done.append("sysctls restored")
     # The guards go last: until here, something could still have forwarded.
     lifted = _lift_guards()
@@ -183,20 +172,46 @@ def teardown(run_dir: Path, nodes: Iterable[RealNode], kube_proxy: Path | None) 
     return done
 
 
+def _delete_bridges(nodes: list[RealNode]) -> list[str]:
+    """_delete_bridges removes each node's containerd state and deletes its bridge; returns
+    ``bridge <name>`` for each bridge there was."""
+    deleted = []
+    for node in nodes:
+        shutil.rmtree(node.containerd_state, ignore_errors=True)
+        if run("ip", "link", "show", node.bridge, check=False).returncode == 0:
+            run("ip", "link", "delete", node.bridge, check=False)
+            deleted.append(f"bridge {node.bridge}")
+    return deleted
+
+
+def kubelet_chains() -> list[tuple[str, str, str]]:
+    """kubelet_chains: (iptables command, table, chain) of every chain the kubelet leaves."""
+    return [
+        (family, table, chain)
+        for family in ("iptables", "ip6tables")
+        for table, chains in KUBELET_CHAINS.items()
+        for chain in chains
+    ]
+
+
+def _restore_sysctls(run_dir: Path) -> bool:
+    """_restore_sysctls sets the sysctls back to what ``guard`` found (those this kernel still
+    has); False when ``guard`` saved nothing."""
+    saved = run_dir / "sysctls.json"
+    if not saved.exists():
+        return False
+    for key, value in json.loads(saved.read_text()).items():
+        if value is not None and _sysctl(key) is not None:
+            _set_sysctl(key, value)
+    saved.unlink()
+    return True
+
+
 def _kill_pods(nodes: list[RealNode]) -> int:
     """_kill_pods SIGKILLs every process in the nodes' cgroups (the pods' containers) and each
     containerd shim of theirs, then removes the cgroups. A stopped kubelet and containerd
     leave both running: that is what a node whose kubelet died looks like."""
-    pids: set[int] = set()
-    sockets = [str(n.containerd_socket) for n in nodes]
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            if "containerd-shim" in cmdline and any(s in cmdline for s in sockets):
-                pids.add(int(proc.name))
+    pids = _shim_pids([str(n.containerd_socket) for n in nodes])
     groups = [d for n in nodes for d in _cgroup_dirs(n.cgroup_root)]
     # The nodes' common parent too, once it is empty (rmdir fails while a child remains).
     groups += [d for d in _cgroup_dirs(CGROUP_PARENT) if d.name == CGROUP_PARENT.strip("/")]
@@ -208,8 +223,40 @@ def _kill_pods(nodes: list[RealNode]) -> int:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    for group in sorted(groups, key=lambda g: len(g.parts), reverse=True):
+    _remove_cgroups(groups, deadline=time.monotonic() + 10)
+    return len(pids)
+
+
+def is_shim_of(cmdline: str, sockets: list[str]) -> bool:
+    """is_shim_of: whether a process's command line is a containerd shim of one of the
+    containerd ``sockets`` (the machine may run other containerds, whose shims stay)."""
+    return "containerd-shim" in cmdline and any(s in cmdline for s in sockets)
+
+
+def _shim_pids(sockets: list[str]) -> set[int]:
+    """_shim_pids: the processes that are containerd shims of ``sockets`` (``is_shim_of``)."""
+    pids: set[int] = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue  # the process ended meanwhile
+        if is_shim_of(cmdline, sockets):
+            pids.add(int(proc.name))
+    return pids
+
+
+def deepest_first(groups: list[Path]) -> list[Path]:
+    """deepest_first: ``groups`` children before parents, the order rmdir needs."""
+    return sorted(groups, key=lambda g: len(g.parts), reverse=True)
+
+
+def _remove_cgroups(groups: list[Path], deadline: float) -> None:
+    """_remove_cgroups removes each cgroup, retrying until ``deadline`` while the killed
+    processes still hold one (rmdir fails until the last one is gone)."""
+    for group in deepest_first(groups):
         while True:
             try:
                 group.rmdir()
@@ -220,7 +267,6 @@ def _kill_pods(nodes: list[RealNode]) -> int:
                 if time.monotonic() > deadline:
                     break
                 time.sleep(0.1)
-    return len(pids)
 
 
 def make_cgroups(node: RealNode) -> None:

@@ -101,16 +101,8 @@ def up(
     host.claim(RUN_DIR, cluster.name, False)
     host.guard(RUN_DIR, nodes)
     registry = images.serve(ports.registry, say=say)
-    commands = start.write_files(
-        cluster.name,
-        cluster.dir,
-        config,
-        ports,
-        nodes,
-        registry_hosts=images.hosts_toml(registry),
-        mirrored_hosts=images.hosts,
-        sandbox_image=images.sandbox,
-    )
+    pulls = start.Pulls(images.hosts_toml(registry), tuple(images.hosts), images.sandbox)
+    commands = start.write_files(cluster.name, cluster.dir, config, ports, nodes, pulls)
     cluster.record_commands(commands)
     for node in nodes:
         host.make_cgroups(node)

@@ -11,6 +11,7 @@ CoreDNS's read access.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +36,19 @@ DNS_HEALTH_PORT = 18053
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
+@dataclass(frozen=True)
+class Pulls:
+    """Pulls: where every node's containerd gets its images. ``registry_hosts``: the
+    ``hosts.toml`` that sends a registry host's pulls to the local registry, written for each of
+    ``mirrored_hosts``; ``sandbox_image``: the pod sandbox image, pinned."""
+
+    registry_hosts: str
+    mirrored_hosts: tuple[str, ...]
+    sandbox_image: str
+
+
 def write_files(
-    cluster: str,
-    state: Path,
-    config: ClusterConfig,
-    ports: Ports,
-    nodes: list[RealNode],
-    *,
-    registry_hosts: str,
-    mirrored_hosts: list[str],
-    sandbox_image: str,
+    cluster: str, state: Path, config: ClusterConfig, ports: Ports, nodes: list[RealNode], pulls: Pulls
 ) -> dict[str, list[str]]:
     """write_files writes each node's containerd, CNI, kubelet and registry-mirror files, and
     kube-proxy's and CoreDNS's, and returns the command lines in start order."""
@@ -57,11 +61,11 @@ def write_files(
         node.containerd_state.mkdir(parents=True, exist_ok=True)
         node.containerd_root.mkdir(parents=True, exist_ok=True)
         (node.dir / "containerd.toml").write_text(
-            configs.containerd_config(node, runc=runc, sandbox_image=sandbox_image)
+            configs.containerd_config(node, runc=runc, sandbox_image=pulls.sandbox_image)
         )
-        for host in mirrored_hosts:
+        for host in pulls.mirrored_hosts:
             (node.dir / "certs.d" / host).mkdir(parents=True, exist_ok=True)
-            (node.dir / "certs.d" / host / "hosts.toml").write_text(registry_hosts)
+            (node.dir / "certs.d" / host / "hosts.toml").write_text(pulls.registry_hosts)
         (node.dir / "cni" / "10-aitj.conflist").write_text(configs.cni_network(node))
         (node.dir / "resolv.conf").write_text(configs.resolv_conf())
         (node.dir / "kubelet.yaml").write_text(

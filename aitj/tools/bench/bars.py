@@ -41,32 +41,40 @@ class Check:
         }
 
 
+@dataclass(frozen=True)
+class Bar:
+    """Bar: what a figure must stay at or under, as a number (``limit``, None when its reference
+    was not measured) and as the table says it (``text``)."""
+
+    limit: float | None
+    text: str
+
+
 def against(
     figure: str,
     what: str,
     measured: float | None,
-    limit: float | None,
+    bar: Bar,
     *,
     value: str,
-    bar: str,
     data: dict[str, Any] | None = None,
     why_not: str = "",
 ) -> Check:
-    """against: a row whose bar is ``measured <= limit``. No measurement: not measured (the
+    """against: a row whose bar is ``measured <= bar.limit``. No measurement: not measured (the
     value says ``why_not``); no limit (its reference was not measured): measured only."""
     if measured is None:
         return Check(
             figure,
             what,
             f"not measured: {why_not}" if why_not else "not measured",
-            bar,
+            bar.text,
             Status.NOT_MEASURED,
             data or {},
         )
-    if limit is None:
-        return Check(figure, what, value, bar, Status.MEASURED, data or {})
-    status = Status.PASS if measured <= limit else Status.MISS
-    return Check(figure, what, value, bar, status, {**(data or {}), "limit": limit})
+    if bar.limit is None:
+        return Check(figure, what, value, bar.text, Status.MEASURED, data or {})
+    status = Status.PASS if measured <= bar.limit else Status.MISS
+    return Check(figure, what, value, bar.text, status, {**(data or {}), "limit": bar.limit})
 
 
 def measured(figure: str, what: str, value: str, data: dict[str, Any] | None = None) -> Check:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from aitj.tools.bench.bars import Check, Status, against, measured, not_measured
+from aitj.tools.bench.bars import Bar, Check, Status, against, measured, not_measured
 from aitj.tools.bench.stats import Summary, ms, summarize
 
 FLOOR_FACTOR = 1.5  # F1, F2, F4: ours within 1.5 x the floor
@@ -141,18 +141,16 @@ def checks(m: Measurements) -> list[Check]:
             "F8",
             "operator restart at 10,000 pods -> replacement of a pod deleted at the restart",
             m.restart_first,
-            10.0,
+            Bar(10.0, "<= 10 s"),
             value=_s(m.restart_first),
-            bar="<= 10 s",
             why_not=m.why.get("F8", ""),
         ),
         against(
             "F8",
             "operator restart at 10,000 pods -> every job's status current",
             m.restart_status,
-            30.0,
+            Bar(30.0, "<= 30 s"),
             value=_s(m.restart_status),
-            bar="<= 30 s",
             why_not=m.why.get("F8", ""),
         ),
         _takeover(m),
@@ -161,18 +159,16 @@ def checks(m: Measurements) -> list[Check]:
             "F10",
             f"operator CPU per pod created at bring-up{at}",
             m.cpu_per_pod,
-            0.005,
+            Bar(0.005, "<= 5 ms"),
             value=_cpu_ms(m.cpu_per_pod),
-            bar="<= 5 ms",
             why_not=m.why.get("F10", ""),
         ),
         against(
             "F11",
             "10,000 pods: the last pod Running -> every job's phase Running",
             m.jobs_running_after,
-            10.0,
+            Bar(10.0, "<= 10 s"),
             value=_s(m.jobs_running_after),
-            bar="<= 10 s",
             why_not=m.why.get("F11", ""),
         ),
         _peer(m),
@@ -196,9 +192,8 @@ def _vs_floor(fig: str, what: str, values: list[float], floor: Summary | None, w
         fig,
         what,
         ours.p99 if ours else None,
-        limit,
+        Bar(limit, bar),
         value=ours.text() if ours else "",
-        bar=bar,
         data=_ms_data(ours),
         why_not=why or "no trials",
     )
@@ -213,9 +208,8 @@ def _gang_running(m: Measurements) -> Check:
         "F1g",
         "force delete in a gang-scheduled job -> replacement Running",
         gang.p99 if gang else None,
-        limit,
+        Bar(limit, "p99 <= 1.5 x F1's p99 to Running" + (f" = {ms(limit)}" if limit is not None else "")),
         value=gang.text() if gang else "",
-        bar="p99 <= 1.5 x F1's p99 to Running" + (f" = {ms(limit)}" if limit is not None else ""),
         data={**_ms_data(gang), "f1_running": _ms_data(plain)},
         why_not=m.why.get("F1g", "") or "no trials",
     )
@@ -227,9 +221,8 @@ def _latency_limit(fig: str, what: str, values: list[float], limit: float, why: 
         fig,
         what,
         s.p99 if s else None,
-        limit,
+        Bar(limit, f"p99 <= {ms(limit)}"),
         value=s.text() if s else "",
-        bar=f"p99 <= {ms(limit)}",
         data=_ms_data(s),
         why_not=why or "no trials",
     )
@@ -248,9 +241,8 @@ def _scale_all(m: Measurements) -> Check:
         "F4",
         f"replicas 8 -> {m.f4_to} -> all {m.f4_to - 8} new pods created",
         ours.p50 if ours else None,
-        limit,
+        Bar(limit, bar),
         value=value,
-        bar=bar,
         data={"ours": _ms_data(ours), "floor": _ms_data(floor)},
         why_not=m.why.get("F4", "no trials"),
     )
@@ -300,9 +292,8 @@ def _cpu_per_events(m: Measurements) -> Check:
         "F6",
         f"operator CPU per 1,000 pod events{_at(m.pods, 1000)}",
         v,
-        0.5,
+        Bar(0.5, "<= 0.5 CPU-s"),
         value="" if v is None else f"{v:.2f} CPU-s",
-        bar="<= 0.5 CPU-s",
         why_not=m.why.get("F6", ""),
     )
 
@@ -313,9 +304,8 @@ def _idle(m: Measurements) -> list[Check]:
             "F6",
             f"operator idle CPU at {pods:,} pods",
             m.idle_percent.get(pods),
-            limit,
+            Bar(limit, f"<= {limit:g} % of a core"),
             value=f"{m.idle_percent[pods]:.1f} % of a core" if pods in m.idle_percent else "",
-            bar=f"<= {limit:g} % of a core",
             why_not=m.why.get(f"F6@{bar_pods}", "not at this scale"),
         )
         for pods, bar_pods, limit in _scaled(m.idle_percent, ((1000, 1.0), (10000, 5.0)))
@@ -328,9 +318,8 @@ def _rss(m: Measurements) -> list[Check]:
             "F7",
             f"operator RSS at {pods:,} pods",
             m.rss_mb.get(pods),
-            limit,
+            Bar(limit, f"<= {limit:g} MB"),
             value=f"{m.rss_mb[pods]:.0f} MB" if pods in m.rss_mb else "",
-            bar=f"<= {limit:g} MB",
             why_not=m.why.get(f"F7@{bar_pods}", "not at this scale"),
         )
         for pods, bar_pods, limit in _scaled(m.rss_mb, ((1000, 150.0), (10000, 300.0)))
@@ -362,7 +351,7 @@ def _takeover(m: Measurements) -> Check:
         gauge = summarize(m.takeover_leader)
         value += f"; aitj_leader 1 on the standby: median {gauge.p50:.1f} s"
         data["leader_gauge"] = gauge.as_ms()
-    return against("F9", what, s.p50, 5.0, value=value, bar="<= 5 s, median of 5", data=data)
+    return against("F9", what, s.p50, Bar(5.0, "<= 5 s, median of 5"), value=value, data=data)
 
 
 def _bringup(m: Measurements) -> Check:
@@ -373,9 +362,8 @@ def _bringup(m: Measurements) -> Check:
         "F10",
         f"bring-up: {m.pods:,} pods created by the operator -> all Running",
         ours,
-        limit,
+        Bar(limit, "<= 1.2 x the Job controller's time" + (f" = {_s(limit)}" if limit else "")),
         value=value,
-        bar="<= 1.2 x the Job controller's time" + (f" = {_s(limit)}" if limit else ""),
         data={"ours_s": ours, "job_controller_s": peer},
         why_not=m.why.get("F10", ""),
     )

@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,32 +60,35 @@ def usage_series(points: list[tuple[int, float, float]]) -> dict[str, list[float
     }
 
 
+@dataclass(frozen=True)
+class RunInfo:
+    """RunInfo: when, where and what ran: results.json's head, beside the rows and samples."""
+
+    mode: str
+    date: str
+    shape: dict[str, Any]
+    duration_s: float
+    notes: tuple[str, ...]
+    machine: dict[str, Any]
+    commit: str
+
+
 def document(
-    *,
-    mode: str,
-    date: str,
-    shape: dict[str, Any],
-    rows: list[Check],
-    m: Measurements,
-    usage: list[tuple[int, float, float]],
-    duration_s: float,
-    notes: list[str],
-    machine: dict[str, Any],
-    commit: str,
+    run: RunInfo, *, rows: list[Check], m: Measurements, usage: list[tuple[int, float, float]]
 ) -> dict[str, Any]:
     """document: results.json: when, where and what ran; the table's rows; every sample."""
     return {
         "schema": SCHEMA,
-        "date": date,
-        "mode": mode,
-        "machine": machine,
-        "commit": commit,
-        "shape": shape,
-        "duration_s": round(duration_s, 1),
+        "date": run.date,
+        "mode": run.mode,
+        "machine": run.machine,
+        "commit": run.commit,
+        "shape": run.shape,
+        "duration_s": round(run.duration_s, 1),
         "rows": [r.as_dict() for r in rows],
         "measurements": m.as_dict(),
         "usage": usage_series(usage),
-        "notes": notes,
+        "notes": list(run.notes),
     }
 
 

@@ -123,18 +123,16 @@ def run_bench(
         cluster.down()
     notes.append(f"load average (1, 5, 15 min) at the end: {_load()}")
     rows = checks(m)
-    doc = report.document(
+    ran = report.RunInfo(
         mode=mode,
         date=date,
         shape=asdict(shape),
-        rows=rows,
-        m=m,
-        usage=usage,
         duration_s=time.monotonic() - began,
-        notes=notes,
+        notes=tuple(notes),
         machine=report.machine(),
         commit=report.commit(REPO),
     )
+    doc = report.document(ran, rows=rows, m=m, usage=usage)
     for path in report.write(out, doc, rows, m, usage):
         stamped(f"wrote {path}")
     say(report.table(rows))

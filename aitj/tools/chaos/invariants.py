@@ -16,7 +16,7 @@ Each check returns a ``Check``: how many times it was evaluated and the violatio
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from aitj.core import api
@@ -148,43 +148,74 @@ def recoveries(history: History, expected: Expected, bounds: Bounds) -> tuple[Ch
     """recoveries: for each fault that disturbs jobs, the first moment after it, once a job was
     seen disturbed, when all its jobs are steady again. A fault whose jobs never look
     disturbed (an exit code that stands, say) recovers at once."""
-    check = Check("back at replica count")
     faults = sorted((f for f in history.faults if f.error is None and f.jobs), key=lambda f: f.t)
-    pending: dict[int, tuple[FaultRecord, set[JobKey]]] = {f.n: (f, set()) for f in faults}
-    since: dict[int, float] = {}  # all of the fault's jobs steady since
+    return _judged(faults, _recovery_times(history, expected, faults), bounds)
+
+
+@dataclass
+class Recovering:
+    """Recovering: one fault whose jobs are followed until they hold steady (``see``).
+    ``disturbed``: its jobs seen not steady since it; ``since``: all of them steady since."""
+
+    fault: FaultRecord
+    disturbed: set[JobKey] = field(default_factory=set)
+    since: float | None = None
+
+    def took(self, start: float) -> float:
+        """took: the recovery time if the jobs were steady from ``start`` on (0: never disturbed)."""
+        return max(0.0, start - self.fault.t) if self.disturbed else 0.0
+
+    def see(self, t: float, is_calm: Callable[[JobKey], bool]) -> float | None:
+        """see: the fault's recovery time once its jobs have held steady for HOLD at ``t``
+        (``is_calm`` says whether a job is steady now), None until then. Until a job was seen
+        disturbed, steadiness counts only a second after the fault healed: the fault's effect
+        may not show yet."""
+        f = self.fault
+        self.disturbed.update(k for k in f.jobs if not is_calm(k))
+        settled = bool(self.disturbed) or t > (f.healed or f.t) + 1.0
+        if not (settled and all(is_calm(k) for k in f.jobs)):
+            self.since = None
+            return None
+        # Steady for a second: the job's status catches up with its pods a little later
+        # (Restarting, then Running), so the first steady moment may not be the last.
+        if self.since is None:
+            self.since = t
+        return self.took(self.since) if t - self.since >= HOLD else None
+
+
+def _recovery_times(history: History, expected: Expected, faults: list[FaultRecord]) -> dict[int, float]:
+    """_recovery_times: how long each fault's jobs took to be steady again, by fault number
+    (a fault missing: never, or the history ended first without them steady)."""
+    pending = {f.n: Recovering(f) for f in faults}
     done: dict[int, float] = {}
     world = world_of(history)
     calm: dict[JobKey, bool] = {}
+
+    def is_calm(key: JobKey) -> bool:
+        if key not in calm:  # not touched since the start: judge it now
+            calm[key] = steady(world, key, expected)
+        return calm[key]
+
     for s in history.timeline():
         if history.deleting_from is not None and s.t >= history.deleting_from:
             break  # the command deleted the jobs: nothing recovers from that
         world.apply(s)
         for key in _touched(world, s):
             calm[key] = steady(world, key, expected)
-
-        def is_calm(key: JobKey) -> bool:
-            if key not in calm:  # not touched since the start: judge it now
-                calm[key] = steady(world, key, expected)
-            return calm[key]
-
-        for n, (f, disturbed) in list(pending.items()):
-            if s.t < f.t:
-                continue
-            disturbed.update(k for k in f.jobs if not is_calm(k))
-            settled = bool(disturbed) or s.t > (f.healed or f.t) + 1.0
-            if not (settled and all(is_calm(k) for k in f.jobs)):
-                since.pop(n, None)
-                continue
-            # Steady for a second: the job's status catches up with its pods a little later
-            # (Restarting, then Running), so the first steady moment may not be the last.
-            start = since.setdefault(n, s.t)
-            if s.t - start >= HOLD:
-                done[n] = max(0.0, start - f.t) if disturbed else 0.0
+        for n, r in list(pending.items()):
+            if s.t >= r.fault.t and (took := r.see(s.t, is_calm)) is not None:
+                done[n] = took
                 del pending[n]
-    for n, start in since.items():
-        if n in pending:
-            f, disturbed = pending[n]
-            done[n] = max(0.0, start - f.t) if disturbed else 0.0
+    # Steady when the history ended, if not yet for HOLD: recovered from then.
+    done.update({n: r.took(r.since) for n, r in pending.items() if r.since is not None})
+    return done
+
+
+def _judged(
+    faults: list[FaultRecord], done: dict[int, float], bounds: Bounds
+) -> tuple[Check, list[Recovery]]:
+    """_judged: each fault's Recovery, and a violation for each not back within the bound."""
+    check = Check("back at replica count")
     out = []
     for f in faults:
         check.checks += 1

@@ -15,8 +15,8 @@ from aitj.devcluster.cluster import LocalCluster, free_base
 from aitj.tools.chaos import bed, faults, report
 from aitj.tools.chaos.invariants import Bounds
 from aitj.tools.chaos.operators import Operator, Operators
-from aitj.tools.chaos.run import Options, run
-from aitj.tools.chaos.schedule import Allowed, FaultKind, available, describe, schedule
+from aitj.tools.chaos.run import Options, Result, run
+from aitj.tools.chaos.schedule import Allowed, FaultKind, Planned, available, describe, schedule
 
 Say = Callable[[str], None]
 
@@ -60,11 +60,8 @@ def run_chaos(s: Settings, console: Console) -> int:
     if s.operators > 1 and not s.leader_elect:
         say("--operators above 1 needs --leader-elect: two operators without it would both act")
         return 2
-    cluster: LocalCluster | None = None
-    kubeconfig = s.kubeconfig
-    if s.bed:
-        cluster = bed.up(s.bed, s.bed_nodes, say)
-        kubeconfig = cluster.kubeconfig
+    cluster = bed.up(s.bed, s.bed_nodes, say) if s.bed else None
+    kubeconfig = cluster.kubeconfig if cluster is not None else s.kubeconfig
     api = api_client(kubeconfig)
     if cluster is None and s.local is not False:
         cluster = bed.find_local(api.configuration.host)
@@ -73,13 +70,7 @@ def run_chaos(s: Settings, console: Console) -> int:
         return 2
     ops = Operators(pid_file=s.operator_pid_file, urls=s.operator_urls)
     local = cluster is not None and s.local is not False
-    allowed = Allowed(
-        local=local,
-        drain=s.allow_drain,
-        operator_pod=s.operators == 0 and s.operator_pid_file is None and not local,
-        operator_process=local and (s.operators > 0 or s.operator_pid_file is not None),
-    )
-    kinds = available(allowed, s.kinds)
+    kinds = available(allowed(s, local), s.kinds)
     plan = schedule(s.seed, kinds, s.duration, s.interval, s.max_faults)
     where = (
         f"the local control plane {cluster.name!r}"
@@ -94,17 +85,8 @@ def run_chaos(s: Settings, console: Console) -> int:
             say(line)
         return 0
     try:
-        if cluster is not None and s.operators:
-            assert kubeconfig is not None
-            extra = ("--leader-elect",) if s.leader_elect else ()
-            base = free_base(18643)
-            for i in range(s.operators):
-                op = Operator(kubeconfig, base + i, cluster.logs, extra)
-                op.start()
-                ops.started.append(op)
-        if cluster is not None and s.bed_jobs:
-            names = bed.create_jobs(cluster, s.namespace or "chaos", s.bed_jobs, s.seed)
-            say(f"created jobs {', '.join(names)}")
+        if cluster is not None:
+            _prepare(s, cluster, kubeconfig, ops, say)
         ctx = faults.Context(
             api,
             cluster if local else None,
@@ -113,20 +95,60 @@ def run_chaos(s: Settings, console: Console) -> int:
             operator_namespace=s.operator_namespace,
             operator_selector=s.operator_selector,
         )
-        opts = Options(
-            s.namespace,
-            s.selector,
-            tuple(plan),
-            s.duration,
-            Bounds(recovery=s.recovery_bound),
-            delete_jobs=s.delete_jobs,
-            min_gap=s.interval / 2,
-        )
-        result = run(ctx, api_client(kubeconfig), opts, say)
+        result = run(ctx, api_client(kubeconfig), options(s, plan), say)
     finally:
         ops.stop()
         if s.down and cluster is not None and s.bed:
             cluster.down()
+    _report(s, result, console, say)
+    return 1 if result.violations else 0
+
+
+def allowed(s: Settings, local: bool) -> Allowed:
+    """allowed: the faults the cluster offers. An operator pod is found only where the command
+    neither runs the operators nor was named one (a pid file), and not on the local control
+    plane; an operator process is killed only there."""
+    named = s.operators > 0 or s.operator_pid_file is not None
+    return Allowed(
+        local=local,
+        drain=s.allow_drain,
+        operator_pod=not named and not local,
+        operator_process=local and named,
+    )
+
+
+def options(s: Settings, plan: list[Planned]) -> Options:
+    """options: the chaos loop's options; faults at least half the interval apart when the
+    schedule has fallen behind."""
+    return Options(
+        s.namespace,
+        s.selector,
+        tuple(plan),
+        s.duration,
+        Bounds(recovery=s.recovery_bound),
+        delete_jobs=s.delete_jobs,
+        min_gap=s.interval / 2,
+    )
+
+
+def _prepare(s: Settings, cluster: LocalCluster, kubeconfig: Path | None, ops: Operators, say: Say) -> None:
+    """_prepare starts the operators the command runs (with ``kubeconfig``, else the local
+    cluster's own: the default kubeconfig found it) and creates the bed's jobs, on a local cluster."""
+    if s.operators:
+        kubeconfig = kubeconfig or cluster.kubeconfig
+        extra = ("--leader-elect",) if s.leader_elect else ()
+        base = free_base(18643)
+        for i in range(s.operators):
+            op = Operator(kubeconfig, base + i, cluster.logs, extra)
+            op.start()
+            ops.started.append(op)
+    if s.bed_jobs:
+        names = bed.create_jobs(cluster, s.namespace or "chaos", s.bed_jobs, s.seed)
+        say(f"created jobs {', '.join(names)}")
+
+
+def _report(s: Settings, result: Result, console: Console, say: Say) -> None:
+    """_report prints the table and writes the JSON and the timeline plot asked for."""
     report.print_table(result, console)
     if s.json_path:
         report.write_json(result, s.json_path)
@@ -134,4 +156,3 @@ def run_chaos(s: Settings, console: Console) -> int:
     if s.timeline_path:
         report.plot_timeline(result, s.timeline_path)
         say(f"wrote {s.timeline_path}")
-    return 1 if result.violations else 0

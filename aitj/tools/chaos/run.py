@@ -94,6 +94,20 @@ class _Loop:
         """tick: catch up with the watch, heal what is due, restart a killed operator, probe."""
         self.refresh()
         t = self.now()
+        self.heal(t)
+        self.supervise(t)
+        for key, (hit, seen) in list(self.cooling.items()):
+            state = cooled(hit, seen, steady(self.world, key, Expected()), t)
+            if state is None:
+                del self.cooling[key]
+            else:
+                self.cooling[key] = state
+        if self.probing and t - self.last_probe >= 1.0:
+            self.last_probe = t
+            self.probe()
+
+    def heal(self, t: float) -> None:
+        """heal: undo the lasting faults that are due (all of them once ``heal_now``)."""
         for rec in list(self.lasting):
             try:
                 if faults.heal(self.ctx, self.world, rec, t, force=self.heal_now):
@@ -101,26 +115,26 @@ class _Loop:
                     self.lasting.remove(rec)
             except ApiException as e:
                 self.say(f"healing fault {rec.n} failed for now: {e.reason}")
+
+    def supervise(self, t: float) -> None:
+        """supervise: start again an operator a fault killed, a second later, or one that
+        exited on its own at once (the supervisor's part: a Deployment's restart)."""
         if self.down_since is not None and t > self.down_since + 1.0:
             self.restart_operators()
             self.down_since = None
         elif self.down_since is None and self.ctx.operators.exited():
-            self.restart_operators()  # the supervisor's part (a Deployment's restart)
-        for key, (hit, seen) in list(self.cooling.items()):
-            calm = steady(self.world, key, Expected())
-            if not calm:
-                self.cooling[key] = (hit, True)
-            elif seen or t > hit + 5.0:
-                del self.cooling[key]
-        if self.probing and t - self.last_probe >= 1.0:
-            self.last_probe = t
-            for url in self.ctx.operators.endpoints:
-                self.history.probes.append(Probe(self.now(), url, answers(url) is not None))
-            for rec in self.history.faults:
-                if rec.kind is FaultKind.OPERATOR_KILL and rec.healed is None and self.down_since is None:
-                    recent = [p for p in self.history.probes[-len(self.ctx.operators.endpoints) :]]
-                    if recent and all(p.ok for p in recent):
-                        rec.healed = self.now()
+            self.restart_operators()
+
+    def probe(self) -> None:
+        """probe: ask every operator endpoint once; an operator kill is healed once all answer."""
+        # This round's probes only (a slice from -0 would be the whole history).
+        recent = [Probe(self.now(), url, answers(url) is not None) for url in self.ctx.operators.endpoints]
+        self.history.probes.extend(recent)
+        if not recent or not all(p.ok for p in recent) or self.down_since is not None:
+            return
+        for rec in self.history.faults:
+            if rec.kind is FaultKind.OPERATOR_KILL and rec.healed is None:
+                rec.healed = self.now()
 
     def restart_operators(self) -> None:
         """restart_operators: start again the operators that are down, and record it."""
@@ -201,6 +215,17 @@ class _Loop:
                 break
             time.sleep(1.0)
         self.history.leftovers = left
+
+
+def cooled(hit: float, seen: bool, calm: bool, t: float) -> tuple[float, bool] | None:
+    """cooled: a job a fault hit at ``hit``, at ``t``: still cooling, as (hit, seen disturbed),
+    or None once it was seen disturbed and is steady again, or stayed steady 5 s (the fault
+    did not show)."""
+    if not calm:
+        return hit, True
+    if seen or t > hit + 5.0:
+        return None
+    return hit, seen
 
 
 def owned(ctx: faults.Context, key: JobKey, uid: str) -> list[Leftover]:

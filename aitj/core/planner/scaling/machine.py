@@ -7,12 +7,11 @@ Pure and clock-free (the caller passes ``now``). The rules are in the package's 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
-from aitj.core.api import Job, ReplicaSpec, ScaleOperation
+from aitj.core.api import Job, JobStatus, ReplicaSpec, ScaleOperation
 from aitj.core.observed import PodView
 from aitj.core.planner.scaling.operation import (
     FAILED,
@@ -27,25 +26,22 @@ from aitj.core.planner.scaling.operation import (
 from aitj.core.planner.status import pod_list
 from aitj.core.planner.survey import Slot, State, Survey
 from aitj.core.planner.types import ReplicasPatch
-from aitj.core.wire import is_int, mapping
 
 # ---------------------------------------------------------------------------------------------
 # Before the survey: which indices have slots
 
 
-def prepare(
-    job: Job, status: Mapping[str, Any], pods: Sequence[PodView], now: datetime, started: bool
-) -> Scaling:
+def prepare(job: Job, status: JobStatus, pods: Sequence[PodView], now: datetime, started: bool) -> Scaling:
     """prepare: each replica's slots for this pass, from the current indices, the operation in
     flight and ``replicas``; begins, ends or replaces operations that need no survey to decide.
     ``started``: the job has run (before that an edit applies at once, without an operation)."""
     ops = {
         name: op
-        for name, value in mapping(status.get("scaling")).items()
-        if (op := Op.from_json(name, value)) is not None
+        for name, value in (status.scaling or {}).items()
+        if (op := Op.from_status(name, value)) is not None
     }
     counter = _Counter(_last_version(status, ops.values()))
-    hosts = frozenset(str(h) for h in status.get("discoveryHosts") or ())
+    hosts = frozenset(status.discovery_hosts or ())
     out: list[ReplicaScale] = []
     happened: list[Happening] = []
     patches: list[ReplicasPatch] = []
@@ -283,13 +279,10 @@ def _current_pods(pods: Sequence[PodView]) -> dict[int, PodView]:
     return at
 
 
-def _last_version(status: Mapping[str, Any], ops: Iterable[Op]) -> int:
+def _last_version(status: JobStatus, ops: Iterable[Op]) -> int:
     """_last_version: the highest operation number in flight or in the history (0: none)."""
     versions = [op.version for op in ops]
-    for entry in status.get("scaleHistory") or ():
-        v = mapping(entry).get("version")
-        if is_int(v):
-            versions.append(v)
+    versions += [entry.version for entry in status.scale_history or () if entry.version is not None]
     return max(versions, default=0)
 
 

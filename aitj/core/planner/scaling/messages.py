@@ -6,11 +6,17 @@ Pure and clock-free (the caller passes ``now``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
 
-from aitj.core.api import MAX_SCALE_HISTORY, Job, Phase, ScaleOperation
+from aitj.core.api import (
+    MAX_LISTED,
+    MAX_SCALE_HISTORY,
+    Job,
+    JobStatus,
+    Phase,
+    ScaleHistoryEntry,
+    ScaleOperation,
+)
 from aitj.core.planner.scaling.operation import (
     CANCELLED,
     SUCCEEDED,
@@ -20,7 +26,7 @@ from aitj.core.planner.scaling.operation import (
     Scaling,
     vacant_indices,
 )
-from aitj.core.planner.status import MAX_LISTED, REASON_SCALING, Condition, pod_list
+from aitj.core.planner.status import REASON_SCALING, Condition, pod_list
 from aitj.core.planner.types import Event
 from aitj.core.wire import format_time
 
@@ -33,44 +39,42 @@ EVENT_ROLLBACK = "TrainingJobScaleRollback"  # a scale-out was rolled back (Warn
 EVENT_CANCELLED = "TrainingJobScaleCancelled"  # an edit replaced an operation in flight (Normal)
 
 
-def write_status(status: Mapping[str, Any], scaling: Scaling, now: datetime) -> dict[str, Any]:
+def write_status(status: JobStatus, scaling: Scaling, now: datetime) -> JobStatus:
     """write_status: ``status`` with currentReplicas, vacantIndices, scaling and scaleHistory
     as this pass leaves them (empty maps are dropped)."""
-    out = dict(status)
-    out["currentReplicas"] = {rs.replica.name: len(rs.current) for rs in scaling.replicas}
-    vacant = {rs.replica.name: v for rs in scaling.replicas if (v := vacant_indices(rs.current))}
-    ops = {op.replica: op.to_json() for op in scaling.ops}
-    for key, value in (("vacantIndices", vacant), ("scaling", ops)):
-        if value:
-            out[key] = value
-        else:
-            out.pop(key, None)
+    vacant = {rs.replica.name: tuple(v) for rs in scaling.replicas if (v := vacant_indices(rs.current))}
+    ops = {op.replica: op.to_status() for op in scaling.ops}
+    out = status.updated(
+        current_replicas={rs.replica.name: len(rs.current) for rs in scaling.replicas},
+        vacant_indices=vacant or None,
+        scaling=ops or None,
+    )
     entries = [_entry(h, now) for h in scaling.happenings if h.kind is not Kind.BEGAN]
     if entries:
-        out["scaleHistory"] = ([*list(status.get("scaleHistory") or ()), *entries])[-MAX_SCALE_HISTORY:]
+        out = out.updated(scale_history=(*(status.scale_history or ()), *entries)[-MAX_SCALE_HISTORY:])
     return out
 
 
-def _entry(h: Happening, now: datetime) -> dict[str, Any]:
+def _entry(h: Happening, now: datetime) -> ScaleHistoryEntry:
     """_entry: the scaleHistory entry of an operation that ended in this pass."""
     op = h.op
     operation, reason = op.operation, SUCCEEDED
     if h.kind is not Kind.SUCCEEDED:
         operation = ScaleOperation.ROLLBACK
         reason = CANCELLED if h.kind is Kind.CANCELLED else op.reason
-    return {
-        "time": format_time(now),
-        "started": format_time(op.started),
-        "replica": op.replica,
-        "operation": operation.value,
-        "version": op.version,
-        "generation": op.generation,
-        "from": op.source,
-        "to": op.target,
-        "pods": list(op.pods[:MAX_LISTED]),  # 64 entries of thousands of names would not fit etcd
-        "reason": reason,
-        "message": outcome_message(h),
-    }
+    return ScaleHistoryEntry(
+        time=format_time(now),
+        started=format_time(op.started),
+        replica=op.replica,
+        operation=operation,
+        version=op.version,
+        generation=op.generation,
+        source=op.source,
+        target=op.target,
+        pods=op.pods[:MAX_LISTED],  # 64 entries of thousands of names would not fit etcd
+        reason=reason,
+        message=outcome_message(h),
+    )
 
 
 def events(job: Job, scaling: Scaling) -> tuple[Event, ...]:

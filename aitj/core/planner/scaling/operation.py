@@ -1,21 +1,20 @@
 """A scale operation as the job's status keeps it (``status.scaling.<r>``), the index sets, and
 what a pass makes of the operations (``Scaling``).
 
-Pure. The wire format is read defensively: anything unreadable is no operation.
+Pure. The status form is read defensively: anything unreadable is no operation.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from aitj.core.api import MAX_REPLICAS, ReplicaSpec, ScaleOperation
+from aitj.core.api import MAX_REPLICAS, JobStatus, ReplicaSpec, ScaleOperation, ScaleOperationStatus
 from aitj.core.planner.survey import Shape
 from aitj.core.planner.types import ReplicasPatch
-from aitj.core.wire import format_time, is_int, mapping, parse_time, strings
+from aitj.core.wire import format_time, parse_time
 
 # scaleHistory[].reason
 SUCCEEDED = "ScaleSucceeded"
@@ -47,57 +46,47 @@ class Op:
     reason: str = ""
     message: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "operation": self.operation.value,
-            "version": self.version,
-            "generation": self.generation,
-            "from": self.source,
-            "to": self.target,
-            "indices": list(self.indices),
-            "pods": list(self.pods),
-            "started": format_time(self.started),
-            "deadline": format_time(self.deadline),
-        }
-        if self.draining:
-            out["draining"] = list(self.draining)
-        if self.reason:
-            out["reason"] = self.reason
-        if self.message:
-            out["message"] = self.message
-        return out
+    def to_status(self) -> ScaleOperationStatus:
+        """to_status: the operation as ``status.scaling.<replica>`` keeps it."""
+        return ScaleOperationStatus(
+            operation=self.operation,
+            version=self.version,
+            generation=self.generation,
+            source=self.source,
+            target=self.target,
+            indices=self.indices,
+            pods=self.pods,
+            started=format_time(self.started),
+            deadline=format_time(self.deadline),
+            draining=self.draining or None,
+            reason=self.reason or None,
+            message=self.message or None,
+        )
 
     @classmethod
-    def from_json(cls, replica: str, value: object) -> Op | None:
-        """from_json reads the wire form; anything unreadable is no operation."""
-        if not isinstance(value, Mapping):
+    def from_status(cls, replica: str, value: ScaleOperationStatus) -> Op | None:
+        """from_status reads ``status.scaling.<replica>``; anything unreadable is no operation."""
+        started, deadline = parse_time(value.started), parse_time(value.deadline)
+        numbers = [n for n in (value.version, value.generation, value.source, value.target) if n is not None]
+        if value.operation is None or started is None or deadline is None or len(numbers) != 4:
             return None
-        try:
-            operation = ScaleOperation(str(value.get("operation")))
-        except ValueError:
-            return None
-        started, deadline = parse_time(value.get("started")), parse_time(value.get("deadline"))
-        numbers = [n for k in ("version", "generation", "from", "to") if is_int(n := value.get(k))]
-        indices = value.get("indices")
-        if started is None or deadline is None or len(numbers) != 4:
-            return None
-        if not isinstance(indices, list) or not all(is_int(i) and i >= 0 for i in indices):
+        if value.indices is None or not all(i >= 0 for i in value.indices):
             return None
         version, generation, source, target = numbers
         return cls(
             replica=replica,
-            operation=operation,
+            operation=value.operation,
             version=version,
             generation=generation,
             source=source,
             target=target,
-            indices=tuple(sorted(set(indices))),
+            indices=tuple(sorted(set(value.indices))),
             started=started,
             deadline=deadline,
-            pods=strings(value.get("pods")),
-            draining=strings(value.get("draining")),
-            reason=str(value.get("reason") or ""),
-            message=str(value.get("message") or ""),
+            pods=value.pods or (),
+            draining=value.draining or (),
+            reason=value.reason or "",
+            message=value.message or "",
         )
 
 
@@ -161,12 +150,12 @@ class Scaling:
 # Index sets
 
 
-def current_indices(status: Mapping[str, Any], replica: str) -> tuple[int, ...] | None:
+def current_indices(status: JobStatus, replica: str) -> tuple[int, ...] | None:
     """current_indices: the replica's current indices from status (None: not recorded yet)."""
-    count = mapping(status.get("currentReplicas")).get(replica)
-    if not is_int(count) or not 0 <= count <= MAX_REPLICAS:
+    count = (status.current_replicas or {}).get(replica)
+    if count is None or not 0 <= count <= MAX_REPLICAS:
         return None
-    vacant = {i for i in mapping(status.get("vacantIndices")).get(replica) or () if is_int(i)}
+    vacant = set((status.vacant_indices or {}).get(replica) or ())
     out: list[int] = []
     i = 0
     while len(out) < count:
