@@ -18,7 +18,7 @@ from aitj.controller.executor import (
     PlanSink,
     walk,
 )
-from aitj.controller.executor.kube_executor import _Pass
+from aitj.controller.executor.calls import Calls
 from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.planner.types import (
     DeleteReason,
@@ -79,7 +79,7 @@ def test_every_plan_field_is_a_step_or_is_not_sent() -> None:
     assert sorted([s.field for s in STEPS] + list(NOT_SENT)) == sorted(fields)
 
 
-@pytest.mark.parametrize("double", [_Pass, Cluster], ids=["the executor", "its test double"])
+@pytest.mark.parametrize("double", [Calls, Cluster], ids=["the executor", "its test double"])
 def test_the_executor_and_its_test_double_carry_out_every_step(double: type) -> None:
     # mypy checks their signatures (both declare PlanSink); this checks the table has no step
     # the Protocol lacks.

@@ -1,11 +1,17 @@
-"""Which client call makes or removes each kind of object a job owns (``CREATE``, ``DELETE``),
-and Volcano's PodGroups dressed as a typed client so the tables can name them like the rest."""
+"""The clients a pass calls with (``Clients``), which client call makes or removes each kind of
+object a job owns (``CREATE``, ``DELETE``), and Volcano's PodGroups dressed as a typed client so
+the tables can name them like the rest."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from kubernetes import client
+
+from aitj.controller.gangapi import GangApi
 from aitj.core.planner.types import ObjectKind
 from aitj.core.render import volcano
 
@@ -53,4 +59,33 @@ class VolcanoPodGroups:
         """patch_namespaced_pod_group merge-patches one PodGroup."""
         return self.custom.patch_namespaced_custom_object(
             *self.where, namespace, volcano.PODGROUP_PLURAL, name, body, **options
+        )
+
+
+@dataclass(frozen=True)
+class Clients:
+    """Clients: the API clients the passes' calls go through, one set per operator, and the
+    clock for Event timestamps and pod creation times (metrics). Typed as Any: the generated
+    client wants model objects, the calls send plain dicts."""
+
+    core: Any
+    custom: Any
+    policy: Any
+    rbac: Any
+    volcano: VolcanoPodGroups
+    gang: GangApi
+    clock: Callable[[], dt.datetime]
+
+    @classmethod
+    def of(cls, api_client: client.ApiClient, clock: Callable[[], dt.datetime]) -> Clients:
+        """of: the clients over ``api_client``."""
+        custom = client.CustomObjectsApi(api_client)
+        return cls(
+            core=client.CoreV1Api(api_client),
+            custom=custom,
+            policy=client.PolicyV1Api(api_client),
+            rbac=client.RbacAuthorizationV1Api(api_client),
+            volcano=VolcanoPodGroups(custom),
+            gang=GangApi(api_client),
+            clock=clock,
         )

@@ -61,7 +61,7 @@ NOT_SENT = ("requeue_after", "restarts", "hosts", "shortfalls")
 
 class PlanSink(Protocol):
     """PlanSink: what carries a Plan out, one method per step of ``STEPS``, each handed that
-    step's part of the Plan (never an empty one). The executor's pass (``kube_executor._Pass``)
+    step's part of the Plan (never an empty one). The executor's pass (``calls.Calls``)
     and the test double (tests/unit/builders.py ``Cluster``) declare it, so mypy checks that
     both take every step, with its type."""
 

@@ -1,71 +1,32 @@
-"""KubeExecutor: the executor over the official client: one ``send_<step>`` per step of
-``STEPS`` (``PlanSink``; the package docstring is the contract each of them keeps)."""
+"""KubeExecutor: the executor over the official client. ``execute`` walks a Plan through one
+``Calls`` per pass (``aitj.controller.executor.calls``: one ``send_<step>`` per step of ``STEPS``)
+and turns what stopped it into ``Sent.stopped``."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-import uuid
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
 
-from aitj.controller import metrics
-from aitj.controller.executor.clients import CREATE, DELETE, VolcanoPodGroups
-from aitj.controller.executor.contract import (
-    CreatedPod,
-    GangRefused,
-    NamespaceTerminating,
-    PlanSink,
-    PodRefused,
-    Sent,
-    StaleJob,
-    StepFailed,
-    Stop,
-    Target,
-    walk,
-)
-from aitj.controller.gangapi import GangApi, gang_refused
-from aitj.controller.kubeclient import error_fields, error_text, release
-from aitj.controller.logs import log
-from aitj.core import api
-from aitj.core.observed import ANNOTATION_HOSTS, TRACKING_FINALIZER
-from aitj.core.planner.lifecycle import PodRefusal
-from aitj.core.planner.types import (
-    Event,
-    Manifest,
-    ObjectKind,
-    ObjectRef,
-    Outcome,
-    Plan,
-    PodCreate,
-    PodDelete,
-    PodNudge,
-    ReplicasPatch,
-)
-from aitj.core.wire import format_time
+from aitj.controller.executor.calls import Calls
+from aitj.controller.executor.clients import Clients
+from aitj.controller.executor.contract import Sent, StepFailed, Stop, Target, walk
+from aitj.core.planner.types import Plan
 
 
 class KubeExecutor:
     """KubeExecutor carries out plans with the official client. It holds no state about jobs:
-    passes of different jobs run in threads at once, each with its own ``_Pass``."""
+    passes of different jobs run in threads at once, each with its own ``Calls``."""
 
     def __init__(
         self,
         api_client: client.ApiClient,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
     ) -> None:
-        # Typed as Any: the generated client wants model objects, we send plain dicts.
-        self.core: Any = client.CoreV1Api(api_client)
-        self.custom: Any = client.CustomObjectsApi(api_client)
-        self.policy: Any = client.PolicyV1Api(api_client)
-        self.rbac: Any = client.RbacAuthorizationV1Api(api_client)
-        self.volcano = VolcanoPodGroups(self.custom)
-        self.gang = GangApi(api_client)
-        self.clock = clock  # Event timestamps, and when a pod was created (metrics)
+        self.clients = Clients.of(api_client, clock)
 
     def execute(self, target: Target, plan: Plan) -> Sent:
         """execute sends ``plan`` for ``target``, step by step (``STEPS``), and returns what the
@@ -74,7 +35,7 @@ class KubeExecutor:
         the step like a refused one: the reconciler retries the job."""
         sent = Sent()
         try:
-            walk(plan, _Pass(self, target, sent))
+            walk(plan, Calls(self.clients, target, sent))
         except Stop as e:
             sent.stopped = e
         except ApiException as e:  # a call outside the steps' own handling: refused all the same
@@ -84,303 +45,3 @@ class KubeExecutor:
             sent.stopped = StepFailed(f"no answer from the API server: {e}")
             sent.stopped.__cause__ = e
         return sent
-
-
-def _body(response: Any) -> Mapping[str, Any] | None:
-    """_body: the JSON object a call returned (None when there is none to read)."""
-    data = getattr(response, "data", None)
-    if not isinstance(data, bytes) or not data:
-        return None
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) and "metadata" in value else None
-
-
-class _Pass(PlanSink):
-    """_Pass: one Plan being sent for one job; a method per step (``PlanSink``)."""
-
-    def __init__(self, ex: KubeExecutor, job: Target, sent: Sent) -> None:
-        self.ex, self.core, self.job, self.sent, self.written = ex, ex.core, job, sent, sent.written
-        self.log = log.bind(namespace=job.namespace, job=job.name)
-
-    def send_ensure(self, manifests: Sequence[Manifest]) -> None:
-        """send_ensure creates each object; AlreadyExists is success. A native gang PodGroup
-        refused for want of its Workload stops the pass as GangRefused (the reconciler says
-        what that means)."""
-        for m in manifests:
-            try:
-                made = self._create(f"{m.kind} {m.name}", self._call(CREATE[m.kind]), m.body)
-            except StepFailed as e:
-                if m.kind is ObjectKind.GANG_POD_GROUP and gang_refused(e.__cause__):
-                    raise GangRefused(str(e)) from e.__cause__
-                raise
-            if not isinstance(made, bool):
-                self.written.owned.append((m.kind, made))
-
-    def send_removes(self, refs: Sequence[ObjectRef]) -> None:
-        """send_removes deletes each object; NotFound is success."""
-        for ref in refs:
-            self._delete(f"{ref.kind} {ref.name}", self._call(DELETE[ref.kind]), ref.name)
-            self.written.gone_owned.append(ref)
-
-    def send_creates(self, creates: Sequence[PodCreate]) -> None:
-        """send_creates creates each pod, counting and logging those it made, and returning
-        them (``Sent.created``)."""
-        for c in creates:
-            try:
-                made = self._create(f"pod {c.name}", self.core.create_namespaced_pod, c.body)
-            except StepFailed as e:
-                cause = e.__cause__
-                if isinstance(cause, ApiException) and 400 <= (cause.status or 0) < 500:
-                    said = PodRefusal(c.name, c.replica, cause.status, error_text(cause), error_fields(cause))
-                    raise PodRefused(str(e), said) from cause
-                raise
-            if not isinstance(made, bool):
-                self.written.pods.append(made)
-            if made is not False:
-                self.sent.created.append(CreatedPod(c.replica, c.index, c.generation, self.ex.clock()))
-                metrics.PODS_CREATED.labels(c.replica).inc()
-                self.log.info(
-                    "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
-                )
-
-    def send_discovery(self, m: Manifest) -> None:
-        """send_discovery replaces the discovery ConfigMap, or creates it when NotFound."""
-        try:
-            release(
-                self.core.replace_namespaced_config_map(
-                    m.name, self.job.namespace, m.body, _preload_content=False
-                )
-            )
-        except ApiException as e:
-            if e.status != 404:
-                raise StepFailed(f"writing the discovery host list: {error_text(e)}") from e
-            self.send_ensure((m,))
-
-    def send_nudges(self, nudges: Sequence[PodNudge]) -> None:
-        """send_nudges annotates each pod with its digest; NotFound and a uid Conflict are fine
-        (the pod is gone or replaced: its successor mounts the new lists when it starts)."""
-        for n in nudges:
-            patch = {"metadata": {"uid": n.uid, "annotations": {ANNOTATION_HOSTS: n.digest}}}
-            self._patch_pod(n.name, patch, "nudging pod {} to show the new host list")
-
-    def send_restart_events(self, events: Sequence[Event]) -> None:
-        """send_restart_events posts each restart's Event (best effort; named: once)."""
-        self.send_events(events)
-
-    def send_status(self, typed: api.JobStatus) -> None:
-        """send_status writes the whole status, if the job is still the version planned from."""
-        # The planner returns the whole status: replace it in one write, as a JSON patch (the
-        # typed client would send a merge patch, which cannot drop keys the planner dropped).
-        # The patch first tests that the job is still the version the pass planned from: a
-        # pass planned from a stale copy must not overwrite a newer status (say, drop the
-        # condition another pass just appended).
-        status = typed.to_json()
-        version = self.job.resource_version
-        patch: list[dict[str, Any]] = []
-        if version:
-            patch.append({"op": "test", "path": "/metadata/resourceVersion", "value": version})
-        patch.append({"op": "add", "path": "/status", "value": dict(status)})
-        try:
-            response = self.ex.custom.patch_namespaced_custom_object_status(
-                *self._job_path(), patch, _content_type="application/json-patch+json", _preload_content=False
-            )
-        except ApiException as e:
-            if e.status == 404:
-                return  # the job is gone
-            if e.status == 422 and version:
-                raise StaleJob(f"{self.job.namespace}/{self.job.name} changed since version {version}") from e
-            raise StepFailed(f"writing status: {error_text(e)}") from e
-        self._job_written(response)
-        self.sent.status_written = True
-
-    def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
-        """send_spec_replicas: one JSON patch that tests each value before replacing it, so a
-        newer edit of the user's wins (the test fails, and the next pass plans the new spec)."""
-        ops: list[dict[str, Any]] = []
-        for p in patches:
-            path = f"/spec/replicaSpecs/{p.replica}/replicas"  # replica names are DNS labels
-            ops += [
-                {"op": "test", "path": path, "value": p.expected},
-                {"op": "replace", "path": path, "value": p.value},
-            ]
-        try:
-            response = self.ex.custom.patch_namespaced_custom_object(
-                *self._job_path(), ops, _content_type="application/json-patch+json", _preload_content=False
-            )
-        except ApiException as e:
-            if e.status in (404, 409, 422):  # gone, or changed since (test failed), or refused
-                self.log.warning("replicas not set back", error=error_text(e))
-                return
-            raise StepFailed(f"setting replicas back: {error_text(e)}") from e
-        self._job_written(response)
-        self.log.info("replicas set back", replicas={p.replica: p.value for p in patches})
-
-    def send_deletes(self, deletes: Sequence[PodDelete]) -> None:
-        """send_deletes deletes each pod under its uid precondition, counting by reason."""
-        for d in deletes:
-            opts = client.V1DeleteOptions(
-                grace_period_seconds=d.grace_period_seconds, preconditions=client.V1Preconditions(uid=d.uid)
-            )
-            if self._delete(f"pod {d.name}", self.core.delete_namespaced_pod, d.name, body=opts, pod=True):
-                metrics.PODS_DELETED.labels(d.reason.value).inc()
-                self.log.info("pod deleted", pod=d.name, reason=d.message, grace=d.grace_period_seconds)
-
-    def send_release(self, pods: Sequence[str]) -> None:
-        """send_release removes the tracking finalizer from each pod; NotFound is fine."""
-        patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
-        for pod in pods:
-            self._patch_pod(pod, patch, "releasing pod {}")
-
-    def send_budgets(self, manifests: Sequence[Manifest]) -> None:
-        """send_budgets writes each PodDisruptionBudget: patches its spec, creates it when NotFound."""
-        for m in manifests:
-            try:
-                response = self.ex.policy.patch_namespaced_pod_disruption_budget(
-                    m.name, self.job.namespace, {"spec": m.body["spec"]}, _preload_content=False
-                )
-            except ApiException as e:
-                if e.status != 404:
-                    raise StepFailed(f"writing {m.kind} {m.name}: {error_text(e)}") from e
-                self.send_ensure((m,))
-                continue
-            written = _body(response)
-            if written is not None:
-                self.written.owned.append((m.kind, written))
-
-    def send_podgroup(self, m: Manifest) -> None:
-        """send_podgroup merge-patches the Volcano PodGroup's spec, creates it when NotFound."""
-        try:
-            response = self.ex.volcano.patch_namespaced_pod_group(
-                m.name,
-                self.job.namespace,
-                {"spec": m.body["spec"]},
-                _content_type="application/merge-patch+json",
-                _preload_content=False,
-            )
-        except ApiException as e:
-            if e.status != 404:
-                raise StepFailed(f"writing {m.kind} {m.name}: {error_text(e)}") from e
-            self.send_ensure((m,))
-            return
-        release(response)
-
-    def send_events(self, events: Sequence[Event]) -> None:
-        """send_events posts each Event (best effort)."""
-        for event in events:
-            self._event(event)
-
-    def send_outcome(self, outcome: Outcome) -> None:
-        """send_outcome counts and logs the job's end."""
-        job = self.job
-        metrics.JOBS_FINISHED.labels(job.namespace, str(outcome.phase), outcome.reason).inc()
-        self.log.info(
-            "job finished", phase=str(outcome.phase), reason=outcome.reason, message=outcome.message
-        )
-
-    # ---- pieces ----------------------------------------------------------------------------
-    def _job_path(self) -> tuple[str, str, str, str, str]:
-        """_job_path: the custom-object arguments that name the job."""
-        return api.GROUP, api.VERSION, self.job.namespace, api.PLURAL, self.job.name
-
-    def _call(self, where: tuple[str, str]) -> Callable[..., Any]:
-        """_call: the client method ``where`` names (``CREATE``, ``DELETE``)."""
-        api_name, method = where
-        return getattr(getattr(self.ex, api_name), method)  # type: ignore[no-any-return]
-
-    def _create(
-        self, what: str, create: Callable[..., Any], body: Mapping[str, Any]
-    ) -> Mapping[str, Any] | bool:
-        """_create: the object made as the server returned it (True when it returned none to
-        read), False when it already existed."""
-        try:
-            response = create(self.job.namespace, body, _preload_content=False)
-        except ApiException as e:
-            if e.status == 409:
-                return False
-            if e.status == 403 and "being terminated" in error_text(e):
-                raise NamespaceTerminating(self.job.namespace) from e
-            raise StepFailed(f"creating {what}: {error_text(e)}") from e
-        return _body(response) or True
-
-    def _delete(
-        self, what: str, delete: Callable[..., Any], name: str, *, pod: bool = False, **options: Any
-    ) -> bool:
-        """_delete: True when deleted, False when gone already (or, with a uid precondition,
-        replaced by a newer object of the same name: 409). A pod's answer is written through."""
-        try:
-            response = delete(name, self.job.namespace, _preload_content=False, **options)
-        except ApiException as e:
-            if e.status == 404 and pod:
-                self.written.gone_pods.append(name)
-            if e.status in (404, 409):
-                return False
-            raise StepFailed(f"deleting {what}: {error_text(e)}") from e
-        if pod:
-            self._pod_written(response)
-        else:
-            release(response)
-        return True
-
-    def _job_written(self, response: Any) -> None:
-        """_job_written keeps the job as a write returned it."""
-        body = _body(response)
-        if body is not None:
-            self.written.jobs.append(body)
-
-    def _patch_pod(self, name: str, patch: Mapping[str, Any], what: str) -> None:
-        """_patch_pod patches one pod and keeps what the call returned. NotFound: the pod is
-        gone (noted); a Conflict, which only a patch naming the pod's uid can meet: it was
-        replaced, and its successor needs nothing. Anything else fails the step, saying
-        ``what`` (formatted with the pod's name)."""
-        try:
-            response = self.core.patch_namespaced_pod(name, self.job.namespace, patch, _preload_content=False)
-        except ApiException as e:
-            if e.status == 404:
-                self.written.gone_pods.append(name)
-            elif e.status != 409:
-                raise StepFailed(f"{what.format(name)}: {error_text(e)}") from e
-            return
-        self._pod_written(response)
-
-    def _pod_written(self, response: Any) -> None:
-        """_pod_written keeps a pod as a call returned it."""
-        body = _body(response)
-        if body is not None and body.get("kind") == "Pod":
-            self.written.pods.append(body)
-
-    def _event(self, event: Event) -> None:
-        """_event posts a Kubernetes Event on the job (best effort: never fails the pass). With
-        a ``name``, once: a second post with the same name finds it there."""
-        job, stamp = self.job, format_time(self.ex.clock())
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": event.name or f"{job.name}.{uuid.uuid4().hex[:12]}",
-                "namespace": job.namespace,
-            },
-            "involvedObject": {
-                "apiVersion": f"{api.GROUP}/{api.VERSION}",
-                "kind": api.KIND,
-                "name": job.name,
-                "namespace": job.namespace,
-                "uid": job.uid,
-            },
-            "type": event.type,
-            "reason": event.reason,
-            "message": event.message[:1024],
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "source": {"component": "aitj-operator"},
-            "reportingComponent": "aitj-operator",
-        }
-        try:
-            release(self.core.create_namespaced_event(job.namespace, body, _preload_content=False))
-        except ApiException as e:
-            if event.name is not None and e.status == 409:
-                return  # recorded by an earlier pass
-            self.log.warning("event not recorded", reason=event.reason, error=error_text(e))
