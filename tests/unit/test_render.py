@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from aitj.core import api, naming
-from aitj.core.render import render_pod, render_service
+from aitj.core.render import Placement, PodIdentity, render_pod, render_service
 from tests.seeds import SEED_MANIFEST as SEED
 
 UID = "0b6e1c3a-5d2f-4e8b-9a71-2c4d6f8e0a13"
@@ -97,16 +97,14 @@ def pod(
     priority_class: str | None = None,
     extra_annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    name = naming.pod_name(job.name, job.uid, replica, index, generation)
     return render_pod(
         job,
-        job.spec.replica(replica),
-        index,
-        generation,
+        PodIdentity(job.spec.replica(replica), index, generation, name),
         restart_counts or {},
-        name=naming.pod_name(job.name, job.uid, replica, index, generation),
-        priority_class=priority_class,
         finalizer=FINALIZER,
         extra_annotations=extra_annotations or {},
+        placement=Placement(priority_class=priority_class),
     )
 
 

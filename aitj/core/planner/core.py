@@ -188,21 +188,25 @@ def _live(
     wanted = [s for s in found.slots if s.state in (State.CREATE, State.REPLACE)]
     # No pod goes where a node shows a fault signal: the scheduler knows nothing of them.
     off = nodesignals.faulty_nodes(given.nodes, given.settings.node_signals) if wanted else ()
+    joins = gang.plan_gang(job, found, given.owned, given.settings)
+    placement = render.Placement(
+        avoid_nodes=tuple(off),
+        volcano_pod_group=resources.pod_group(job, given.settings),
+        gang_pod_group=joins.pod_group if joins is not None else None,
+        priority_class=given.settings.priority_classes.get(job.spec.priority or ""),
+    )
     creates = tuple(
         _create(
             job,
             s,
             counts,
             annotations,
-            given.settings,
-            off,
-            rule_budgets.avoid(ledger.replica(s.replica.name), s.index, now),
+            replace(
+                placement, exclude_hostnames=rule_budgets.avoid(ledger.replica(s.replica.name), s.index, now)
+            ),
         )
         for s in wanted
     )
-    joins = gang.plan_gang(job, found, given.owned, given.settings)
-    if joins is not None:
-        creates = tuple(replace(c, body=render.with_pod_group(c.body, joins.pod_group)) for c in creates)
     deletes, release, force_events, wake = retire(job, found.retirees, now)
     lists = hostfiles.host_lists(job, found, shape.joining)
     hosts = lists.hosts if lists is not None else None
@@ -274,27 +278,15 @@ def _create(
     slot: Slot,
     counts: Mapping[str, int],
     annotations: Mapping[str, str],
-    settings: Settings,
-    off: Sequence[str],
-    avoid: Sequence[str],
+    placement: render.Placement,
 ) -> PodCreate:
     """_create: the pod of ``slot`` (its successor's, for a replacement), rendered under the
-    name the survey gave it, kept off the nodes ``off`` (fault signals, by name) and those its
-    index must ``avoid`` (a rule's excludeNodeSeconds, by hostname)."""
+    name the survey gave it, placed as ``placement`` says."""
+    pod = render.PodIdentity(slot.replica, slot.index, slot.generation, slot.name)
     body = render.render_pod(
-        job,
-        slot.replica,
-        slot.index,
-        slot.generation,
-        counts,
-        name=slot.name,
-        priority_class=settings.priority_classes.get(job.spec.priority or ""),
-        finalizer=TRACKING_FINALIZER,
-        extra_annotations=annotations,
-        exclude_hostnames=avoid,
-        pod_group=resources.pod_group(job, settings),
+        job, pod, counts, finalizer=TRACKING_FINALIZER, extra_annotations=annotations, placement=placement
     )
-    return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, render.avoid_nodes(body, off))
+    return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, body)
 
 
 def _status(
