@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import yaml
 
 from aitj.core import api, naming
-from aitj.core.render import render_pod, render_service
+from aitj.core.render import Placement, PodIdentity, render_pod, render_service
 from tests.seeds import SEED_MANIFEST as SEED
 
 UID = "0b6e1c3a-5d2f-4e8b-9a71-2c4d6f8e0a13"
@@ -97,16 +98,14 @@ def pod(
     priority_class: str | None = None,
     extra_annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    name = naming.pod_name(job.name, job.uid, replica, index, generation)
     return render_pod(
         job,
-        job.spec.replica(replica),
-        index,
-        generation,
+        PodIdentity(job.spec.replica(replica), index, generation, name),
         restart_counts or {},
-        name=naming.pod_name(job.name, job.uid, replica, index, generation),
-        priority_class=priority_class,
         finalizer=FINALIZER,
         extra_annotations=extra_annotations or {},
+        placement=Placement(priority_class=priority_class),
     )
 
 
@@ -322,6 +321,66 @@ def test_priority_class(
     spec = pod(job, priority_class=priority_class)["spec"]
     assert spec.get("priorityClassName") == expected_class
     assert spec.get("priority") == expected_priority
+
+
+def _required_terms(p: dict[str, Any]) -> list[dict[str, Any]]:
+    affinity = p["spec"].get("affinity", {}).get("nodeAffinity", {})
+    return list(
+        affinity.get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+    )
+
+
+@pytest.mark.parametrize(
+    ("placement", "where", "expected"),
+    [
+        pytest.param(
+            Placement(avoid_nodes=("n2", "n1")),
+            lambda p: _required_terms(p),
+            [{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n2", "n1"]}]}],
+            id="nodes to avoid by name: a metadata.name NotIn field",
+        ),
+        pytest.param(
+            Placement(exclude_hostnames=("h2", "h1", "h2")),
+            lambda p: _required_terms(p),
+            [
+                {
+                    "matchExpressions": [
+                        {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["h1", "h2"]}
+                    ]
+                }
+            ],
+            id="hostnames to exclude: a kubernetes.io/hostname NotIn expression, sorted, once each",
+        ),
+        pytest.param(
+            Placement(volcano_pod_group="pg"),
+            lambda p: p["metadata"].get("annotations", {}).get("scheduling.k8s.io/group-name"),
+            "pg",
+            id="the Volcano PodGroup: the group-name annotation",
+        ),
+        pytest.param(
+            Placement(gang_pod_group="job-gang-1"),
+            lambda p: p["spec"].get("schedulingGroup"),
+            {"podGroupName": "job-gang-1"},
+            id="the native gang's PodGroup: spec.schedulingGroup",
+        ),
+        pytest.param(
+            Placement(priority_class="aitj-high"),
+            lambda p: p["spec"].get("priorityClassName"),
+            "aitj-high",
+            id="the priority class",
+        ),
+    ],
+)
+def test_one_placement_shapes_where_the_pod_goes(
+    placement: Placement, where: Callable[[dict[str, Any]], Any], expected: Any
+) -> None:
+    job = with_template(seed_job(), "trainer", lambda t: t["spec"].update(schedulerName="volcano"))
+    name = naming.pod_name(job.name, job.uid, "trainer", 0, 0)
+    identity = PodIdentity(job.spec.replica("trainer"), 0, 0, name)
+    anywhere = render_pod(job, identity, {}, finalizer=FINALIZER)
+    placed = render_pod(job, identity, {}, finalizer=FINALIZER, placement=placement)
+    assert where(placed) == expected
+    assert where(anywhere) != expected  # the default Placement asks for none of it
 
 
 def test_the_template_is_not_modified() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from aitj.core import naming, render
+from aitj.core import api, naming, render
 from aitj.core.planner import ObjectKind, ObjectRef, Plan
 from aitj.core.render.volcano import host_file_key, host_files, volcano_env
 from tests.kubelet_volumes import MountFailed, container_env, container_files, volume_files
@@ -145,21 +145,17 @@ def test_a_dash_in_a_replica_name_becomes_an_underscore_as_in_volcano() -> None:
 # The pods: the files read back, and the variables
 
 
+def render_one(job: api.Job, replica: str, name: str) -> dict[str, Any]:
+    """render_one: pod 0 of ``replica``, generation 0, named ``name``."""
+    return render.render_pod(
+        job, render.PodIdentity(job.spec.replica(replica), 0, 0, name), {}, finalizer="f"
+    )
+
+
 def test_every_pod_reads_the_host_files_at_etc_volcano_as_the_kubelet_lays_them_out() -> None:
     cluster = running()
     configmaps = {CONFIGMAP.name: data(cluster)}
-    pod = dict(
-        render.render_pod(
-            cluster.job,
-            cluster.job.spec.replica("trainer"),
-            0,
-            0,
-            {},
-            name=T[0],
-            priority_class=None,
-            finalizer="f",
-        )
-    )
+    pod = dict(render_one(cluster.job, "trainer", T[0]))
     files = container_files(pod, "aitj-0", configmaps)
     volcano = {k: v for k, v in files.items() if k.startswith("/etc/volcano/")}
     assert volcano == {
@@ -178,9 +174,7 @@ def test_the_volcano_seed_launcher_command_gets_its_host_list() -> None:
     job = seed_job(trainer(name="worker"), launcher(name="master"))
     workers = [naming.pod_name(JOB, job.uid, "worker", i, 0) for i in range(3)]
     configmap = render.render_discovery_configmap(job, [], {"worker": workers})
-    pod = render.render_pod(
-        job, job.spec.replica("master"), 0, 0, {}, name="m", priority_class=None, finalizer="f"
-    )
+    pod = render_one(job, "master", "m")
     files = container_files(pod, "aitj-0", {configmap["metadata"]["name"]: configmap["data"]})
     worker_host = files["/etc/volcano/worker.host"].replace("\n", ",")
     assert worker_host == ",".join(dns(*workers)) and "" not in worker_host.split(",")
@@ -188,16 +182,7 @@ def test_the_volcano_seed_launcher_command_gets_its_host_list() -> None:
 
 def test_the_vc_variables_are_read_from_the_configmap_when_the_container_starts() -> None:
     cluster = running()
-    launcher = render.render_pod(
-        cluster.job,
-        cluster.job.spec.replica("launcher"),
-        0,
-        0,
-        {},
-        name="l",
-        priority_class=None,
-        finalizer="f",
-    )
+    launcher = render_one(cluster.job, "launcher", "l")
     started = container_env(launcher, "aitj-0", {CONFIGMAP.name: data(cluster)})
     assert started["VC_TRAINER_HOSTS"] == ",".join(dns(*T[:3])) and started["VC_TRAINER_NUM"] == "3"
     assert started["VC_LAUNCHER_HOSTS"] == naming.pod_host(JOB, name_of("launcher", 0))
@@ -218,9 +203,7 @@ def test_after_a_scale_out_a_container_starting_reads_five_and_the_pods_are_unch
 def test_a_pods_size_does_not_grow_with_the_job() -> None:
     def size(trainers: int) -> int:
         job = with_replica(seed_job(), "trainer", replicas=trainers, max_replicas=trainers)
-        body = render.render_pod(
-            job, job.spec.replica("trainer"), 0, 0, {}, name=T[0], priority_class=None, finalizer="f"
-        )
+        body = render_one(job, "trainer", T[0])
         return len(json.dumps(body))
 
     assert size(999) == size(100)  # the same digits in TRAININGJOB_TRAINER_REPLICAS
@@ -233,9 +216,7 @@ def test_a_user_mount_at_etc_volcano_is_theirs() -> None:
         "containers": [{"name": "aitj-0", "volumeMounts": [{"name": "x", "mountPath": "/etc/volcano/"}]}]
     }
     job = with_replica(job, "trainer", template=template)
-    pod = render.render_pod(
-        job, job.spec.replica("trainer"), 0, 0, {}, name=T[0], priority_class=None, finalizer="f"
-    )
+    pod = render_one(job, "trainer", T[0])
     assert [m["name"] for m in pod["spec"]["containers"][0]["volumeMounts"]] == ["x"]
 
 

@@ -15,7 +15,7 @@ from kubernetes.client import ApiClient
 from aitj.controller.cache import OWNED, InformerCache, owned_kind
 from aitj.core.api import RestartScope
 from aitj.core.planner import ObjectKind, ObjectRef, Plan, Settings, plan
-from aitj.core.render import render_pod
+from aitj.core.render import Placement, PodIdentity, render_pod
 from aitj.core.render.volcano import (
     ANNOTATION_GROUP_NAME,
     ANNOTATION_QUEUE,
@@ -113,7 +113,9 @@ def test_min_member_is_the_sum_of_min_replicas_of_the_replicas_volcano_schedules
     assert group.body["spec"]["minMember"] == 2
     assert {c.replica: group_of(c.body) for c in result.creates} == {"trainer": JOB}
     launcher = job.spec.replica("launcher")
-    body = render_pod(job, launcher, 0, 0, {}, name="l", priority_class=None, finalizer="f", pod_group=JOB)
+    body = render_pod(
+        job, PodIdentity(launcher, 0, 0, "l"), {}, finalizer="f", placement=Placement(volcano_pod_group=JOB)
+    )
     assert group_of(body) is None
 
 

@@ -6,13 +6,18 @@ It decides and renders; the executor (aitj/controller/executor/) only sends the 
 - ``types``: the Plan and its parts, and the planner's input data (Settings, Owned, SshKeys).
 - ``lifecycle``: the Plans that are not ``plan``'s: a job being deleted, an invalid spec, a
   terminating namespace, the pods of a job that is gone; ``triage`` picks.
-- ``resources``: the job's Service, ssh Secret and discovery ConfigMap.
 - ``survey``: slots per replica index, failures, restart decisions, launcher gating (issue 5).
-- ``ledger``: the restart ledger, which keeps restart counts exact across operator crashes.
+- ``ledger`` (and ``rulelog``): the restart ledger, which keeps restart counts exact across
+  operator crashes; ``rule_budgets``: what the recovery rules read from it.
 - ``outcome``: completePolicy / failPolicy / timeLimit (issue 4).
 - ``status``: phase, condition history, status fields.
-- ``scaling``: replicas edits as scale operations: host list order, grace, rollback (issue 6).
-- ``core``: ``plan`` itself, and cleanup on finish.
+- ``core``: ``plan`` itself: assess, then for a job that goes on combine the features' parts
+  (``part``: what a part is given and gives back; ``context``: the facts the parts share),
+  and cleanup on finish.
+- The features, each with its ``part``: ``status_base``, ``creates``, ``restarts``, ``retire``,
+  ``scaling`` (replicas edits as scale operations, issue 6; its part in ``scaling.part``),
+  ``rule_status``, ``degraded``, ``hostfiles``, ``resources`` (the job's Service, ssh Secret,
+  discovery ConfigMap, Volcano PodGroup), ``disruption_budgets``, ``gang``, ``timeouts``.
 
 What each decision means for users: docs/semantics.md.
 """

@@ -1,60 +1,68 @@
 """plan(job, pods, nodes, now) -> Plan: the one decision of a reconcile pass.
 
-Pure and clock-free. The steps: merge the restart ledger (status + pod stamps + observed
-generations), survey the slots (aitj.core.planner.survey: failures, restarts, gating), judge the
-outcome (aitj.core.planner.outcome), then turn it all into rendered pods to create, deletes,
-finalizer releases, one status, events, the rendered discovery ConfigMap, the job's missing
-objects (aitj.core.planner.resources) and the next time-based wake-up.
-A finished job (Succeeded, Failed, Timeout) only gets its cleanup.
+Pure and clock-free. A finished job (Succeeded, Failed, Timeout) only gets its cleanup. Any
+other is assessed first (``assess``): the restart ledger merged (status + pod stamps + observed
+generations), the scale operations prepared, the slots surveyed (aitj.core.planner.survey:
+failures, restarts, gating), the operations settled. Then the outcome is judged
+(aitj.core.planner.outcome): a job that ends in this pass gets its last status and cleanup
+(``_finish``).
+
+A job that goes on gets the Plan its features make together. ``_live`` builds the pass's
+Context once (aitj.core.planner.context: what ``plan`` was given, the assessment, and the facts
+several features share), hands it to each feature's ``part`` in the order of ``PARTS`` and
+combines what they return (aitj.core.planner.part.combine): tuple steps one part's after the
+other's, single-valued steps from at most one part, the status as each part's edit applied in
+turn to the one before, the wake-up at the soonest any part asks for. The parts, in order:
+
+- ``status_base``: phase, conditions, restart and replica counts, start times,
+  observedGeneration, the restart ledger (the status every other part edits);
+- ``creates``: the pods to create, rendered and placed;
+- ``restarts``: the restarts recorded (Events, ``status.restarts``);
+- ``retire``: deletes, force-deletes, finalizer releases;
+- ``scaling.part``: the scale operations' Events, status fields, rollback patch, wake-up;
+- ``rule_status``: ``status.excludedNodes``, the Events of rule budgets used up, wake-ups;
+- ``degraded``: ``status.degraded`` and its Events, the shortfalls;
+- ``hostfiles``: plugin.discovery's lists, the ConfigMap rewrite, the master pods' nudges;
+- ``resources``: the job's missing objects and its Volcano PodGroup;
+- ``disruption_budgets``: the PodDisruptionBudgets;
+- ``gang``: the native gang's objects;
+- ``timeouts``: wake-ups when a restartTimeout or the timeLimit falls due.
+
+A new feature is a module with a ``part(ctx)``, its tests and one line in ``PARTS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from aitj.core import naming, nodesignals, render
-from aitj.core.api import (
-    FINISHED_PHASES,
-    MAX_RESTART_RECORDS,
-    CleanPodPolicy,
-    Job,
-    JobStatus,
-    Phase,
-    RestartScope,
+from aitj.core.api import FINISHED_PHASES, CleanPodPolicy, Job, JobStatus, Phase
+from aitj.core.observed import NodeView, PodView
+from aitj.core.planner import (
+    context,
+    creates,
+    degraded,
+    disruption_budgets,
+    gang,
+    hostfiles,
+    resources,
+    restarts,
+    retire,
+    rule_status,
+    scaling,
+    status_base,
+    timeouts,
 )
-from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER, NodeView, PodView
-from aitj.core.planner import degraded, gang, hostfiles, resources, rule_budgets, scaling
-from aitj.core.planner.ledger import Ledger, record_entry
-from aitj.core.planner.outcome import judge, timeout_at
-from aitj.core.planner.retire import retire
-from aitj.core.planner.status import (
-    Condition,
-    advance_conditions,
-    live_condition,
-    replica_statuses,
-    scale_fields,
-)
-from aitj.core.planner.survey import Slot, State, Survey, observe, survey
-from aitj.core.planner.types import (
-    DeleteReason,
-    Event,
-    Manifest,
-    ObjectRef,
-    Outcome,
-    Owned,
-    Plan,
-    PodCreate,
-    PodDelete,
-    RestartRecord,
-    Settings,
-    SshKeys,
-)
+from aitj.core.planner.context import Given
+from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.outcome import judge
+from aitj.core.planner.part import Context, Part, combine
+from aitj.core.planner.scaling import part as scaling_part
+from aitj.core.planner.status import Condition
+from aitj.core.planner.survey import Survey, observe, survey
+from aitj.core.planner.types import DeleteReason, Event, Outcome, Owned, Plan, PodDelete, Settings, SshKeys
 from aitj.core.wire import format_time, parse_time
-
-EVENT_RESTARTING = "TrainingJobRestarting"
-
 
 DEFAULT_SETTINGS = Settings()
 
@@ -97,7 +105,7 @@ def plan_and_assessment(
     # would hand the old job's restarts to the new one. It only gets its finalizer back.
     mine = [p for p in named if p.owner_uid in (None, job.uid)]
     foreign = tuple(p.name for p in named if p.owner_uid not in (None, job.uid) and p.tracked)
-    result, a = _plan_mine(job, mine, prev, nodes, now, _Given(owned, keys, settings, nodes))
+    result, a = _plan_mine(job, mine, prev, nodes, now, Given(owned, keys, settings, nodes))
     if foreign:
         result = replace(result, release=tuple(dict.fromkeys(result.release + foreign)))
     return result, a
@@ -109,7 +117,7 @@ def _plan_mine(
     prev: JobStatus,
     nodes: Mapping[str, NodeView],
     now: datetime,
-    g: _Given,
+    g: Given,
 ) -> tuple[Plan, Assessment | None]:
     """_plan_mine: the plan for the job's own pods (plan_and_assessment's body)."""
     if (phase := prev.phase) in FINISHED_PHASES:
@@ -117,18 +125,8 @@ def _plan_mine(
     a = assess(job, mine, nodes, now, g.settings)
     outcome = judge(job.spec, a.found, a.started, now)
     if outcome is not None:
-        return _finish(job, mine, prev, a.found, a.ledger, outcome, now, g.owned), a
-    return _live(job, prev, a.found, a.scale, a.started, now, g), a
-
-
-@dataclass(frozen=True)
-class _Given:
-    """_Given: plan's inputs about the world beyond the job's pods, for a live job."""
-
-    owned: Owned | None
-    keys: SshKeys | None
-    settings: Settings
-    nodes: Mapping[str, NodeView]
+        return _finish(job, mine, prev, a, outcome, now, g.owned), a
+    return _live(job, prev, a, now, g), a
 
 
 @dataclass(frozen=True)
@@ -159,211 +157,32 @@ def assess(
 
 
 # ---------------------------------------------------------------------------------------------
-# A job that goes on
+# A job that goes on: the parts, combined
+
+# Each feature's part of the pass (aitj.core.planner.part), in the order their steps and status
+# edits combine. The order is the Plan's: Events come from retire, scaling, the rules' budgets,
+# then degraded; the objects to ensure from resources, then the gang; the removes from the
+# budgets, then the gang. A new feature adds its line here.
+PARTS: tuple[Callable[[Context], Part], ...] = (
+    status_base.part,  # the status the others edit
+    creates.part,
+    restarts.part,
+    retire.part,
+    scaling_part.part,
+    rule_status.part,
+    degraded.part,
+    hostfiles.part,
+    resources.part,
+    disruption_budgets.part,
+    gang.part,
+    timeouts.part,
+)
 
 
-def _live(
-    job: Job,
-    prev: JobStatus,
-    found: Survey,
-    scale: scaling.Scaling,
-    started: datetime | None,
-    now: datetime,
-    given: _Given,
-) -> Plan:
-    stamp = format_time(now)
-    previous = prev.phase
-    shape = scale.shape
-    began, busy = scaling.conditions(job, scale)
-    condition = live_condition(job, found, previous, started is not None, began, busy, shape.joining)
-    if condition.type is Phase.RUNNING and started is None:
-        started = now
-    counts = {r.name: found.ledger.replica(r.name).restart_count for r in job.spec.replicas}
-    # What this pass records: restarts earlier passes decided and did not get to record, and its own.
-    records = found.ledger.unrecorded() + found.restarts
-    ledger = rule_budgets.prune(job, found.ledger.recording(records), now)
-    # Every pod created carries them, so a pass that fails after any create is recorded by the
-    # next one; bounded like status.restarts, which keeps no more.
-    annotations = {ANNOTATION_LEDGER: ledger.annotation(records[-MAX_RESTART_RECORDS:])}
-    wanted = [s for s in found.slots if s.state in (State.CREATE, State.REPLACE)]
-    # No pod goes where a node shows a fault signal: the scheduler knows nothing of them.
-    off = nodesignals.faulty_nodes(given.nodes, given.settings.node_signals) if wanted else ()
-    creates = tuple(
-        _create(
-            job,
-            s,
-            counts,
-            annotations,
-            given.settings,
-            off,
-            rule_budgets.avoid(ledger.replica(s.replica.name), s.index, now),
-        )
-        for s in wanted
-    )
-    joins = gang.plan_gang(job, found, given.owned, given.settings)
-    if joins is not None:
-        creates = tuple(replace(c, body=render.with_pod_group(c.body, joins.pod_group)) for c in creates)
-    deletes, release, force_events, wake = retire(job, found.retirees, now)
-    lists = hostfiles.host_lists(job, found, shape.joining)
-    hosts = lists.hosts if lists is not None else None
-    status = scaling.write_status(_status(job, prev, ledger, found, condition, stamp), scale, now)
-    shortfalls = tuple(s.shortfall for s in found.slots if s.shortfall is not None)
-    status = status.updated(excluded_nodes=rule_budgets.excluded_status(job, ledger, now, shortfalls) or None)
-    if started is not None:
-        status = status.updated(start_running_time=format_time(started))
-    status = _record(hostfiles.record(status, lists), prev, records)
-    status, degraded_events = degraded.update(status, job, found, shortfalls, prev, now, shape.joining)
-    wake += _timeouts(job, found, started, now) + scaling.wake(scale, now)
-    wake += rule_budgets.wakes(shortfalls, rule_budgets.next_expiry(job, ledger, now), now)
-    changed = hostfiles.changed(prev, lists)
-    budgets, unbudgets, wanted_budgets = _budgets(job, found, prev, given.owned)
-    podgroup, podgroup_spec = resources.podgroup_rewrite(job, prev, given.owned, given.settings)
-    status = status.updated(disruption_budgets=wanted_budgets or None, volcano_pod_group=podgroup_spec)
-    running = lists.running if lists is not None else None
-    return Plan(
-        ensure=resources.ensure(job, given.owned, given.keys, hosts or (), running)
-        + resources.podgroups(job, given.owned, given.settings)
-        + (joins.ensure if joins else ()),
-        removes=unbudgets + (joins.removes if joins else ()),
-        budgets=budgets,
-        podgroup=podgroup,
-        creates=creates,
-        discovery=resources.discovery(job, hosts, running) if hosts is not None and changed else None,
-        nudges=hostfiles.nudges(found, lists),
-        deletes=deletes,
-        release=tuple(dict.fromkeys(release + found.released)),
-        status=None if status == prev else status,
-        events=force_events + scaling.events(job, scale) + _budget_events(job, found) + degraded_events,
-        restart_events=tuple(_restart_event(job, r) for r in records),
-        requeue_after=min(wake) if wake else None,
-        hosts=hosts if hostfiles.hosts_changed(prev, lists) else None,
-        restarts=records,
-        spec_replicas=scale.patches,
-        shortfalls=shortfalls,
-    )
-
-
-def _budgets(
-    job: Job, found: Survey, prev: JobStatus, owned: Owned | None
-) -> tuple[tuple[Manifest, ...], tuple[ObjectRef, ...], dict[str, int]]:
-    """_budgets: the PodDisruptionBudgets to write and to remove, and what they are, for the
-    status to record (resources, "PodDisruptionBudgets")."""
-    expected = {
-        r.name: sum(1 for s in found.of(r.name) if s.state not in (State.SUCCEEDED, State.FAILED))
-        for r in job.spec.replicas
-    }
-    wanted = resources.wanted_budgets(job, expected)
-    recorded = resources.recorded_budgets(prev)
-    return (
-        resources.budgets(job, wanted, recorded, owned),
-        resources.budget_removes(job, wanted, recorded, owned),
-        wanted,
-    )
-
-
-def _budget_events(job: Job, found: Survey) -> tuple[Event, ...]:
-    """_budget_events: one per failure that stands because a rule's budget ran out."""
-    events = (
-        rule_budgets.budget_event(job, s.name, s.generation, s.shortfall) for s in found.slots if s.shortfall
-    )
-    return tuple(e for e in events if e is not None)
-
-
-def _create(
-    job: Job,
-    slot: Slot,
-    counts: Mapping[str, int],
-    annotations: Mapping[str, str],
-    settings: Settings,
-    off: Sequence[str],
-    avoid: Sequence[str],
-) -> PodCreate:
-    """_create: the pod of ``slot`` (its successor's, for a replacement), rendered under the
-    name the survey gave it, kept off the nodes ``off`` (fault signals, by name) and those its
-    index must ``avoid`` (a rule's excludeNodeSeconds, by hostname)."""
-    body = render.render_pod(
-        job,
-        slot.replica,
-        slot.index,
-        slot.generation,
-        counts,
-        name=slot.name,
-        priority_class=settings.priority_classes.get(job.spec.priority or ""),
-        finalizer=TRACKING_FINALIZER,
-        extra_annotations=annotations,
-        exclude_hostnames=avoid,
-        pod_group=resources.pod_group(job, settings),
-    )
-    return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, render.avoid_nodes(body, off))
-
-
-def _status(
-    job: Job, prev: JobStatus, ledger: Ledger, found: Survey, condition: Condition, stamp: str
-) -> JobStatus:
-    """_status: ``prev`` with what every pass of a job that has not finished rewrites."""
-    names = [r.name for r in job.spec.replicas]
-    counts = replica_statuses(found, names)
-    restarts = {name: ledger.replica(name).restart_count for name in names}
-    status = prev.updated(
-        phase=condition.type,
-        conditions=advance_conditions(prev.conditions or (), condition, stamp),
-        restart_count=restarts,
-        total_restarts=sum(restarts.values()),
-        replica_statuses=counts,
-        start_time=prev.start_time or stamp,
-        observed_generation=job.generation,
-        restart_ledger=ledger.to_status(),
-    )
-    if (scale := scale_fields(job, counts)) is not None:
-        status = status.updated(trainer_replicas=scale[0], selector=scale[1])
-    return status
-
-
-def _timeouts(job: Job, found: Survey, started: datetime | None, now: datetime) -> list[float]:
-    """_timeouts: seconds until the next restartTimeout or timeLimit falls due."""
-    wake: list[float] = []
-    for s in found.slots:
-        p, timeout = s.pod, s.replica.restart_timeout
-        if (
-            s.state is State.PENDING
-            and p is not None
-            and p.generation > 0
-            and timeout is not None
-            and p.created
-        ):
-            due = p.created + timedelta(seconds=timeout)
-            wake.append((due - now).total_seconds())
-    if started is not None and job.spec.time_limit is not None:
-        wake.append((timeout_at(started, job.spec.time_limit) - now).total_seconds())
-    return [max(w, 0.0) for w in wake]
-
-
-def _record(status: JobStatus, prev: JobStatus, records: Sequence[RestartRecord]) -> JobStatus:
-    """_record: ``status`` with ``records`` appended to ``status.restarts`` (the last
-    MAX_RESTART_RECORDS kept). Each is recorded once: the ledger's ``recorded`` marks, written
-    in the same status, keep a later pass from recording it again (aitj.core.planner.ledger)."""
-    if not records:
-        return status
-    history = (*(prev.restarts or ()), *(record_entry(r) for r in records))
-    return status.updated(restarts=history[-MAX_RESTART_RECORDS:])
-
-
-def _restart_event(job: Job, r: RestartRecord) -> Event:
-    """_restart_event: the Event of a restart, named after it (job uid, replica, index, failed
-    generation): the pass that decides it and any pass that records it late send the same
-    Event, which the API server keeps once."""
-    what = {
-        RestartScope.POD: f"pod {naming.pod_name(job.name, job.uid, r.replica, r.index, r.generation + 1)}",
-        RestartScope.REPLICA: f"every pod of replica {r.replica}",
-        RestartScope.ALL: "every pod of the job",
-    }[r.scope]
-    return Event(
-        "Warning",
-        EVENT_RESTARTING,
-        f"{r.failure.cause} on pod {r.pod} ({r.failure.description}): rule {r.rule} "
-        f"restarts scope {r.scope.value}: recreating {what}",
-        f"{job.name}.{job.uid[:8] or 'job'}.restart-{r.replica}-{r.index}-{r.generation}",
-    )
+def _live(job: Job, prev: JobStatus, a: Assessment, now: datetime, given: Given) -> Plan:
+    """_live: the Plan of a pass of a job that goes on: every part's, combined."""
+    ctx = context.build(job, prev, a.found, a.scale, a.started, now, given)
+    return combine(prev, [feature(ctx) for feature in PARTS])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,8 +193,7 @@ def _finish(
     job: Job,
     pods: Sequence[PodView],
     prev: JobStatus,
-    found: Survey,
-    ledger: Ledger,
+    a: Assessment,
     outcome: Outcome,
     now: datetime,
     owned: Owned | None,
@@ -385,13 +203,14 @@ def _finish(
     earlier passes decided and did not get to record are recorded."""
     stamp = format_time(now)
     condition = Condition(outcome.phase, outcome.reason, outcome.message)
-    records = ledger.unrecorded()
-    status = _record(_status(job, prev, ledger.recording(records), found, condition, stamp), prev, records)
+    records = a.ledger.unrecorded()
+    ledger = a.ledger.recording(records)
+    status = restarts.record(status_base.rewrite(job, prev, ledger, a.found, condition, stamp), prev, records)
     # A finished job runs short of nothing, and protects nothing: its budgets go (not only
     # when the job is deleted).
     status = status.updated(completion_time=stamp, degraded=None, disruption_budgets=None)
     cleanup = _cleanup(job, pods, outcome.phase, owned)
-    unbudgets = resources.budget_removes(job, {}, resources.recorded_budgets(prev), owned)
+    unbudgets = disruption_budgets.budget_removes(job, {}, disruption_budgets.recorded_budgets(prev), owned)
     kind = "Normal" if outcome.phase is Phase.SUCCEEDED else "Warning"
     return Plan(
         removes=tuple(dict.fromkeys(cleanup.removes + unbudgets)),
@@ -399,7 +218,7 @@ def _finish(
         release=cleanup.release,
         status=status,
         events=(Event(kind, outcome.reason, outcome.message),),
-        restart_events=tuple(_restart_event(job, r) for r in records),
+        restart_events=tuple(restarts.restart_event(job, r) for r in records),
         restarts=records,
         outcome=outcome,
     )
@@ -418,7 +237,7 @@ def _cleanup(job: Job, pods: Sequence[PodView], phase: Phase | None, owned: Owne
         and (policy is CleanPodPolicy.ALL or (policy is CleanPodPolicy.RUNNING and not p.terminal))
     ]
     return Plan(
-        removes=resources.removes(job, owned) + resources.budget_removes(job, {}, {}, owned),
+        removes=resources.removes(job, owned) + disruption_budgets.budget_removes(job, {}, {}, owned),
         deletes=tuple(PodDelete(p.name, p.uid, None, DeleteReason.CLEANUP, reason) for p in doomed),
         release=tuple(p.name for p in pods if p.tracked),
     )

@@ -1,8 +1,8 @@
 """Degraded: a job that has run goes on with fewer pods than it wants; why, per index, since when.
 
-Pure. The planner calls ``update`` once per pass of a job that goes on, with the status it is
-about to write; ``status.degraded`` then says which indices run short and why (the
-Shortfalls), and the Events mark entering and leaving the state. docs/semantics.md
+Pure. A part of each pass of a job that goes on (``part``, aitj.core.planner.core.PARTS);
+``status.degraded`` says which indices run short and why (the Shortfalls), and the Events mark
+entering and leaving the state. docs/semantics.md
 ("A visible degraded state") is the user-facing version. In short:
 
 - A **shortfall** is an index the job wants (a slot, not a scale-out pod still joining) with no
@@ -26,10 +26,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from aitj.core.api import MAX_LISTED, Degraded, DegradedIndex, Job, JobStatus, Phase
+from aitj.core.planner.part import Context, Part
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.status import MAX_QUOTED
 from aitj.core.planner.survey import Slot, State, Survey
-from aitj.core.planner.types import Event
+from aitj.core.planner.types import Event, Plan
 from aitj.core.wire import format_time, parse_time
 
 EVENT_DEGRADED = "Degraded"
@@ -78,6 +79,21 @@ def _unschedulable(slot: Slot, now: datetime) -> Shortfall | None:
     )
 
 
+def part(ctx: Context) -> Part:
+    """part: ``status.degraded`` as this pass leaves it, the Event of entering or leaving the
+    state, and the slots' shortfalls (the Plan's, for people). The phase and whether the job
+    has run are the pass's own (the Context's), not another part's status."""
+    # Like the status this pass writes: startRunningTime is set once the job has run, and a
+    # value that does not parse (left as it was) still says it has.
+    ran = ctx.started is not None or bool(ctx.prev.start_running_time)
+    why_not = _not_going_on(ctx.condition.type, ran, ctx.found)
+    value, events = _verdict(ctx.job, ctx.found, ctx.shortfalls, ctx.prev, ctx.now, ctx.joining, why_not)
+    return Part(
+        Plan(events=events, shortfalls=ctx.shortfalls),
+        edit=lambda status: status.updated(degraded=value),
+    )
+
+
 def update(
     status: JobStatus,
     job: Job,
@@ -87,26 +103,39 @@ def update(
     now: datetime,
     joining: frozenset[tuple[str, int]] = frozenset(),
 ) -> tuple[JobStatus, tuple[Event, ...]]:
-    """update: ``status`` (the one this pass writes for a job that goes on) with
+    """update: ``status`` (the one a pass writes for a job that goes on) with
     ``status.degraded`` set, or removed when the job is not degraded, and the Event of entering
     or leaving the state when this pass does (``prev``: the status the pass started from)."""
+    why_not = _not_going_on(status.phase, bool(status.start_running_time), found)
+    value, events = _verdict(job, found, extra, prev, now, joining, why_not)
+    return status.updated(degraded=value), events
+
+
+def _verdict(
+    job: Job,
+    found: Survey,
+    extra: Sequence[Shortfall],
+    prev: JobStatus,
+    now: datetime,
+    joining: frozenset[tuple[str, int]],
+    why_not: str,
+) -> tuple[Degraded | None, tuple[Event, ...]]:
+    """_verdict: ``status.degraded`` (None: not degraded) and the Event of entering or leaving
+    the state; ``why_not``: why a job with shortfalls is not degraded (empty: it is)."""
     before = prev.degraded if prev.degraded is not None and prev.degraded.to_json() else None
     short = shortfalls(found, extra, now, joining)
-    why_not = _not_going_on(status, found)
     if short and not why_not:
         now_degraded = state(job, found, short, before, now, joining)
-        out = status.updated(degraded=now_degraded)
-        return out, (() if before else (_entered(job, now_degraded),))
-    out = status.updated(degraded=None)
+        return now_degraded, (() if before else (_entered(job, now_degraded),))
     if before is None:
-        return out, ()
-    return out, (_left(job, before, why_not or "every index the job wants runs again"),)
+        return None, ()
+    return None, (_left(job, before, why_not or "every index the job wants runs again"),)
 
 
-def _not_going_on(status: JobStatus, found: Survey) -> str:
-    """_not_going_on: why a job with shortfalls is not degraded (empty: it is)."""
-    phase = status.phase
-    if not status.start_running_time or phase not in GOING_ON:
+def _not_going_on(phase: Phase | None, ran: bool, found: Survey) -> str:
+    """_not_going_on: why a job with shortfalls is not degraded (empty: it is), given its phase
+    and whether it has run."""
+    if not ran or phase not in GOING_ON:
         return f"the job is {phase}"
     if not any(s.state is State.RUNNING for s in found.slots):
         return "no pod of the job runs (a restart of the whole job, or every node lost)"

@@ -29,12 +29,12 @@ for the rest (docs/gang.md, "What the scheduler does").
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from aitj.core.api import Job, ReplicaSpec
 from aitj.core.observed import PodView
+from aitj.core.planner.part import Context, Part
 from aitj.core.planner.survey import State, Survey
-from aitj.core.planner.types import Manifest, ObjectKind, ObjectRef, Owned, Settings
+from aitj.core.planner.types import Gang, Manifest, ObjectKind, ObjectRef, Owned, Plan, Settings
 from aitj.core.render import gang as render_gang
 from aitj.core.wire import mapping
 
@@ -42,15 +42,12 @@ from aitj.core.wire import mapping
 _KEEPS = (State.PENDING, State.RUNNING)
 
 
-@dataclass(frozen=True)
-class Gang:
-    """Gang: the PodGroup this pass's new pods join (``pod_group``), the gang objects the job
-    lacks (created before the pods) and the PodGroups of earlier epochs to delete."""
-
-    pod_group: str
-    epoch: int
-    ensure: tuple[Manifest, ...] = ()
-    removes: tuple[ObjectRef, ...] = ()
+def part(ctx: Context) -> Part:
+    """part: the gang objects the job lacks, and the PodGroups of earlier epochs removed (the
+    pods join the gang by their Placement, aitj.core.planner.creates)."""
+    if ctx.gang is None:
+        return Part()
+    return Part(Plan(ensure=ctx.gang.ensure, removes=ctx.gang.removes))
 
 
 def scheduler_name(job: Job) -> str | None:

@@ -8,30 +8,36 @@ while it runs, is not being deleted or replaced, and is not a pod of a scale-out
 join together once all of them run). ``status.discoveryHosts`` records the first, which also
 says who is in the worker replicas' host files (the same pods, by index); ``status.hostFiles``
 records only the master replicas' files, so a large job's status does not carry its workers
-twice. The ConfigMap is rewritten when either changes.
+twice. The ConfigMap is rewritten when either changes (``part``, one of each pass of a job
+that goes on).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
 
 from aitj.core.api import Job, JobStatus, ReplicaType
+from aitj.core.planner import resources
+from aitj.core.planner.part import Context, Part
 from aitj.core.planner.survey import State, Survey
-from aitj.core.planner.types import HostEntry, PodNudge
+from aitj.core.planner.types import HostEntry, HostLists, Plan, PodNudge
 
 
-@dataclass(frozen=True)
-class HostLists:
-    """HostLists: ``hosts``, Horovod's list (workers); ``running``, each replica's pods in its
-    Volcano host file (every replica, in index order); ``masters``, the master replicas' part
-    of ``running`` (what ``status.hostFiles`` records)."""
-
-    hosts: tuple[HostEntry, ...]
-    running: Mapping[str, tuple[str, ...]]
-    masters: Mapping[str, tuple[str, ...]]
+def part(ctx: Context) -> Part:
+    """part: the lists of this pass (``ctx.lists``) recorded in the status, the ConfigMap
+    rewritten when they changed, the master pods nudged, and Horovod's list for people when
+    it changed."""
+    lists = ctx.lists
+    if lists is None:
+        return Part()
+    discovery = resources.discovery(ctx.job, lists.hosts, lists.running) if changed(ctx.prev, lists) else None
+    plan = Plan(
+        discovery=discovery,
+        nudges=nudges(ctx.found, lists),
+        hosts=lists.hosts if hosts_changed(ctx.prev, lists) else None,
+    )
+    return Part(plan, edit=lambda status: record(status, lists))
 
 
 def host_lists(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> HostLists | None:

@@ -372,11 +372,8 @@ def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
             if gen is not None:
                 put(as_int(key), **{field: gen})
     for key, pair in mapping(e.get("restarts")).items():
-        items = as_list(pair)
-        if len(items) == 2:
-            failed, count = as_int(items[0]), as_int(items[1])
-            if failed is not None and count is not None and count >= 0:
-                put(as_int(key), failed=failed, restarts=count)
+        if (restarts := _restart_pair(pair)) is not None:
+            put(as_int(key), failed=restarts[0], restarts=restarts[1])
     epoch = as_int(e.get("epoch"), 0) or 0
     found = (record_from_json(r) for r in as_list(e.get("records")))
     records = {r.key: r for r in found if r is not None and r.replica == name}
@@ -387,6 +384,15 @@ def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
         rules_from_json(e.get("rules")),
         excluded_from_json(e.get("excluded")),
     )
+
+
+def _restart_pair(pair: object) -> tuple[int, int] | None:
+    """_restart_pair: an index's ``[failed generation, restart count]`` (None: unreadable)."""
+    items = as_list(pair)
+    if len(items) != 2:
+        return None
+    failed, count = as_int(items[0]), as_int(items[1])
+    return (failed, count) if failed is not None and count is not None and count >= 0 else None
 
 
 def pod_ledger(pod: PodView) -> Ledger:

@@ -1,7 +1,5 @@
 """The job's objects other than pods: which it needs, rendered, given which the cache holds.
 
-The PodDisruptionBudgets (one per replica type) are at the end, in functions of their own.
-
 Pure. The controller's cache observes the Service, ssh Secret and discovery ConfigMap of each
 job by the job label (``aitj.controller.cache``) and the snapshot hands them to ``plan`` as
 ``owned``; whatever a live job needs and ``owned`` lacks is planned as a create (``ensure``),
@@ -12,6 +10,10 @@ The headless Service exists only for a job with plugin.ssh or plugin.discovery
 (``needs_service``): those are what use the pods' DNS names (the launcher reaches its peers by
 them, the host list names them). For any other job it would only cost the controller-manager
 an EndpointSlice rewrite at every pod start, stop and restart, for names nobody resolves.
+
+``part``, one of each pass of a job that goes on, plans them, and rewrites the Volcano
+PodGroup when the job's spec changes it. The PodDisruptionBudgets are
+aitj.core.planner.disruption_budgets'.
 
 ``owned`` None means "not observed" (``aitj explain``, tests of other parts of the planner):
 nothing is planned about these objects then, as if all were in place.
@@ -24,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from aitj.core import naming, render
 from aitj.core.api import CleanPodPolicy, Job, JobStatus, PodGroupStatus
 from aitj.core.planner import lifecycle
-from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, Settings, SshKeys
+from aitj.core.planner.part import Context, Part
+from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, Plan, Settings, SshKeys
 from aitj.core.render import access, volcano
 
 
@@ -54,6 +57,17 @@ def needs_ssh_keys(job: Job, owned: Owned | None) -> bool:
     controller must make a key pair and pass it to ``plan``. Asked before planning so keys are
     made only then (RSA generation costs tens of milliseconds)."""
     return owned is not None and job.spec.ssh and not lifecycle.finished(job) and secret_ref(job) not in owned
+
+
+def part(ctx: Context) -> Part:
+    """part: the objects the job lacks (its Volcano PodGroup last), and the PodGroup rewritten
+    when its rendered spec changed, which ``status.volcanoPodGroup`` records."""
+    hosts, running = (ctx.lists.hosts, ctx.lists.running) if ctx.lists is not None else ((), None)
+    podgroup, spec = podgroup_rewrite(ctx.job, ctx.prev, ctx.owned, ctx.settings)
+    made = ensure(ctx.job, ctx.owned, ctx.keys, hosts, running) + podgroups(ctx.job, ctx.owned, ctx.settings)
+    return Part(
+        Plan(ensure=made, podgroup=podgroup), edit=lambda status: status.updated(volcano_pod_group=spec)
+    )
 
 
 def ensure(
@@ -170,53 +184,3 @@ def removes(job: Job, owned: Owned | None) -> tuple[ObjectRef, ...]:
     if (owned is not None and ref not in owned) or (owned is None and not needs_service(job)):
         return ()
     return (ref,)
-
-
-# ---------------------------------------------------------------------------------------------
-# PodDisruptionBudgets: one per replica type (aitj.core.render.pdb says why minAvailable).
-# What was last written is kept in ``status.disruptionBudgets`` ({replica: minAvailable}), so
-# a budget is rewritten only when the pods it should protect change (a restart that stands, a
-# scale), and, once the cache observes budgets in ``owned``, made again when deleted by hand.
-
-
-def budget_ref(job: Job, replica: str) -> ObjectRef:
-    """budget_ref: the PodDisruptionBudget of one replica type."""
-    return ObjectRef(ObjectKind.PDB, render.pdb_name(job.name, replica))
-
-
-def wanted_budgets(job: Job, expected: Mapping[str, int]) -> dict[str, int]:
-    """wanted_budgets: minAvailable per replica type, given how many of its pods are
-    ``expected`` to run (indices neither succeeded nor failed for good: a vacant index must
-    not keep a drain waiting). Empty when the job opts out."""
-    allowed = render.max_unavailable(job)
-    if allowed is None:
-        return {}
-    return {name: max(count - allowed, 0) for name, count in expected.items()}
-
-
-def recorded_budgets(status: JobStatus) -> dict[str, int]:
-    """recorded_budgets: the budgets the status says were written."""
-    return dict(status.disruption_budgets or {})
-
-
-def budgets(
-    job: Job, wanted: Mapping[str, int], recorded: Mapping[str, int], owned: Owned | None
-) -> tuple[Manifest, ...]:
-    """budgets: the budgets to write: those whose minAvailable changed since the status
-    recorded them, and those ``owned`` lacks (None: not observed)."""
-    return tuple(
-        Manifest(ObjectKind.PDB, budget_ref(job, name).name, render.render_pdb(job, name, value))
-        for name, value in sorted(wanted.items())
-        if recorded.get(name) != value or (owned is not None and budget_ref(job, name) not in owned)
-    )
-
-
-def budget_removes(
-    job: Job, wanted: Mapping[str, int], recorded: Mapping[str, int], owned: Owned | None
-) -> tuple[ObjectRef, ...]:
-    """budget_removes: the budgets recorded or observed that are no longer wanted (the job
-    opted out, or finished: ``wanted`` empty)."""
-    have = {budget_ref(job, name) for name in recorded}
-    have |= {ref for ref in owned or () if ref.kind is ObjectKind.PDB}
-    keep = {budget_ref(job, name) for name in wanted}
-    return tuple(sorted(have - keep, key=lambda ref: ref.name))

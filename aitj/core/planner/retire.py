@@ -1,6 +1,6 @@
 """Retiring pods: delete what is no longer wanted, force-delete what is stuck terminating.
 
-Pure. Part of ``plan`` (aitj.core.planner.core) for a job that goes on.
+Pure. A part of each pass of a job that goes on (aitj.core.planner.core.PARTS).
 """
 
 from __future__ import annotations
@@ -9,10 +9,19 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from aitj.core.api import DEFAULT_RESTART_TIME_LIMIT, Job
+from aitj.core.planner.part import Context, Part
 from aitj.core.planner.survey import Retiree
-from aitj.core.planner.types import DeleteReason, Event, PodDelete
+from aitj.core.planner.types import DeleteReason, Event, Plan, PodDelete
 
 EVENT_FORCE_DELETING = "ForceDeletingPod"
+
+
+def part(ctx: Context) -> Part:
+    """part: the retirees' deletes, their finalizers and those the survey let go
+    (``found.released``) released, a wake-up when a force-delete falls due."""
+    deletes, release, events, wake = retire(ctx.job, ctx.found.retirees, ctx.now)
+    plan = Plan(deletes=deletes, release=release + ctx.found.released, events=events)
+    return Part(plan, wake=tuple(wake))
 
 
 def retire(

@@ -8,12 +8,13 @@ Pure and clock-free: every function is given ``now``. What a rule did is in the 
 - ``restarted``: what a restart by a rule adds to the ledger: its history (count, streak, time)
   and, with excludeNodeSeconds, the failed pod's node as an exclusion.
 - ``hold``: a replacement that waits out its rule's backoff (a Shortfall, until the wait ends).
-- ``avoid`` / ``excluded_status`` / ``exclusion_shortfall``: the nodes an index keeps off, as
-  the pod's anti-affinity, the job's ``status.excludedNodes`` and a Shortfall when the
-  replacement cannot be placed elsewhere; ``outlived``: such a replacement, once its
-  exclusions have expired, is replaced by one without them.
+- ``avoid`` / ``exclusion_shortfall``: the nodes an index keeps off, as the pod's
+  anti-affinity and a Shortfall when the replacement cannot be placed elsewhere; ``outlived``:
+  such a replacement, once its exclusions have expired, is replaced by one without them.
 - ``prune``: drops what no budget or exclusion needs any more, so the ledger stays small.
-- ``budget_event``: the Event of a failure that stands because a budget ran out.
+
+What the rules show in a pass (``status.excludedNodes``, the Event of a budget used up, the
+wake-ups when a hold or an exclusion ends) is aitj.core.planner.rule_status's part.
 
 docs/semantics.md ("Rule budgets over windows", "Backoff", "Keeping replacements off bad
 nodes") is the user-facing description.
@@ -21,16 +22,14 @@ nodes") is the user-facing description.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from aitj.core.api import DEFAULT_BACKOFF_RESET_AFTER, ExcludedNode, FaultTolerantRule, Job, ReplicaSpec
+from aitj.core.api import DEFAULT_BACKOFF_RESET_AFTER, FaultTolerantRule, Job, ReplicaSpec
 from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger, ReplicaHistory, pod_ledger
 from aitj.core.planner.rulelog import Exclusion, RuleHistory
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
-from aitj.core.planner.types import Event
 from aitj.core.policy import Failure, rule_text
 from aitj.core.wire import format_time
 
@@ -184,35 +183,6 @@ def outlived(replica: ReplicaSpec, index: int, pod: PodView, now: datetime) -> b
     return bool(kept_off) and all(e.until <= now for e in kept_off)
 
 
-def excluded_status(
-    job: Job, ledger: Ledger, now: datetime, shortfalls: Sequence[Shortfall] = ()
-) -> tuple[ExcludedNode, ...]:
-    """excluded_status: ``status.excludedNodes``, the exclusions in force (expired ones
-    dropped); ``message`` when the index's replacement waits Pending because of them."""
-    waiting = {(s.replica, s.index): s.message for s in shortfalls if s.cause is ShortfallCause.NODE_EXCLUDED}
-    out: list[ExcludedNode] = []
-    for r in job.spec.replicas:
-        for (index, node), e in ledger.replica(r.name).excluded:
-            if e.until > now:
-                entry = ExcludedNode(
-                    node=node,
-                    replica=r.name,
-                    index=index,
-                    rule=e.rule,
-                    reason=e.reason,
-                    until=format_time(e.until),
-                    message=waiting.get((r.name, index)),
-                )
-                out.append(entry)
-    return tuple(out)
-
-
-def next_expiry(job: Job, ledger: Ledger, now: datetime) -> datetime | None:
-    """next_expiry: when the next exclusion in force expires (the status drops it then)."""
-    times = [e.until for r in job.spec.replicas for _, e in ledger.replica(r.name).excluded if e.until > now]
-    return min(times, default=None)
-
-
 def prune(job: Job, ledger: Ledger, now: datetime) -> Ledger:
     """prune: the ledger without what nothing needs: restart times out of their rule's window
     (at most restartLimit of them per index), and expired exclusions."""
@@ -233,24 +203,3 @@ def _kept(rule: FaultTolerantRule | None, h: RuleHistory, now: datetime) -> tupl
         return ()
     start = now - timedelta(seconds=rule.restart_window)
     return tuple(item for item in h.times if item[1] > start)[-rule.restart_limit :]
-
-
-EVENT_BUDGET_EXHAUSTED = "RuleBudgetExhausted"
-
-
-def budget_event(job: Job, pod: str, generation: int, shortfall: Shortfall) -> Event | None:
-    """budget_event: the Warning Event of a failure that stands because a rule's budget ran out,
-    while the job goes on (when it ends the job, the job's own Event says it). Named after the
-    failed generation, so it is sent once however many passes see it."""
-    if shortfall.cause is not ShortfallCause.BUDGET_EXHAUSTED:
-        return None
-    name = f"{job.name}.{job.uid[:8] or 'job'}.budget-{shortfall.replica}-{shortfall.index}-{generation}"
-    return Event("Warning", EVENT_BUDGET_EXHAUSTED, f"pod {pod}: {shortfall.message}", name)
-
-
-def wakes(shortfalls: Sequence[Shortfall], expiry: datetime | None, now: datetime) -> list[float]:
-    """wakes: seconds until each hold or exclusion ends by itself (plan again then)."""
-    times = [s.until for s in shortfalls if s.until is not None]
-    if expiry is not None:
-        times.append(expiry)
-    return [max((t - now).total_seconds(), 0.0) for t in times]

@@ -6,7 +6,9 @@ so carrying one out is sending it. How, in what order and with what error handli
 executor sends it: ``aitj.controller.executor`` (its module docstring and ``STEPS``).
 
 Also here: what the planner is told about the objects the job owns (``ObjectRef``, ``Owned``)
-besides its pods, and the operator's own settings (``Settings``), both plain input data.
+besides its pods, and the operator's own settings (``Settings``), both plain input data; and
+two facts of a pass that several of its parts share (``HostLists``, ``Gang``: see
+aitj.core.planner.part), here so that the modules that make them can also hold a part.
 """
 
 from __future__ import annotations
@@ -159,6 +161,30 @@ class HostEntry:
     pod: str
     replica: str
     index: int
+
+
+@dataclass(frozen=True)
+class HostLists:
+    """HostLists: plugin.discovery's lists of a pass (aitj.core.planner.hostfiles):
+    ``hosts``, Horovod's list (workers); ``running``, each replica's pods in its Volcano host
+    file (every replica, in index order); ``masters``, the master replicas' part of
+    ``running`` (what ``status.hostFiles`` records)."""
+
+    hosts: tuple[HostEntry, ...]
+    running: Mapping[str, tuple[str, ...]]
+    masters: Mapping[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Gang:
+    """Gang: the native gang of a pass (aitj.core.planner.gang): the PodGroup this pass's new
+    pods join (``pod_group``), the gang objects the job lacks (created before the pods) and
+    the PodGroups of earlier epochs to delete."""
+
+    pod_group: str
+    epoch: int
+    ensure: tuple[Manifest, ...] = ()
+    removes: tuple[ObjectRef, ...] = ()
 
 
 @dataclass(frozen=True)

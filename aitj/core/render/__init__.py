@@ -4,14 +4,15 @@ Pure (import-linter enforces it: no kopf, kubernetes or prometheus_client), and 
 randomness and clocks: the planner decides what should exist and calls these; the executor
 sends the result. Key material comes in as input (``aitj.controller.sshkeys`` makes it).
 
-- ``render_pod`` (``pod.py``): a replica's pod; environment in ``env.py``.
+- ``render_pod`` (``pod.py``): a replica's pod (``PodIdentity``), placed as its ``Placement``
+  says; environment in ``env.py``.
 - ``render_service`` (``service.py``): the headless Service behind the pods' DNS names.
 - ``render_ssh_secret`` (``ssh.py``): plugin.ssh, and the pod parts it needs.
 - ``render_discovery_configmap``, ``slots_for``, ``gpus`` (``discovery.py``): plugin.discovery
   (and the GPU count the metrics use).
 - ``render_pdb``, ``max_unavailable`` (``pdb.py``): a PodDisruptionBudget per replica type.
 - ``avoid_nodes`` (``avoid.py``): a pod kept off given nodes (those that show a fault signal).
-- ``gang.py`` (imported from there, but ``with_pod_group``): the native gang objects.
+- ``gang.py`` (imported from there): the native gang objects.
 - ``render_submission`` (``submit.py``, imported from there): the job ``aitj submit`` makes from flags.
 
 What a pod ends up with, for users: docs/pods.md.
@@ -28,17 +29,19 @@ from aitj.core.render.discovery import (
     slots_for,
 )
 from aitj.core.render.env import job_env, replica_env_prefix
-from aitj.core.render.gang import with_pod_group
 from aitj.core.render.pdb import ANNOTATION_MAX_UNAVAILABLE, max_unavailable, pdb_name, render_pdb
-from aitj.core.render.pod import pod_labels, render_pod
+from aitj.core.render.pod import ANYWHERE, Placement, PodIdentity, pod_labels, render_pod
 from aitj.core.render.service import render_service
 from aitj.core.render.ssh import SSH_DIR, render_ssh_secret, ssh_config_file, ssh_setup_script
 
 __all__ = [
     "ANNOTATION_MAX_UNAVAILABLE",
+    "ANYWHERE",
     "DISCOVERY_MOUNT_PATH",
     "DISCOVER_HOSTS_SCRIPT",
     "SSH_DIR",
+    "Placement",
+    "PodIdentity",
     "avoid_nodes",
     "gpus",
     "hosts_file",
@@ -56,5 +59,4 @@ __all__ = [
     "slots_for",
     "ssh_config_file",
     "ssh_setup_script",
-    "with_pod_group",
 ]

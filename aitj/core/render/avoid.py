@@ -1,7 +1,7 @@
 """Keeping a pod off given nodes: a required node affinity term, ANDed into the template's.
 
-Pure. Two callers, two ways to name a node:
-- by its name (``avoid_nodes``, ``metadata.name NotIn``): the nodes that show a fault signal
+Pure. ``render_pod`` applies both, from its ``Placement``; two ways to name a node:
+- by its name (``avoid_names``, ``metadata.name NotIn``): the nodes that show a fault signal
   (``aitj.core.nodesignals``): the scheduler knows nothing of a ``KernelDeadlock`` condition
   and would put a replacement straight back on the node its predecessor was lost on;
 - by its ``kubernetes.io/hostname`` label (``exclude_nodes``): the nodes a rule's
@@ -21,11 +21,18 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 def avoid_nodes(pod: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
     """avoid_nodes: ``pod`` (a rendered pod, changed in place and returned) kept off the nodes
-    ``names`` by name (``matchFields``). By name, not by the ``kubernetes.io/hostname`` label,
-    which need not equal it. Nothing changes when ``names`` is empty."""
+    ``names`` by name (``avoid_names``)."""
     if names:
-        _and_into_terms(pod.setdefault("spec", {}), "matchFields", NODE_NAME_FIELD, names)
+        avoid_names(pod.setdefault("spec", {}), names)
     return pod
+
+
+def avoid_names(spec: dict[str, Any], names: Sequence[str]) -> None:
+    """avoid_names keeps the pod of ``spec`` off the nodes ``names`` by name (``matchFields``).
+    By name, not by the ``kubernetes.io/hostname`` label, which need not equal it. Nothing
+    changes when ``names`` is empty."""
+    if names:
+        _and_into_terms(spec, "matchFields", NODE_NAME_FIELD, names)
 
 
 def exclude_nodes(spec: dict[str, Any], nodes: Sequence[str]) -> None:

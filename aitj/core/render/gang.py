@@ -13,7 +13,6 @@ renders these only where the API is served (aitj.core.planner.types.Settings).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from aitj.core import api
@@ -91,7 +90,7 @@ def render_pod_group(job: api.Job, epoch: int, min_count: int) -> dict[str, Any]
     }
 
 
-def with_pod_group(pod: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """with_pod_group: ``pod`` (a rendered pod) as a member of the PodGroup ``name``."""
-    spec = {**pod.get("spec", {}), "schedulingGroup": {"podGroupName": name}}
-    return {**pod, "spec": spec}
+def scheduling_group(name: str) -> dict[str, Any]:
+    """scheduling_group: a pod's ``spec.schedulingGroup``, which makes it a member of the
+    PodGroup ``name`` (``render_pod`` sets it from the pod's Placement)."""
+    return {"podGroupName": name}

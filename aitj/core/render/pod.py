@@ -8,10 +8,12 @@ What the operator adds to or forces on the user's template (docs/pods.md says it
   (``name``, ``generateName``, ``creationTimestamp``, owner references) is dropped.
 - spec: ``restartPolicy: Never`` (the operator owns restarts), ``hostname`` = pod name and
   ``subdomain`` = the headless Service, ``priorityClassName`` when the operator maps the job's
-  priority to one; for a replacement that keeps off nodes (a rule's excludeNodeSeconds), a
-  required ``kubernetes.io/hostname NotIn`` node affinity, ANDed into every nodeSelectorTerm of
-  the template's own (``render.avoid.exclude_nodes``). Everything else, ``schedulerName`` included, passes
-  through untouched.
+  priority to one; what the pod's ``Placement`` asks: for a replacement that keeps off nodes
+  (a rule's excludeNodeSeconds), a required ``kubernetes.io/hostname NotIn`` node affinity, and
+  for nodes that show a fault signal a ``metadata.name NotIn`` one, each ANDed into every
+  nodeSelectorTerm of the template's own (``aitj.core.render.avoid``); a native gang's
+  ``spec.schedulingGroup``. Everything else, ``schedulerName`` included, passes through
+  untouched.
 - every container: the environment of ``aitj.core.render.env``.
 - a master replica whose template names no ServiceAccount: the job's ``<job>-launcher``
   (``aitj.core.render.access``), which may read the job's pods.
@@ -19,7 +21,8 @@ What the operator adds to or forces on the user's template (docs/pods.md says it
 - plugin.discovery: ``/etc/edl`` (``aitj.core.render.discovery``), in the master replica's pod;
   Volcano's host files at ``/etc/volcano`` and its ``VC_`` variables
   (``aitj.core.render.volcano``), in every pod.
-- a Volcano PodGroup (``pod_group``): the annotation that makes the pod one of its members.
+- a Volcano PodGroup (``Placement.volcano_pod_group``): the annotation that makes the pod one
+  of its members.
 
 A mount the user already has at ``/root/.ssh``, ``/etc/edl`` or ``/etc/volcano`` in a container
 is theirs: we add none there for that container.
@@ -30,15 +33,17 @@ from __future__ import annotations
 import copy
 import posixpath
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aitj.core import api, naming
 from aitj.core.render._meta import owner_reference, require_dns1035_label, require_dns1123_label
 from aitj.core.render.access import names_account
-from aitj.core.render.avoid import exclude_nodes
+from aitj.core.render.avoid import avoid_names, exclude_nodes
 from aitj.core.render.discovery import discovery_mount, discovery_volume
 from aitj.core.render.env import inject_env, job_env
+from aitj.core.render.gang import scheduling_group
 from aitj.core.render.ssh import ssh_init_container, ssh_mount, ssh_volumes
 from aitj.core.render.volcano import ANNOTATION_GROUP_NAME, hosts_mount, hosts_volume, uses_volcano
 
@@ -58,32 +63,58 @@ def pod_labels(job: api.Job, replica: api.ReplicaSpec, index: int, generation: i
     return labels
 
 
+@dataclass(frozen=True)
+class PodIdentity:
+    """PodIdentity: which pod to render: ``index`` of ``replica`` at restart ``generation``,
+    named ``name``. The name is ``naming.pod_name(job.name, job.uid, replica.name, index,
+    generation)``, which the planner has already computed for the slot: it is taken, not
+    computed again, so a pod's name has one source."""
+
+    replica: api.ReplicaSpec
+    index: int
+    generation: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Placement: where the scheduler may put a pod, and with whom. One value, so a pod's
+    placement is shaped in one place (``render_pod``), whoever decided each part of it.
+
+    ``avoid_nodes``: nodes kept off by name (those that show a fault signal,
+    aitj.core.nodesignals); ``exclude_hostnames``: nodes kept off by their
+    ``kubernetes.io/hostname`` (a rule's excludeNodeSeconds); ``volcano_pod_group``: the job's
+    Volcano PodGroup, named on the pods of replicas Volcano schedules; ``gang_pod_group``: the
+    native gang's PodGroup the pod joins (``spec.schedulingGroup``, aitj.core.render.gang);
+    ``priority_class``: the PriorityClass the operator maps the job's priority to."""
+
+    avoid_nodes: tuple[str, ...] = ()
+    exclude_hostnames: tuple[str, ...] = ()
+    volcano_pod_group: str | None = None
+    gang_pod_group: str | None = None
+    priority_class: str | None = None
+
+
+ANYWHERE = Placement()
+
+
 def render_pod(
     job: api.Job,
-    replica: api.ReplicaSpec,
-    index: int,
-    generation: int,
+    pod: PodIdentity,
     restart_counts: Mapping[str, int],
     *,
-    name: str,
-    priority_class: str | None,
     finalizer: str,
     extra_annotations: Mapping[str, str] = _NO_ANNOTATIONS,
-    exclude_hostnames: Sequence[str] = (),
-    pod_group: str | None = None,
+    placement: Placement = ANYWHERE,
 ) -> dict[str, Any]:
-    """render_pod returns the pod ``name`` for ``index`` of ``replica`` at restart ``generation``.
+    """render_pod returns the pod ``pod`` names, placed as ``placement`` says.
 
-    ``name`` is ``naming.pod_name(job.name, job.uid, replica.name, index, generation)``, which
-    the planner has already computed for the slot: it is taken, not computed again, so a pod's
-    name has one source. ``restart_counts`` is ``status.RestartCount`` (replica name →
-    restarts); this replica's entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT.
-    ``exclude_hostnames``: the ``kubernetes.io/hostname`` values of nodes the pod must not be
-    scheduled on. ``pod_group``: the job's Volcano PodGroup, named on the pods of replicas
-    Volcano schedules. The replica's template is not modified.
+    ``restart_counts`` is ``status.RestartCount`` (replica name → restarts); this replica's
+    entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. The replica's template is not modified.
     Raises ValueError if the pod name cannot be a hostname (longer than 63 characters):
     admission is expected to keep job and replica names short enough.
     """
+    replica, name = pod.replica, pod.name
     service = naming.service_name(job.name)
     require_dns1123_label(name, "pod name (used as the pod's hostname)")
     require_dns1035_label(service, "Service name (the job name, used as the pod's subdomain)")
@@ -98,24 +129,47 @@ def render_pod(
     metadata: dict[str, Any] = {
         "name": name,
         "namespace": job.namespace,
-        "labels": {**(template_meta.get("labels") or {}), **pod_labels(job, replica, index, generation)},
+        "labels": {
+            **(template_meta.get("labels") or {}),
+            **pod_labels(job, replica, pod.index, pod.generation),
+        },
         "ownerReferences": [owner_reference(job)],
         "finalizers": finalizers,
     }
     annotations = {**(template_meta.get("annotations") or {}), **extra_annotations}
-    if pod_group and uses_volcano(replica):
-        annotations[ANNOTATION_GROUP_NAME] = pod_group
+    if placement.volcano_pod_group and uses_volcano(replica):
+        annotations[ANNOTATION_GROUP_NAME] = placement.volcano_pod_group
     if annotations:
         metadata["annotations"] = annotations
 
     spec["restartPolicy"] = "Never"
     spec["hostname"] = name
     spec["subdomain"] = service
-    exclude_nodes(spec, exclude_hostnames)
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-        spec.pop("priority", None)  # admission fills it from the class; a stale value is refused
+    _place(spec, placement)
+    init_containers, containers = _add_plugins(job, replica, spec)
+    ours = job_env(job, replica, pod.index, restart_counts.get(replica.name, 0))
+    for container in init_containers + containers:
+        inject_env(container, ours)
 
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def _place(spec: dict[str, Any], placement: Placement) -> None:
+    """_place: ``spec`` with what ``placement`` asks of the scheduler."""
+    exclude_nodes(spec, placement.exclude_hostnames)
+    avoid_names(spec, placement.avoid_nodes)
+    if placement.priority_class:
+        spec["priorityClassName"] = placement.priority_class
+        spec.pop("priority", None)  # admission fills it from the class; a stale value is refused
+    if placement.gang_pod_group:
+        spec["schedulingGroup"] = scheduling_group(placement.gang_pod_group)
+
+
+def _add_plugins(
+    job: api.Job, replica: api.ReplicaSpec, spec: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """_add_plugins: ``spec`` with what the plugins and the launcher's access add (volumes,
+    mounts, the ssh init step, the ServiceAccount); returns its init containers and containers."""
     containers: list[dict[str, Any]] = spec.get("containers") or []
     init_containers: list[dict[str, Any]] = spec.get("initContainers") or []
     volumes: list[dict[str, Any]] = spec.get("volumes") or []
@@ -136,12 +190,7 @@ def render_pod(
         spec["volumes"] = volumes
     if init_containers:
         spec["initContainers"] = init_containers
-
-    ours = job_env(job, replica, index, restart_counts.get(replica.name, 0))
-    for container in init_containers + containers:
-        inject_env(container, ours)
-
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    return init_containers, containers
 
 
 def _mount_unless_taken(containers: list[dict[str, Any]], mount: dict[str, Any]) -> None:
