@@ -209,45 +209,37 @@ class Informer(Generic[T]):
 
     def _pages(self) -> Iterator[bytes]:
         """_pages: the raw pages of one listing, fetched one ahead in a thread of their own."""
-        pages: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=1)
-        done = threading.Event()  # the consumer left: the fetcher stops
-
-        def put(value: bytes | BaseException | None) -> bool:
-            while not done.is_set():
-                try:
-                    pages.put(value, timeout=0.5)
-                    return True
-                except queue.Full:
-                    continue
-            return False
+        pages = _Handoff()
 
         def fetch() -> None:
             token = ""
             try:
                 while True:
-                    query = [("limit", str(self.page_size)), *self._selector()]
-                    if token:
-                        query.append(("continue", token))
-                    status, body = self._get(query, METADATA_ONLY if self.kind.metadata_only else None)
-                    if status == 410:
-                        raise Gone()
-                    if status != 200:
-                        raise RuntimeError(f"listing {self.kind.name}: HTTP {status}: {body[:300]!r}")
+                    body = self._page(token)
                     token = continue_token(body)
-                    if not put(body) or not token:
+                    if not pages.put(body) or not token:
                         break
-                put(None)
+                pages.put(None)
             except BaseException as e:  # handed to the consumer, which raises it
-                put(e)
+                pages.put(e)
 
         threading.Thread(target=fetch, name=f"list-{self.kind.name}", daemon=True).start()
         try:
-            while (value := pages.get()) is not None:
-                if isinstance(value, BaseException):
-                    raise value
-                yield value
+            yield from pages.drain()
         finally:
-            done.set()
+            pages.done.set()
+
+    def _page(self, token: str) -> bytes:
+        """_page: one page of the listing, from ``token`` (empty: the first)."""
+        query = [("limit", str(self.page_size)), *self._selector()]
+        if token:
+            query.append(("continue", token))
+        status, body = self._get(query, METADATA_ONLY if self.kind.metadata_only else None)
+        if status == 410:
+            raise Gone()
+        if status != 200:
+            raise RuntimeError(f"listing {self.kind.name}: HTTP {status}: {body[:300]!r}")
+        return body
 
     def _watch(self, version: str) -> str:
         """_watch: one watch from ``version`` until the server ends it; returns where to resume."""
@@ -349,3 +341,30 @@ def _lines(response: Any) -> Iterator[bytes]:
         yield from (line for line in lines if line.strip())
     if rest.strip():
         yield rest
+
+
+class _Handoff:
+    """_Handoff: a listing's pages passed from the thread fetching them to the one reading them,
+    one ahead at most. None ends them; an exception is raised on the reader's side. A reader
+    that leaves sets ``done``, and the fetcher stops instead of waiting on a full queue."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=1)
+        self.done = threading.Event()
+
+    def put(self, value: bytes | BaseException | None) -> bool:
+        """put: hand ``value`` over; False when the reader has left."""
+        while not self.done.is_set():
+            try:
+                self.queue.put(value, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def drain(self) -> Iterator[bytes]:
+        """drain: the pages, until the fetcher's None (or its exception, raised)."""
+        while (value := self.queue.get()) is not None:
+            if isinstance(value, BaseException):
+                raise value
+            yield value

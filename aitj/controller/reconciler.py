@@ -112,6 +112,16 @@ class _JobState:
     terminating: bool = False  # the namespace is being deleted: its pods are let go
 
 
+@dataclass(frozen=True)
+class Sources:
+    """Sources: where a pass gets the time, its decision and a fresh ssh key pair: the clock, the
+    planner and the key generator, the real ones by default (tests pass fixed ones)."""
+
+    clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
+    planner: Callable[..., Plan] = make_plan
+    keygen: Callable[[str], SshKeys] = new_keys
+
+
 class Reconciler:
     """Reconciler serialises passes per job and coalesces kicks."""
 
@@ -122,23 +132,18 @@ class Reconciler:
         *,
         job_exists: Callable[[str, str], bool],
         settings: Settings | None = None,
-        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
-        planner: Callable[..., Plan] = make_plan,
-        keygen: Callable[[str], SshKeys] = new_keys,
         written: Callable[[JobKey, Written], None] = lambda _key, _w: None,
-        workers: int = PASS_WORKERS,
-        recoveries: Recoveries | None = None,
+        sources: Sources | None = None,
     ) -> None:
         self.executor = executor
         self.snapshot = snapshot
         self.job_exists = job_exists
         self.settings = settings or Settings()
-        self.clock = clock
-        self.planner = planner
-        self.keygen = keygen
         self.written = written
-        self.recoveries = recoveries or Recoveries()  # this reconciler's restarts, followed
-        self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="pass")
+        sources = sources or Sources()
+        self.clock, self.planner, self.keygen = sources.clock, sources.planner, sources.keygen
+        self.recoveries = Recoveries()  # this reconciler's restarts, followed
+        self.pool = concurrent.futures.ThreadPoolExecutor(PASS_WORKERS, thread_name_prefix="pass")
         self.closing = False
         self._jobs: dict[JobKey, _JobState] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # kicks spawned, kept until done

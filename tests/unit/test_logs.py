@@ -16,7 +16,7 @@ from aitj.controller import metrics, sshkeys
 from aitj.controller.cache import Snapshot
 from aitj.controller.executor import Sent, Target
 from aitj.controller.logs import log
-from aitj.controller.reconciler import Reconciler
+from aitj.controller.reconciler import Reconciler, Sources
 from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.planner.types import Plan, RestartRecord, SshKeys
 from aitj.core.policy import Failure, FailureKind
@@ -53,9 +53,11 @@ def restart_lines(status_written: bool) -> list[MutableMapping[str, Any]]:
         StatusWriter(status_written),
         lambda key: Snapshot(doc, [], {}, frozenset()),
         job_exists=lambda namespace, name: True,
-        clock=lambda: NOW,
-        planner=lambda *_, **__: Plan(status=JobStatus(phase=Phase.RESTARTING), restarts=(RESTART,)),
-        keygen=lambda name: SshKeys("private", "public"),
+        sources=Sources(
+            clock=lambda: NOW,
+            planner=lambda *_, **__: Plan(status=JobStatus(phase=Phase.RESTARTING), restarts=(RESTART,)),
+            keygen=lambda name: SshKeys("private", "public"),
+        ),
     )
     with capture_logs() as lines:
         asyncio.run(r.kick(("team-a", "bert")))
@@ -97,8 +99,7 @@ def test_a_pass_that_makes_the_ssh_key_pair_logs_no_key_material() -> None:
         Chatty(),
         lambda key: Snapshot(doc, [], {}, frozenset()),
         job_exists=lambda namespace, name: True,
-        clock=lambda: NOW,
-        keygen=keygen,
+        sources=Sources(clock=lambda: NOW, keygen=keygen),
     )
     with capture_logs() as lines:
         asyncio.run(r.kick(("team-a", doc["metadata"]["name"])))

@@ -27,7 +27,7 @@ from aitj.controller.executor import (
     Stop,
     Target,
 )
-from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler, retry_after, retry_delay
+from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler, Sources, retry_after, retry_delay
 from aitj.controller.written import Written
 from aitj.core import naming
 from aitj.core.api import Job, JobStatus, Phase
@@ -113,10 +113,8 @@ def reconciler(
         lambda key: Snapshot(doc, list(pods), {}, owned),
         job_exists=lambda namespace, name: exists,
         settings=Settings({"high": "top"}),
-        clock=lambda: NOW,
-        planner=planner,
-        keygen=keygen,
         written=lambda key, w: (written if written is not None else []).append((key, w)),
+        sources=Sources(clock=lambda: NOW, planner=planner, keygen=keygen),
     )
     return r, planner, made
 

@@ -128,31 +128,7 @@ def _restart_counts(job: Job, status: JobStatus) -> tuple[tuple[str, int], ...]:
 
 def _next_pass(job: Job, result: Plan) -> tuple[str, ...]:
     """_next_pass: the Plan, one line per thing it would do."""
-    lines: list[str] = []
-    if result.outcome is not None:
-        o = result.outcome
-        lines.append(f"the job ends: {o.phase} ({o.reason}): {o.message}")
-    for m in result.ensure:
-        lines.append(f"create the job's {m.kind} {m.name} (missing)")
-    for c in result.creates:
-        lines.append(f"create pod {c.name} ({c.replica} {c.index}, generation {c.generation})")
-    for d in result.deletes:
-        grace = " with grace period 0" if d.grace_period_seconds == 0 else ""
-        lines.append(f"delete pod {d.name}{grace}: {d.message}")
-    if result.release:
-        lines.append(f"release the finalizer of {', '.join(result.release)}")
-    for r in result.restarts:
-        lines.append(
-            f"record a restart of replica {r.replica}: {r.failure.cause} on pod {r.pod}, {r.rule}, "
-            f"scope {r.scope}"
-        )
-    lines.extend(_status_change(job.status, result.status))
-    if result.hosts is not None:
-        lines.append(f"rewrite the discovery host list: [{' '.join(h.pod for h in result.hosts)}]")
-    if result.removes:
-        lines.append("delete the job's Service (cleanPodPolicy All)")
-    for e in result.restart_events + result.events:
-        lines.append(f"event {e.type} {e.reason}: {e.message}")
+    lines = [*_pod_lines(result), *_status_change(job.status, result.status), *_other_lines(result)]
     if not lines:
         lines.append("nothing: the job is as it should be")
     if result.requeue_after is not None:
@@ -160,6 +136,39 @@ def _next_pass(job: Job, result: Plan) -> tuple[str, ...]:
             f"plan again in {result.requeue_after:.0f}s (the next time-based decision) if nothing changes"
         )
     return tuple(lines)
+
+
+def _pod_lines(result: Plan) -> list[str]:
+    """_pod_lines: the Plan's outcome, the objects and pods it makes and deletes, the restarts."""
+    lines: list[str] = []
+    if (o := result.outcome) is not None:
+        lines.append(f"the job ends: {o.phase} ({o.reason}): {o.message}")
+    lines += [f"create the job's {m.kind} {m.name} (missing)" for m in result.ensure]
+    lines += [
+        f"create pod {c.name} ({c.replica} {c.index}, generation {c.generation})" for c in result.creates
+    ]
+    for d in result.deletes:
+        grace = " with grace period 0" if d.grace_period_seconds == 0 else ""
+        lines.append(f"delete pod {d.name}{grace}: {d.message}")
+    if result.release:
+        lines.append(f"release the finalizer of {', '.join(result.release)}")
+    lines += [
+        f"record a restart of replica {r.replica}: {r.failure.cause} on pod {r.pod}, {r.rule}, "
+        f"scope {r.scope}"
+        for r in result.restarts
+    ]
+    return lines
+
+
+def _other_lines(result: Plan) -> list[str]:
+    """_other_lines: the Plan's host list, removes and Events (after its status change)."""
+    lines: list[str] = []
+    if result.hosts is not None:
+        lines.append(f"rewrite the discovery host list: [{' '.join(h.pod for h in result.hosts)}]")
+    if result.removes:
+        lines.append("delete the job's Service (cleanPodPolicy All)")
+    lines += [f"event {e.type} {e.reason}: {e.message}" for e in result.restart_events + result.events]
+    return lines
 
 
 def _status_change(prev: JobStatus, new: JobStatus | None) -> list[str]:
