@@ -28,7 +28,8 @@ turn to the one before, the wake-up at the soonest any part asks for. The parts,
 - ``gang``: the native gang's objects;
 - ``timeouts``: wake-ups when a restartTimeout or the timeLimit falls due.
 
-A new feature is a module with a ``part(ctx)``, its tests and one line in ``PARTS``.
+A new feature is a module with a ``part(ctx)``, its tests, and its line in ``PARTS`` (with its
+name in the import of the planner's modules).
 """
 
 from __future__ import annotations
