@@ -205,6 +205,8 @@ class Pod:
                     LABEL_GENERATION: str(generation),
                 },
                 "finalizers": [TRACKING_FINALIZER],
+                # Made by the job, as every pod the operator creates (core.owned_by).
+                "ownerReferences": [{"kind": "AITrainingJob", "name": JOB, "uid": UID, "controller": True}],
             },
             "spec": {"containers": [{"name": "aitj-0"}]},
             "status": {"phase": "Pending"},

@@ -139,9 +139,9 @@ def test_pods_of_an_earlier_job_of_the_same_name_are_let_go_and_count_for_nothin
     old = [owned_by(p, "old-uid") for p in running_seed()]
     old[0].exited(137)
     old[1].deleted(5)
+    for p in old:
+        p.raw["metadata"]["name"] += "x"  # named from the old job's uid: the same index, another name
     new = [owned_by(p, job.uid) for p in running_seed()]
-    for p in new:
-        p.raw["metadata"]["name"] += "x"  # other names: the same index, a new pod
     result = plan(job, [p.view() for p in old + new], {"node-a": node()}, at(10))
     assert set(result.release) >= {p.name for p in old}
     assert result.restarts == () and result.creates == () and result.deletes == ()

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from aitj.core import naming
 from aitj.core.api import FINISHED_PHASES, CleanPodPolicy, Job, JobStatus, Phase
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import (
@@ -101,15 +102,26 @@ def plan_and_assessment(
     has finished: its cleanup assesses nothing). ``aitj explain`` reads both."""
     prev = job.status
     named = [p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)]
-    # A pod labelled with the job's name but made by an earlier job of that name (deleted and
-    # created again while its pods were still terminating) is not this job's: counting it
-    # would hand the old job's restarts to the new one. It only gets its finalizer back.
-    mine = [p for p in named if p.owner_uid in (None, job.uid)]
-    foreign = tuple(p.name for p in named if p.owner_uid not in (None, job.uid) and p.tracked)
+    # A job's pods are the ones it made: controlled by it (its uid) and named as the operator
+    # names them. Labels alone prove nothing: anyone who may create pods in the namespace can
+    # set them, and a pod counted by label could supersede a real one, join the host list, or
+    # end the job. Nor is a pod of an earlier job of that name (deleted and created again
+    # while its pods were still terminating) this job's. Any other pod only gets back the
+    # finalizer it may carry.
+    mine = [p for p in named if owned_by(job, p)]
+    foreign = tuple(p.name for p in named if not owned_by(job, p) and p.tracked)
     result, a = _plan_mine(job, mine, prev, nodes, now, Given(owned, keys, settings, nodes))
     if foreign:
         result = replace(result, release=tuple(dict.fromkeys(result.release + foreign)))
     return result, a
+
+
+def owned_by(job: Job, pod: PodView) -> bool:
+    """owned_by: ``pod`` is one ``job`` made: the job is its controller, and its name is the one
+    the operator derives from its labels (naming.pod_name)."""
+    if pod.owner_uid != job.uid or pod.replica is None or pod.index is None:
+        return False
+    return pod.name == naming.pod_name(job.name, job.uid, pod.replica, pod.index, pod.generation)
 
 
 def _plan_mine(
