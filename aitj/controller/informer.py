@@ -32,6 +32,7 @@ from typing import Any, Generic, TypeVar
 
 from kubernetes import client
 
+from aitj.controller.kubeclient import raw_get, raw_request
 from aitj.controller.logs import log
 from aitj.core.wire import mapping
 
@@ -39,6 +40,7 @@ T = TypeVar("T")
 
 PAGE_SIZE = 500
 WATCH_SECONDS = 300  # the server ends a watch after this; the informer renews it
+JSON = "application/json"
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_ONLY_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
@@ -250,7 +252,7 @@ class Informer(Generic[T]):
             ("timeoutSeconds", str(self.watch_seconds)),
             *self._selector(),
         ]
-        response = self._request(query, METADATA_ONLY_WATCH if self.kind.metadata_only else None, stream=True)
+        response = self._request(query, METADATA_ONLY_WATCH if self.kind.metadata_only else None)
         self._response = response
         try:
             if response.status == 410:
@@ -276,26 +278,16 @@ class Informer(Generic[T]):
         return [("labelSelector", self.kind.label_selector)] if self.kind.label_selector else []
 
     def _get(self, query: list[tuple[str, str]], accept: str | None) -> tuple[int, bytes]:
-        """_get: one plain GET: status and body."""
-        response = self._request(query, accept, stream=False)
-        try:
-            return response.status, response.data
-        finally:
-            response.release_conn()
+        """_get: one plain GET of the kind's collection: status and body."""
+        path = self.kind.path(self.namespace)
+        return raw_get(self.api_client, path, query=query, accept=accept or JSON, timeout=(10.0, 120.0))
 
-    def _request(self, query: list[tuple[str, str]], accept: str | None, *, stream: bool) -> Any:
-        """_request: the urllib3 response of a GET of the kind's collection, with the client's
-        credentials (read timeout: a watch's own timeout and a margin)."""
-        method, url, headers, body, post = self.api_client.param_serialize(
-            "GET",
-            self.kind.path(self.namespace),
-            query_params=query,
-            header_params={"Accept": accept or "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        timeout = (10.0, self.watch_seconds + 30.0) if stream else (10.0, 120.0)
-        rest = self.api_client.call_api(method, url, headers, body, post, _request_timeout=timeout)
-        return rest.response
+    def _request(self, query: list[tuple[str, str]], accept: str | None) -> Any:
+        """_request: the urllib3 response of a streamed GET (a watch) of the kind's collection
+        (read timeout: the watch's own timeout and a margin)."""
+        path = self.kind.path(self.namespace)
+        timeout = (10.0, self.watch_seconds + 30.0)
+        return raw_request(self.api_client, path, query=query, accept=accept or JSON, timeout=timeout)
 
     def _post(self, delta: Delta[T]) -> None:
         """_post hands ``delta`` to the loop; deltas queued while a hand-over is pending ride

@@ -2,15 +2,17 @@
 
 One way to load credentials (a kubeconfig, else the pod's service account), one way to turn
 an API error into the apiserver's own sentence, one way to find the namespace a kubeconfig
-context names, so ``aitj run`` and every command agree on all three; and one way to finish a
-raw response so its connection is reused.
+context names, so ``aitj run`` and every command agree on all three; one way to make a raw GET
+(``raw_request``, ``raw_get``); and one way to finish a raw response so its connection is reused.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client, config
 
@@ -46,6 +48,40 @@ def bearer_token(header: str | None) -> str | None:
     if rest and scheme.lower() == "bearer":
         return rest.strip() or None
     return header.strip()
+
+
+def raw_request(
+    api_client: client.ApiClient,
+    path: str,
+    *,
+    query: Sequence[tuple[str, str]] = (),
+    accept: str = "application/json",
+    timeout: tuple[float, float] = (10.0, 30.0),
+) -> Any:
+    """raw_request: urllib3's response to a GET of ``path`` with the client's credentials, its
+    body unread (the caller reads or streams it, then hands the connection back): no model
+    objects are built, and a watch can be read line by line."""
+    method, url, headers, body, post = api_client.param_serialize(
+        "GET", path, query_params=list(query), header_params={"Accept": accept}, auth_settings=["BearerToken"]
+    )
+    return api_client.call_api(method, url, headers, body, post, _request_timeout=timeout).response
+
+
+def raw_get(
+    api_client: client.ApiClient,
+    path: str,
+    *,
+    query: Sequence[tuple[str, str]] = (),
+    accept: str = "application/json",
+    timeout: tuple[float, float] = (10.0, 30.0),
+) -> tuple[int, bytes]:
+    """raw_get: the status and body of a GET of ``path`` (``raw_request``), its connection
+    handed back to the pool."""
+    response = raw_request(api_client, path, query=query, accept=accept, timeout=timeout)
+    try:
+        return response.status, response.data
+    finally:
+        response.release_conn()
 
 
 def release(response: object) -> None:

@@ -15,6 +15,7 @@ import json
 from kubernetes import client
 
 from aitj.controller.cache import OPTIONAL, OWNED_COLLECTIONS
+from aitj.controller.kubeclient import raw_get
 from aitj.controller.logs import log
 from aitj.core.planner.types import ObjectKind
 
@@ -27,15 +28,7 @@ def served_kinds(api_client: client.ApiClient) -> frozenset[ObjectKind]:
 def _served(api_client: client.ApiClient, group_path: str, plural: str) -> bool:
     """_served: the group version at ``group_path`` lists the resource ``plural``."""
     try:
-        method, url, headers, body, post = api_client.param_serialize(
-            "GET", group_path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
-        )
-        rest = api_client.call_api(method, url, headers, body, post, _request_timeout=(10.0, 30.0))
-        response = rest.response
-        try:
-            status, data = response.status, response.data
-        finally:
-            response.release_conn()
+        status, data = raw_get(api_client, group_path)
     except Exception as e:  # any failure to ask is "not served", said once
         log.warning("API discovery failed: the kind is taken as not served", path=group_path, error=str(e))
         return False

@@ -18,6 +18,7 @@ from kubernetes import client
 from aitj.controller import gangapi
 from aitj.controller.cache import OPTIONAL, OWNED_COLLECTIONS
 from aitj.controller.informer import METADATA_ONLY
+from aitj.controller.kubeclient import raw_get
 from aitj.controller.options import OperatorOptions
 from aitj.controller.served import served_kinds
 from aitj.core import api
@@ -71,18 +72,7 @@ def owned_objects(
 
 def _names(api_client: client.ApiClient, path: str, selector: str) -> list[str]:
     """_names: the names of the objects of the collection at ``path`` that ``selector`` picks."""
-    method, url, headers, body, post = api_client.param_serialize(
-        "GET",
-        path,
-        query_params=[("labelSelector", selector)],
-        header_params={"Accept": METADATA_ONLY},
-        auth_settings=["BearerToken"],
-    )
-    response = api_client.call_api(method, url, headers, body, post, _request_timeout=(10.0, 30.0)).response
-    try:
-        status, data = response.status, response.data
-    finally:
-        response.release_conn()
+    status, data = raw_get(api_client, path, query=[("labelSelector", selector)], accept=METADATA_ONLY)
     if status != 200:
         raise Unlisted(f"listing {path}: HTTP {status}")
     items = json.loads(data).get("items") or []
