@@ -496,6 +496,12 @@ MODEL_ONLY: list[Case] = [
         f"{T}.template.spec.containers[0].name",
         "[container name]",
     ),
+    Case(
+        "a fraction of a GPU with plugin.discovery is refused by the model only",
+        setting(f"{T}.template.spec.containers[0].resources.limits", {"nvidia.com/gpu": "1.5"}),
+        f"{T}.template.spec.containers[0].resources.limits[nvidia.com/gpu]",
+        "[GPU quantity]",
+    ),
 ]
 
 

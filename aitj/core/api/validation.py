@@ -10,6 +10,7 @@ one, plus a few checks only the model makes (``MODEL_ONLY_CHECKS``, aitj.core.ap
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,7 +48,13 @@ from aitj.core.api.names import (
 from aitj.core.api.reader import FieldError, Fields, integral, json_kind, quote
 from aitj.core.api.replica import parse_replica
 from aitj.core.api.status import JobStatus
-from aitj.core.wire import mapping
+from aitj.core.wire import as_list, mapping
+
+# What plugin.discovery counts as a pod's GPUs (its Horovod slots): the names of
+# aitj.core.render.discovery.is_gpu_resource, which this layer sits below and cannot import
+# (tests/unit/test_gpu_quantities.py checks the two agree).
+_GPU_RESOURCE = re.compile(r"nvidia\.com/gpu|baidu\.com/[A-Za-z0-9_.-]+_cgpu")
+_WHOLE = re.compile(r"[0-9]+")
 
 
 class InvalidJob(ValueError):
@@ -72,8 +79,11 @@ def parse_job(obj: Mapping[str, Any]) -> Job:
     meta = mapping(obj.get("metadata"))
     name = _job_name(meta, errors)
     spec = _parse_spec(obj.get("spec"), errors)
+    specs = mapping(mapping(obj.get("spec")).get("replicaSpecs"))
     if name:
-        _check_pod_names(name, mapping(mapping(obj.get("spec")).get("replicaSpecs")), errors)
+        _check_pod_names(name, specs, errors)
+    if spec is not None and spec.discovery:
+        _check_gpu_quantities(specs, errors)
     if errors or spec is None:
         raise InvalidJob(errors)
     status = obj.get("status")
@@ -284,3 +294,26 @@ def _check_pod_names(job_name: str, specs: Mapping[str, Any], errors: list[Field
                     "shorten the job or replica name",
                 )
             )
+
+
+def _check_gpu_quantities(specs: Mapping[str, Any], errors: list[FieldError]) -> None:
+    """_check_gpu_quantities: with plugin.discovery, every GPU quantity of an app container is a
+    whole number written in digits, since discovery lists a pod's GPUs as its Horovod slots
+    (``host:<n>``) and refuses anything else. Pod validation refuses a fraction ("1.5") too, but
+    only when a pod is created, after discovery has read the template, and it takes "1000m",
+    which is no slot count. Read from the raw specs, as ``_check_pod_names`` is."""
+    for name, body in specs.items():
+        pod = mapping(mapping(mapping(body).get("template")).get("spec"))
+        for i, container in enumerate(as_list(pod.get("containers"))):
+            resources = mapping(mapping(container).get("resources"))
+            for kind in ("limits", "requests"):
+                for resource, value in mapping(resources.get(kind)).items():
+                    if not _GPU_RESOURCE.fullmatch(str(resource)) or _WHOLE.fullmatch(str(value).strip()):
+                        continue
+                    errors.append(
+                        FieldError(
+                            f"spec.replicaSpecs.{name}.template.spec.containers[{i}].resources.{kind}[{resource}]",
+                            f"[GPU quantity] {quote(value)} is not a whole number of GPUs: plugin.discovery "
+                            "lists a pod's GPUs as its Horovod slots",
+                        )
+                    )
