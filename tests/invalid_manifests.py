@@ -475,6 +475,12 @@ CASES: list[Case] = [
         f"{T}.template.spec.containers[1]",
         'Duplicate value: {"name":"aitj-0"}',
     ),
+    Case(
+        "10,000 trainers with plugin.discovery are refused: their host lists would not fit a ConfigMap",
+        each(setting(f"{T}.maxReplicas", 10_000), setting(f"{T}.replicas", 10_000)),
+        "spec.replicaSpecs",
+        "would not fit a ConfigMap (1 MiB)",
+    ),
 ]
 
 MODEL_ONLY: list[Case] = [
