@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aitj.core import api, exitcodes  # noqa: E402
+from aitj.core.api import validation  # noqa: E402
 from aitj.core.api.status import status_schema  # noqa: E402
 from aitj.devcluster.versions import KUBERNETES as K8S_VERSION  # noqa: E402
 
@@ -691,11 +692,16 @@ def crd(upstream: Upstream) -> Schema:
     template = upstream.pod_template()
     job_name = cel_str(f"^{api.DNS_1035_LABEL}$")
     top = "has(self.spec) && has(self.spec.replicaSpecs)"
-    last_index = (
+    most = (
         "(has(self.spec.replicaSpecs[k].maxReplicas) && self.spec.replicaSpecs[k].maxReplicas > "
         "self.spec.replicaSpecs[k].replicas ? self.spec.replicaSpecs[k].maxReplicas : "
-        "self.spec.replicaSpecs[k].replicas) - 1"
+        "self.spec.replicaSpecs[k].replicas)"
     )
+    last_index = f"{most} - 1"
+    # validation.discovery_bytes, in CEL: the longest host of replica k is "<job>-<k>-xxxxx-<last>.<job>".
+    host = f"(2 * size(self.metadata.name) + size(k) + {validation.HOST_EXTRA} + size(string({last_index})))"
+    discovery = "has(self.spec.plugin) && has(self.spec.plugin.discovery)"
+    discovery_bytes = f"self.spec.replicaSpecs.map(k, {most} * (3 * {host} + {validation.LINE_EXTRA})).sum()"
     too_long = (
         f"size(self.metadata.name) + size(k) + {api.NAME_PART_LENGTH + 3} + size(string({last_index})) "
         f"> {api.MAX_POD_NAME_LENGTH}"
@@ -732,6 +738,11 @@ def crd(upstream: Upstream) -> Schema:
                 "the job name and a replica name make pod names (<job>-<replica>-xxxxx-<index>) longer "
                 f"than {api.MAX_POD_NAME_LENGTH} characters: shorten the job or replica name",
                 field_path=".metadata.name",
+            ),
+            rule(
+                f"!({top}) || !({discovery}) || {discovery_bytes} <= {validation.DISCOVERY_BUDGET}",
+                validation.DISCOVERY_TOO_BIG,
+                field_path=".spec.replicaSpecs",
             ),
         ],
     }

@@ -475,6 +475,12 @@ CASES: list[Case] = [
         f"{T}.template.spec.containers[1]",
         'Duplicate value: {"name":"aitj-0"}',
     ),
+    Case(
+        "10,000 trainers with plugin.discovery are refused: their host lists would not fit a ConfigMap",
+        each(setting(f"{T}.maxReplicas", 10_000), setting(f"{T}.replicas", 10_000)),
+        "spec.replicaSpecs",
+        "would not fit a ConfigMap (1 MiB)",
+    ),
 ]
 
 MODEL_ONLY: list[Case] = [
@@ -495,6 +501,12 @@ MODEL_ONLY: list[Case] = [
         setting(f"{T}.template.spec.containers[0].name", "Aitj_0"),
         f"{T}.template.spec.containers[0].name",
         "[container name]",
+    ),
+    Case(
+        "a fraction of a GPU with plugin.discovery is refused by the model only",
+        setting(f"{T}.template.spec.containers[0].resources.limits", {"nvidia.com/gpu": "1.5"}),
+        f"{T}.template.spec.containers[0].resources.limits[nvidia.com/gpu]",
+        "[GPU quantity]",
     ),
 ]
 

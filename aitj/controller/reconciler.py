@@ -13,7 +13,9 @@ namespace, a pod create refused for good and the pods of a job that is gone get
 ``lifecycle``'s Plans too. What it does decide is what the executor's record of a pass
 (``Sent``) means for the next one: a stop the API server caused is retried with a backoff, a
 stale write is planned again soon, and a refused create or a terminating namespace is input to
-the next pass, run right away (never a second execute inside the same pass). It counts what a
+the next pass, run right away (never a second execute inside the same pass). Any other refusal,
+and any exception raised in a pass, is a failed pass: backed off, logged, and reported once per
+way of failing (``failed_pass``: an Event and ``status.passFailure``), never a dead task. It counts what a
 status write that went through recorded (finished scale operations; restarts, through its own
 ``Recoveries``). What it adds is what the pure core
 must not do: read the clock, make ssh key pairs (randomness; only when
@@ -33,7 +35,7 @@ import asyncio
 import concurrent.futures
 import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -48,6 +50,8 @@ from aitj.controller.executor import (
     PodRefused,
     Sent,
     StaleJob,
+    StatusRefused,
+    Stop,
     Target,
     sends,
 )
@@ -56,11 +60,14 @@ from aitj.controller.metrics import ErrorStage
 from aitj.controller.recovery_metrics import Recoveries
 from aitj.controller.written import Written
 from aitj.core import api
-from aitj.core.planner import lifecycle, resources
+from aitj.core.api import PassFailure
+from aitj.core.planner import failed_pass, lifecycle, resources
 from aitj.core.planner import plan as make_plan
+from aitj.core.planner.failed_pass import FailureReason
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import Plan, Settings, SshKeys
 from aitj.core.telemetry import finished_scalings
+from aitj.core.wire import mapping
 
 # A failed pass (a refused call, the apiserver unreachable) is retried after RETRY_SECONDS,
 # doubled for each failure in a row up to MAX_RETRY_SECONDS, and never sooner than the
@@ -93,6 +100,22 @@ def retry_after(e: BaseException) -> float | None:
         return float(value) if value is not None else None
     except ValueError:  # an HTTP date: not sent by the apiserver
         return None
+
+
+def failure_reason(error: Exception) -> FailureReason | None:
+    """failure_reason: why a pass failed, as ``failed_pass`` reports it; None when the API
+    server gave no answer (a call with no ApiException behind it)."""
+    if isinstance(error, StatusRefused):
+        return FailureReason.STATUS_REFUSED
+    if isinstance(error, Stop):
+        return FailureReason.CALL_REFUSED if isinstance(error.__cause__, ApiException) else None
+    return FailureReason.PASS_ERROR
+
+
+def pass_failure(body: Mapping[str, Any] | None) -> PassFailure | None:
+    """pass_failure: the ``status.passFailure`` a job's body holds (None: none, or no body)."""
+    value = mapping(mapping((body or {}).get("status")).get("passFailure"))
+    return PassFailure.from_json(value) if value else None
 
 
 def new_keys(job_name: str) -> SshKeys:
@@ -191,7 +214,11 @@ class Reconciler:
                     self._requeue(key, state, wait)
                     break
                 state.dirty = False
-                await self._pass(key, state)
+                try:
+                    await self._pass(key, state)
+                except Exception as e:  # a bug, or an input the core cannot take:
+                    # a failed pass (backoff, Event, passFailure), never a dead task
+                    await self._failed(key, state, e)
 
     async def _pass(self, key: JobKey, state: _JobState) -> None:
         """_pass: snapshot, triage, plan (with a key pair only when one is wanted), execute."""
@@ -277,12 +304,13 @@ class Reconciler:
             # Namespace deletion removes the pods first; none can be replaced. Let them all go.
             log.info("namespace terminating: releasing the job's pods", namespace=key[0], job=key[1])
             state.terminating, state.dirty = True, True
-        elif stopped is not None:  # a refusal a retry may get past (quota, throttling), or no answer
-            self._failed(key, state, stopped)
+        elif stopped is not None:  # a refusal (the status's, quota, throttling), or no answer
+            await self._failed(key, state, stopped)
         else:
             state.failures, state.retry_at = 0, 0.0
             if plan.requeue_after is not None:
                 self._requeue(key, state, max(MIN_REQUEUE_SECONDS, plan.requeue_after))
+            await self._report(key, failed_pass.on_success(pass_failure(snap.body)), snap.body)
 
     def _fails_job(self, snap: Snapshot, refusal: PodRefusal) -> bool:
         """_fails_job: the refused create fails the job (``lifecycle.plan_refused`` has a Plan
@@ -305,15 +333,37 @@ class Reconciler:
                 )
         self.recoveries.passed(bound, key, target, plan, sent)
 
-    def _failed(self, key: JobKey, state: _JobState, error: Exception) -> None:
-        """_failed: count and log a pass that failed, and plan the job again after a backoff
-        (``retry_delay``: doubled per failure in a row, never before the server's Retry-After)."""
+    async def _failed(self, key: JobKey, state: _JobState, error: Exception) -> None:
+        """_failed: count and log a pass that failed, plan the job again after a backoff
+        (``retry_delay``: doubled per failure in a row, never before the server's Retry-After),
+        and say why (``failed_pass``: an Event and ``status.passFailure``, once per way of
+        failing) unless the API server gave no answer: then there is no one to tell."""
         metrics.RECONCILE_ERRORS.labels(ErrorStage.EXECUTE.value).inc()
         state.failures += 1
         delay = retry_delay(state.failures, retry_after(error))
         state.retry_at = asyncio.get_running_loop().time() + delay
-        log.warning("pass failed, retrying", namespace=key[0], job=key[1], error=str(error), retry_s=delay)
+        reason = failure_reason(error)
+        bound = log.bind(namespace=key[0], job=key[1], retry_s=delay)
+        if reason is FailureReason.PASS_ERROR:  # the operator's own failing: keep the traceback
+            bound.error("pass failed, retrying", error=f"{type(error).__name__}: {error}", exc_info=error)
+        else:
+            bound.warning("pass failed, retrying", error=str(error))
         self._requeue(key, state, delay)
+        if reason is not None:
+            body = self.snapshot(key).body
+            message = str(error) if isinstance(error, Stop) else f"{type(error).__name__}: {error}"
+            await self._report(
+                key, failed_pass.on_failure(pass_failure(body), reason, message, self.clock()), body
+            )
+
+    async def _report(
+        self, key: JobKey, report: failed_pass.Report | None, body: Mapping[str, Any] | None
+    ) -> None:
+        """_report: send ``report`` about the job whose body is ``body`` (nothing when either
+        is None), and write through what its status write returned."""
+        if report is None or body is None:
+            return
+        self.written(key, await self._run(self.executor.report, lifecycle.job_ref(body), report))
 
     def _requeue(self, key: JobKey, state: _JobState, delay: float) -> None:
         """_requeue: pass the job again after ``delay`` seconds (the earlier deadline wins)."""

@@ -17,7 +17,9 @@ from aitj.controller.cache import Snapshot
 from aitj.controller.executor import Sent, Target
 from aitj.controller.logs import log
 from aitj.controller.reconciler import Reconciler, Sources
+from aitj.controller.written import Written
 from aitj.core.api import JobStatus, Phase, RestartScope
+from aitj.core.planner.failed_pass import Report
 from aitj.core.planner.types import Plan, RestartRecord, SshKeys
 from aitj.core.policy import Failure, FailureKind
 from tests.seeds import seed_job
@@ -43,6 +45,9 @@ class StatusWriter:
 
     def execute(self, target: Target, plan: Plan) -> Sent:
         return Sent(status_written=self.status_written)
+
+    def report(self, target: Target, report: Report) -> Written:
+        return Written()
 
 
 def restart_lines(status_written: bool) -> list[MutableMapping[str, Any]]:
@@ -83,6 +88,11 @@ class Chatty:
         log.info("executing", target=repr(target), plan=repr(plan), ensure=[repr(m) for m in plan.ensure])
         log.info("plan", plan=plan)
         return Sent()
+
+    def report(self, target: Target, report: Report) -> Written:
+        """report logs what it is handed, whole."""
+        log.info("report", target=repr(target), report=repr(report))
+        return Written()
 
 
 def test_a_pass_that_makes_the_ssh_key_pair_logs_no_key_material() -> None:

@@ -32,6 +32,7 @@ from aitj.controller.written import Written
 from aitj.core import naming
 from aitj.core.api import Job, JobStatus, Phase
 from aitj.core.observed import TRACKING_FINALIZER, PodView
+from aitj.core.planner.failed_pass import Report
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import ObjectKind, ObjectRef, Owned, Plan, Settings, SshKeys
 from tests.seeds import seed_job
@@ -62,6 +63,7 @@ class Recorder:
 
     def __init__(self, *fails: Stop) -> None:
         self.executed: list[tuple[Target, Plan]] = []
+        self.reports: list[Report] = []
         self.fails = list(fails)
         self.gate: threading.Event | None = None
 
@@ -74,6 +76,10 @@ class Recorder:
         if self.fails:
             sent.stopped = self.fails.pop(0)
         return sent
+
+    def report(self, target: Target, report: Report) -> Written:
+        self.reports.append(report)
+        return Written()
 
     @property
     def plans(self) -> list[Plan]:

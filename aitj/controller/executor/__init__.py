@@ -22,7 +22,8 @@ idempotent:
    is named after its restart, so it is posted once however many passes send it: before the
    status, so a pass that fails after its creates has said it all the same.
 7. ``status``: write the whole status in one JSON patch that first tests the job's
-   resourceVersion is the one the pass planned from; a failed test stops the pass (StaleJob).
+   resourceVersion is the one the pass planned from; a failed test stops the pass (StaleJob),
+   any other refusal too (StatusRefused: ``calls.version_test_failed`` tells them apart).
    ``Sent.status_written`` says whether it went through (a job found gone: it did not).
 8. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
    JSON patch of the job that first tests the value it replaces, so that a newer edit wins;
@@ -55,9 +56,12 @@ refused call, or one that got no answer (connection refused, dropped, timed out)
 a pod create refused with a 4xx: PodRefused, a StepFailed carrying what was said (for
 ``lifecycle.plan_refused``); a native gang PodGroup refused for want of its Workload:
 GangRefused, a StepFailed; a create refused because the namespace is being deleted:
-NamespaceTerminating; a failed status version test: StaleJob. The reconciler decides what
-each means: retry with a backoff, fail the job or let its pods go in the next pass, or plan
-again soon. Metrics are counted only after the call they count succeeded. Calls use
+NamespaceTerminating; a failed status version test: StaleJob; any other refusal of the status
+write (a schema rule, an admission policy): StatusRefused. The reconciler decides what each
+means: retry with a backoff, fail the job or let its pods go in the next pass, or plan again
+soon. Besides ``execute``, ``report`` sends what ``aitj.core.planner.failed_pass`` says about
+failed passes: an Event and a merge patch of ``status.passFailure`` alone (best effort).
+Metrics are counted only after the call they count succeeded. Calls use
 ``_preload_content=False``: the client would otherwise spend most of its CPU building model
 objects from responses nobody reads.
 
@@ -76,6 +80,7 @@ from aitj.controller.executor.contract import (
     PodRefused,
     Sent,
     StaleJob,
+    StatusRefused,
     Step,
     StepFailed,
     Stop,
@@ -97,6 +102,7 @@ __all__ = [
     "PodRefused",
     "Sent",
     "StaleJob",
+    "StatusRefused",
     "Step",
     "StepFailed",
     "Stop",

@@ -12,6 +12,7 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError as TransportError
 
 from aitj.controller import metrics
 from aitj.controller.executor.clients import CREATE, DELETE, Clients
@@ -23,6 +24,7 @@ from aitj.controller.executor.contract import (
     PodRefused,
     Sent,
     StaleJob,
+    StatusRefused,
     StepFailed,
     Target,
 )
@@ -31,6 +33,7 @@ from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
 from aitj.core import api
 from aitj.core.observed import ANNOTATION_HOSTS, TRACKING_FINALIZER
+from aitj.core.planner.failed_pass import Report
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import (
     Event,
@@ -44,6 +47,22 @@ from aitj.core.planner.types import (
     ReplicasPatch,
 )
 from aitj.core.wire import format_time
+
+
+def version_test_failed(e: ApiException) -> bool:
+    """version_test_failed: a 422 answer to the status write's JSON patch is its version test
+    failing, not a refusal of the patched object. Measured on the apiserver (v1.36): a failed
+    ``test`` op cannot be applied, so no object is validated and the Status's ``details`` are
+    empty ({}); a schema rule or a ValidatingAdmissionPolicy refuses the patched object and
+    ``details`` name it (``name``, ``kind``, ``causes``). Text matching is avoided: the
+    failed test's message is a generic one ("the server rejected our request due to an error
+    in our request"). An answer that cannot be read counts as a refusal (backed off, never a
+    loop)."""
+    try:
+        answer = json.loads(e.body or "")
+    except (TypeError, ValueError):
+        return False
+    return isinstance(answer, dict) and answer.get("reason") == "Invalid" and not answer.get("details")
 
 
 def _body(response: Any) -> Mapping[str, Any] | None:
@@ -151,11 +170,35 @@ class Calls(PlanSink):
         except ApiException as e:
             if e.status == 404:
                 return  # the job is gone
-            if e.status == 422 and version:
+            if e.status == 422 and version and version_test_failed(e):
                 raise StaleJob(f"{self.job.namespace}/{self.job.name} changed since version {version}") from e
+            if e.status in (403, 422):  # refused for what it says, or who says it: a retry soon is no use
+                raise StatusRefused(f"writing status: {error_text(e)}") from e
             raise StepFailed(f"writing status: {error_text(e)}") from e
         self._job_written(response)
         self.sent.status_written = True
+
+    def send_report(self, report: Report) -> None:
+        """send_report posts the Event of a report on failed passes, then merge-patches
+        ``status.passFailure`` alone (``aitj.core.planner.failed_pass`` says why). Best effort:
+        a refusal or no answer is logged, never raised (the pass has failed already)."""
+        if report.event is not None:
+            self._event(report.event)
+        value = report.failure.to_json() if report.failure is not None else None
+        try:
+            response = self.ex.custom.patch_namespaced_custom_object_status(
+                *self._job_path(),
+                {"status": {"passFailure": value}},
+                _content_type="application/merge-patch+json",
+                _preload_content=False,
+            )
+        except ApiException as e:
+            self.log.warning("pass failure not recorded in the status", error=error_text(e))
+            return
+        except (TransportError, OSError) as e:
+            self.log.warning("pass failure not recorded in the status", error=str(e))
+            return
+        self._job_written(response)
 
     def send_spec_replicas(self, patches: Sequence[ReplicasPatch]) -> None:
         """send_spec_replicas: one JSON patch that tests each value before replacing it, so a

@@ -13,6 +13,7 @@ from typing import Protocol, TypeVar
 
 from aitj.controller.written import Written
 from aitj.core.api import JobStatus
+from aitj.core.planner.failed_pass import Report
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import (
     Event,
@@ -158,6 +159,11 @@ class Executor(Protocol):
 
     def execute(self, target: Target, plan: Plan) -> Sent: ...
 
+    def report(self, target: Target, report: Report) -> Written:
+        """report: post ``report``'s Event and write its ``status.passFailure`` (best effort:
+        never raises); what the status write returned, for the cache."""
+        ...
+
 
 class Stop(RuntimeError):
     """Stop: why a pass stopped before its last step: always a fact the API server told (or
@@ -167,6 +173,11 @@ class Stop(RuntimeError):
 class StaleJob(Stop):
     """The status write's version test failed: the job changed since the snapshot this pass
     planned from."""
+
+
+class StatusRefused(Stop):
+    """The status write was refused for what it holds (a CRD schema rule, an admission policy:
+    a 422 that is not a failed version test) or by authorization (403)."""
 
 
 class NamespaceTerminating(Stop):

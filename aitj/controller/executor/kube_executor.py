@@ -14,6 +14,8 @@ from urllib3.exceptions import HTTPError as TransportError
 from aitj.controller.executor.calls import Calls
 from aitj.controller.executor.clients import Clients
 from aitj.controller.executor.contract import Sent, StepFailed, Stop, Target, walk
+from aitj.controller.written import Written
+from aitj.core.planner.failed_pass import Report
 from aitj.core.planner.types import Plan
 
 
@@ -45,3 +47,10 @@ class KubeExecutor:
             sent.stopped = StepFailed(f"no answer from the API server: {e}")
             sent.stopped.__cause__ = e
         return sent
+
+    def report(self, target: Target, report: Report) -> Written:
+        """report sends what ``aitj.core.planner.failed_pass`` says about the job's passes
+        (``Calls.send_report``: best effort) and returns what the status write returned."""
+        sent = Sent()
+        Calls(self.clients, target, sent).send_report(report)
+        return sent.written

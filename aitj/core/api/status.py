@@ -137,6 +137,20 @@ class Degraded(JsonObject):
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class PassFailure(JsonObject):
+    """``passFailure``: the operator's passes for the job fail, and why
+    (aitj.core.planner.failed_pass decides what it says and when it goes)."""
+
+    reason: str | None = prop(
+        description="Why, in one CamelCase word: StatusRefused (the status write refused: a schema "
+        "rule or an admission policy), CallRefused (another call refused) or PassError (an error "
+        "in the operator)."
+    )
+    message: str | None = prop(description="What the API server said, or the error, for people.")
+    since: str | None = time_prop(description="When the passes began to fail this way.")
+
+
 _SCALE_GENERATION = "metadata.generation of the edit that asked for it."
 
 
@@ -315,6 +329,12 @@ class JobStatus(JsonObject):
     restarts: tuple[RestartEntry, ...] | None = prop(
         description=f"Recent restarts, oldest first. At most {MAX_RESTART_RECORDS}.",
         max_items=MAX_RESTART_RECORDS,
+    )
+    pass_failure: PassFailure | None = prop(
+        "passFailure",
+        "Present while the operator's passes for this job fail and are retried with a backoff: "
+        'why, and since when (docs/operator.md, "Refusals and errors"). Removed by the first pass '
+        "that goes through.",
     )
 
     def current_condition(self) -> JobCondition | None:

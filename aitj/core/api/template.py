@@ -18,6 +18,7 @@ MODEL_ONLY_CHECKS = {
     "[duplicate container name]": "no init container has the name of a container",
     "[unknown volume]": "every volumeMount names a volume of the pod",
     "[container name]": "container names are DNS-1123 labels",
+    "[GPU quantity]": "with plugin.discovery, GPU quantities are whole numbers written in digits",
 }
 
 

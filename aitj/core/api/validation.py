@@ -10,6 +10,7 @@ one, plus a few checks only the model makes (``MODEL_ONLY_CHECKS``, aitj.core.ap
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,6 +41,7 @@ from aitj.core.api.names import (
     MAX_REPLICA_SPECS,
     MAX_REPLICAS,
     MAX_SECONDS,
+    NAME_PART_LENGTH,
     is_dns1035_label,
     is_dns1123_label,
     pod_name_length,
@@ -47,7 +49,40 @@ from aitj.core.api.names import (
 from aitj.core.api.reader import FieldError, Fields, integral, json_kind, quote
 from aitj.core.api.replica import parse_replica
 from aitj.core.api.status import JobStatus
-from aitj.core.wire import mapping
+from aitj.core.wire import as_list, mapping
+
+# What plugin.discovery counts as a pod's GPUs (its Horovod slots): the names of
+# aitj.core.render.discovery.is_gpu_resource, which this layer sits below and cannot import
+# (tests/unit/test_gpu_quantities.py checks the two agree).
+_GPU_RESOURCE = re.compile(r"nvidia\.com/gpu|baidu\.com/[A-Za-z0-9_.-]+_cgpu")
+_WHOLE = re.compile(r"[0-9]+")
+
+# plugin.discovery's ConfigMap must fit the apiserver's limit on a ConfigMap's data (1 MiB). The
+# bound is on the longest lines the operator writes (aitj.core.render.discovery and .volcano):
+# each pod the job may have (max of replicas and maxReplicas, per replica) is written at most
+# three times, as "<host>:<slots>\n" in ``hosts``, "<host>\n" in its replica's host file and
+# "<host>," in VC_<REPLICA>_HOSTS, where <host> is "<pod>.<job>" and a replica's longest pod
+# name is "<job>-<replica>-xxxxx-<last index>" (aitj.core.naming). Counting master pods as if
+# they were in ``hosts`` too only errs on the safe side. A pod's slots (its GPUs) are assumed
+# to take at most SLOT_DIGITS digits; the script, the keys and the VC_<REPLICA>_NUM values fit
+# in DISCOVERY_RESERVE. hack/gen_crd.py writes the same sum as the CRD's CEL rule.
+CONFIGMAP_MAX_BYTES = 1024 * 1024
+DISCOVERY_RESERVE = 8 * 1024
+DISCOVERY_BUDGET = CONFIGMAP_MAX_BYTES - DISCOVERY_RESERVE
+SLOT_DIGITS = 4
+HOST_EXTRA = NAME_PART_LENGTH + 4  # the three '-' of the pod name and the '.' before the job's
+LINE_EXTRA = 3 + 1 + SLOT_DIGITS  # a separator in each list, the ':' and the slots
+DISCOVERY_TOO_BIG = (
+    "plugin.discovery's host lists for this many pods would not fit a ConfigMap (1 MiB): ask for "
+    "fewer pods (replicas, maxReplicas) or shorten the job and replica names"
+)
+
+
+def discovery_bytes(job_name: str, replica: str, pods: int) -> int:
+    """discovery_bytes: the most bytes ``pods`` pods of ``replica`` take in the job's discovery
+    ConfigMap (the lines the comment above counts)."""
+    host = 2 * len(job_name) + len(replica) + HOST_EXTRA + len(str(pods - 1))
+    return pods * (3 * host + LINE_EXTRA)
 
 
 class InvalidJob(ValueError):
@@ -72,8 +107,12 @@ def parse_job(obj: Mapping[str, Any]) -> Job:
     meta = mapping(obj.get("metadata"))
     name = _job_name(meta, errors)
     spec = _parse_spec(obj.get("spec"), errors)
+    specs = mapping(mapping(obj.get("spec")).get("replicaSpecs"))
     if name:
-        _check_pod_names(name, mapping(mapping(obj.get("spec")).get("replicaSpecs")), errors)
+        _check_pod_names(name, specs, errors)
+    if spec is not None and spec.discovery:
+        _check_gpu_quantities(specs, errors)
+        _check_discovery_size(name, specs, errors)
     if errors or spec is None:
         raise InvalidJob(errors)
     status = obj.get("status")
@@ -267,13 +306,31 @@ def _parse_replica_specs(spec: Fields, errors: list[FieldError]) -> tuple[Replic
 # --- cross-field checks over the whole job -----------------------------------------------------
 
 
+def _most_pods(body: object) -> int:
+    """_most_pods: the most pods a raw replica spec may have (replicas or maxReplicas; 1 when
+    neither is valid), as the CRD's rules read it."""
+    raw = mapping(body)
+    counts = [integral(raw.get("replicas", DEFAULT_REPLICAS)), integral(raw.get("maxReplicas"))]
+    return max([c for c in counts if type(c) is int and 1 <= c <= MAX_REPLICAS] or [1])
+
+
+def _check_discovery_size(job_name: str, specs: Mapping[str, Any], errors: list[FieldError]) -> None:
+    """_check_discovery_size: plugin.discovery's ConfigMap fits, for the most pods the job may
+    have (``discovery_bytes``); the twin of the CRD's rule."""
+    total = sum(discovery_bytes(job_name, str(name), _most_pods(body)) for name, body in specs.items())
+    if total > DISCOVERY_BUDGET:
+        errors.append(
+            FieldError(
+                "spec.replicaSpecs", f"{DISCOVERY_TOO_BIG} (up to {total} bytes; {DISCOVERY_BUDGET} fit)"
+            )
+        )
+
+
 def _check_pod_names(job_name: str, specs: Mapping[str, Any], errors: list[FieldError]) -> None:
     """_check_pod_names: the longest pod name of every replica must fit a DNS label. Read from
     the raw specs, as the CRD's rule does, so a replica with another mistake is checked too."""
     for name, body in specs.items():
-        raw = mapping(body)
-        counts = [integral(raw.get("replicas", DEFAULT_REPLICAS)), integral(raw.get("maxReplicas"))]
-        last = max([c for c in counts if type(c) is int and 1 <= c <= MAX_REPLICAS] or [1]) - 1
+        last = _most_pods(body) - 1
         length = pod_name_length(job_name, str(name), last)
         if length > MAX_POD_NAME_LENGTH:
             errors.append(
@@ -284,3 +341,26 @@ def _check_pod_names(job_name: str, specs: Mapping[str, Any], errors: list[Field
                     "shorten the job or replica name",
                 )
             )
+
+
+def _check_gpu_quantities(specs: Mapping[str, Any], errors: list[FieldError]) -> None:
+    """_check_gpu_quantities: with plugin.discovery, every GPU quantity of an app container is a
+    whole number written in digits, since discovery lists a pod's GPUs as its Horovod slots
+    (``host:<n>``) and refuses anything else. Pod validation refuses a fraction ("1.5") too, but
+    only when a pod is created, after discovery has read the template, and it takes "1000m",
+    which is no slot count. Read from the raw specs, as ``_check_pod_names`` is."""
+    for name, body in specs.items():
+        pod = mapping(mapping(mapping(body).get("template")).get("spec"))
+        for i, container in enumerate(as_list(pod.get("containers"))):
+            resources = mapping(mapping(container).get("resources"))
+            for kind in ("limits", "requests"):
+                for resource, value in mapping(resources.get(kind)).items():
+                    if not _GPU_RESOURCE.fullmatch(str(resource)) or _WHOLE.fullmatch(str(value).strip()):
+                        continue
+                    errors.append(
+                        FieldError(
+                            f"spec.replicaSpecs.{name}.template.spec.containers[{i}].resources.{kind}[{resource}]",
+                            f"[GPU quantity] {quote(value)} is not a whole number of GPUs: plugin.discovery "
+                            "lists a pod's GPUs as its Horovod slots",
+                        )
+                    )
