@@ -61,8 +61,9 @@ from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.outcome import judge
 from aitj.core.planner.part import Context, Part, combine
 from aitj.core.planner.scaling import part as scaling_part
+from aitj.core.planner.stamps import observe
 from aitj.core.planner.status import Condition
-from aitj.core.planner.survey import Survey, observe, survey
+from aitj.core.planner.survey import Survey, survey
 from aitj.core.planner.types import DeleteReason, Event, Outcome, Owned, Plan, PodDelete, Settings, SshKeys
 from aitj.core.wire import format_time, parse_time
 
