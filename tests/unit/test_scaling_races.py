@@ -142,3 +142,39 @@ def test_an_edit_back_before_the_job_has_run_creates_the_index_again_and_fails_n
     cluster.step(7)
     cluster.step(8)
     assert cluster.status["phase"] == "Running" and cluster.counted == []
+
+
+# ---------------------------------------------------------------------------------------------
+# A scale-out into an index used before is judged by scaleTimeout, not restartTimeout
+
+
+def _reused(**changes: Any) -> Cluster:
+    """_reused: 3 -> 2 done and its pod gone, then 2 -> 3 at 90: index 2 gets generation 1,
+    which stays Pending."""
+    cluster = running(3, **changes)
+    scale(cluster, 2)
+    cluster.step(20)
+    cluster.step(80)
+    cluster.terminate_deleted()
+    cluster.step(81)
+    scale(cluster, 3)
+    assert [(c.index, c.generation) for c in cluster.step(90).creates] == [(2, 1)]
+    return cluster
+
+
+@pytest.mark.parametrize(
+    ("now", "reason"),
+    [
+        pytest.param(130, None, id="past restartTimeout 30 s, within scaleTimeout: still scaling"),
+        pytest.param(150, None, id="no wake-up, no verdict for restartTimeout"),
+        pytest.param(690, "ScaleTimeout", id="past scaleTimeout 600 s: rolled back as a scale timeout"),
+    ],
+)
+def test_a_scale_out_into_a_used_index_is_judged_by_scale_timeout(now: int, reason: str | None) -> None:
+    cluster = _reused(restart_timeout=30, scale_timeout=600)
+    wake = cluster.step(100).requeue_after
+    assert wake is not None and wake > 60  # the scale's deadline, not restartTimeout's
+    cluster.step(now)
+    outcomes = [h[1] for h in history(cluster) if h[0] != "scalein"]
+    assert outcomes == ([reason] if reason else []) and cluster.counted == []
+    assert cluster.status["phase"] != "Failed"

@@ -203,6 +203,7 @@ class _Surveyor:
         self.signals = signals
         self.ledger = ledger
         self.keep = shape.keep
+        self.joining = shape.joining
         self.wanted = {r.name: frozenset(shape.of(r)) for r in job.spec.replicas}
         self.retirees: list[Retiree] = []
         self.restarts: list[RestartRecord] = []
@@ -270,9 +271,12 @@ class _Surveyor:
     def judge(
         self, r: ReplicaSpec, i: int, top: int, current: PodView, nodes: Mapping[str, NodeView]
     ) -> Slot:
-        """judge: the slot of the index's current pod, with its failure, if any."""
+        """judge: the slot of the index's current pod, with its failure, if any. A scale-out's
+        pod (``joining``) is not a restart's replacement, even in an index used before: its
+        start is the operation's business, judged by scaleTimeout (aitj.core.planner.scaling),
+        not by restartTimeout."""
         failure = classify(current, nodes.get(current.node_name) if current.node_name else None, self.signals)
-        if failure is None:
+        if failure is None and (r.name, i) not in self.joining:
             failure = restart_timed_out(current, r, self.now)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:
