@@ -14,14 +14,19 @@ import pytest
 
 from aitj.controller.executor import STEPS
 from aitj.core.api import CleanPodPolicy, RestartScope
+from aitj.core.planner import retire
+from aitj.core.planner.ledger import IndexHistory, Ledger
+from aitj.core.planner.types import DeleteReason
 from tests.unit.builders import (
     Cluster,
+    Pod,
     exit_rule,
     launcher,
     name_of,
     running_seed,
     seed_job,
     trainer,
+    views,
 )
 
 OLD = [name_of("trainer", i) for i in range(3)]
@@ -84,3 +89,22 @@ def test_clean_pod_policy_none_still_keeps_the_job_s_own_pods() -> None:
     cluster = _ended("creates", CleanPodPolicy.NONE)
     kept = [n for n in NEW if "deletionTimestamp" not in cluster.pods[n].raw["metadata"]]
     assert kept == NEW and "deletionTimestamp" not in cluster.pods[name_of("launcher", 0)].raw["metadata"]
+
+
+@pytest.mark.parametrize(
+    ("pods", "seen", "deleted"),
+    [
+        pytest.param([Pod("trainer", 0), Pod("trainer", 0, 1)], -1, [OLD[0]], id="an older generation goes"),
+        pytest.param([Pod("trainer", 0)], 1, [OLD[0]], id="so does one the ledger has seen a successor of"),
+        pytest.param([Pod("trainer", 0, 1)], 1, [], id="the newest generation of its index stays"),
+        pytest.param(
+            [Pod("trainer", 0).deleted(5, 30), Pod("trainer", 0, 1)], -1, [], id="one being deleted is left"
+        ),
+    ],
+)
+def test_superseded_names_the_pods_whose_index_has_a_newer_generation(
+    pods: list[Pod], seen: int, deleted: list[str]
+) -> None:
+    ledger = Ledger().with_index("trainer", 0, IndexHistory(seen=seen))
+    found = retire.superseded(views(pods), ledger)
+    assert [d.name for d in found] == deleted and all(d.reason is DeleteReason.RESTART for d in found)
