@@ -8,7 +8,8 @@ It decides and renders; the executor (aitj/controller/executor/) only sends the 
   terminating namespace, the pods of a job that is gone; ``triage`` picks.
 - ``survey``: slots per replica index, failures, restart decisions, launcher gating (issue 5).
 - ``ledger`` (and ``rulelog``): the restart ledger, which keeps restart counts exact across
-  operator crashes; ``rule_budgets``: what the recovery rules read from it.
+  operator crashes; ``stamps``: the ledger the pods tell; ``rule_budgets``: what the recovery
+  rules read from it.
 - ``outcome``: completePolicy / failPolicy / timeLimit (issue 4).
 - ``status``: phase, condition history, status fields.
 - ``core``: ``plan`` itself: assess, then for a job that goes on combine the features' parts

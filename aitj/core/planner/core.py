@@ -61,8 +61,9 @@ from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.outcome import judge
 from aitj.core.planner.part import Context, Part, combine
 from aitj.core.planner.scaling import part as scaling_part
+from aitj.core.planner.stamps import observe
 from aitj.core.planner.status import Condition
-from aitj.core.planner.survey import Survey, observe, survey
+from aitj.core.planner.survey import Survey, survey
 from aitj.core.planner.types import DeleteReason, Event, Outcome, Owned, Plan, PodDelete, Settings, SshKeys
 from aitj.core.wire import format_time, parse_time
 
@@ -243,14 +244,19 @@ def _cleanup(job: Job, pods: Sequence[PodView], phase: Phase | None, owned: Owne
     finished job tracks nothing. The status is left alone."""
     policy = job.spec.clean_pod_policy
     reason = f"job {phase}: cleanPodPolicy {policy}"
+    # The old pods of a restart the job's end interrupted go whatever the policy: they are not
+    # the job's pods any more (retire.superseded).
+    old = retire.superseded(pods, Ledger.from_status(job.status))
+    gone = {d.name for d in old}
     doomed = [
         p
         for p in pods
         if not p.deleting
+        and p.name not in gone
         and (policy is CleanPodPolicy.ALL or (policy is CleanPodPolicy.RUNNING and not p.terminal))
     ]
     return Plan(
         removes=resources.removes(job, owned) + disruption_budgets.budget_removes(job, {}, {}, owned),
-        deletes=tuple(PodDelete(p.name, p.uid, None, DeleteReason.CLEANUP, reason) for p in doomed),
+        deletes=old + tuple(PodDelete(p.name, p.uid, None, DeleteReason.CLEANUP, reason) for p in doomed),
         release=tuple(p.name for p in pods if p.tracked),
     )

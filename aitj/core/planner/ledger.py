@@ -4,7 +4,7 @@ Pure. docs/semantics.md, "Exact restart counts", is the user-facing description.
 the operator creates carries the ledger as it stood when the pod was planned (annotation
 ``aitj.core.observed.ANNOTATION_LEDGER``, read raw into ``PodView.ledger_annotation`` and
 parsed here by ``pod_ledger``); the job status carries the full one (``status.restartLedger``).
-The planner merges them all (``aitj.core.planner.survey.observe``), and merging is idempotent
+The planner merges them all (``aitj.core.planner.stamps.observe``), and merging is idempotent
 and order-free (per-field max), so a pass replayed after a crash counts nothing twice.
 
 The same goes for recording restarts (docs/semantics.md, "Each restart is recorded once"): a

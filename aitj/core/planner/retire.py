@@ -1,6 +1,7 @@
 """Retiring pods: delete what is no longer wanted, force-delete what is stuck terminating.
 
-Pure. A part of each pass of a job that goes on (aitj.core.planner.core.PARTS).
+Pure. A part of each pass of a job that goes on (aitj.core.planner.core.PARTS); ``superseded``
+is what a job that has ended still retires, whatever its cleanPodPolicy (core._cleanup).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from aitj.core.api import DEFAULT_RESTART_TIME_LIMIT, Job
+from aitj.core.observed import PodView
+from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.part import Context, Part
 from aitj.core.planner.survey import Retiree
 from aitj.core.planner.types import DeleteReason, Event, Plan, PodDelete
@@ -58,3 +61,25 @@ def retire(
         )
     release = tuple(t.pod.name for t in retirees if t.pod.tracked)
     return tuple(deletes), tuple(dict.fromkeys(release)), tuple(events), wake
+
+
+def superseded(pods: Sequence[PodView], ledger: Ledger) -> tuple[PodDelete, ...]:
+    """superseded: deletes for the pods of a job that has ended whose index has a newer
+    generation (a pod of it, or the ledger's ``seen``): the old pods of a restart that the job's
+    end interrupted (a Replica- or All-scope restart whose pass stopped after its creates,
+    before its deletes). cleanPodPolicy says which of the job's pods to keep; these are not the
+    job's pods any more, and a job that went on would have deleted them."""
+    newest: dict[tuple[str, int], int] = {}
+    for p in pods:
+        if p.replica is not None and p.index is not None:
+            key = (p.replica, p.index)
+            newest[key] = max(newest.get(key, -1), p.generation)
+    deletes: list[PodDelete] = []
+    for p in pods:
+        if p.deleting or p.replica is None or p.index is None:
+            continue
+        top = max(newest[(p.replica, p.index)], ledger.replica(p.replica).index(p.index).seen)
+        if p.generation < top:
+            why = f"superseded by generation {top}: the job ended before its restart finished"
+            deletes.append(PodDelete(p.name, p.uid, None, DeleteReason.RESTART, why))
+    return tuple(deletes)

@@ -19,7 +19,10 @@ How the pieces fit (docs/semantics.md has the user-facing version):
   epoch of the replica / of every replica, which makes their other pods stale.
 - An index with no pod: never seen → create generation 0; its last pod was ended by the
   operator (``ended >= seen``) → create the next generation; otherwise the pod vanished,
-  which is a PodForceDeleted failure.
+  which is a PodForceDeleted failure. Its pod still terminating while the ledger says the
+  operator ended that generation (scaled away, then wanted again before the pod was gone) is
+  passed over the same way: the next generation is created and nothing is counted. Only a pod
+  being deleted: a live pod stays the index's pod whatever the ledger says.
 - The recovery rules (aitj.core.planner.rule_budgets): a rule whose budget is used up does not
   match; a restart by a rule goes into its history in the ledger (and its node into the index's
   exclusions); a replacement whose rule has a backoff waits it out (State.BACKOFF).
@@ -37,7 +40,7 @@ from aitj.core.api import Job, ReplicaSpec, ReplicaType, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import rule_budgets
-from aitj.core.planner.ledger import IndexHistory, Ledger, ReplicaHistory, pod_epoch, pod_ledger
+from aitj.core.planner.ledger import IndexHistory, Ledger, pod_epoch
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
@@ -107,12 +110,13 @@ class RetireReason(enum.StrEnum):
     RESTART_COUNTED = "RestartCounted"  # its failure was counted by a pass that did not finish
     RESTART_SCOPE = "RestartScope"  # a Replica- or All-scope restart recreates it
     EXCLUSION_EXPIRED = "ExclusionExpired"  # unschedulable while it kept off nodes no longer excluded
+    ENDED = "Ended"  # its generation was ended (scaled away) and it is terminating; the index is wanted again
 
     @property
     def restart(self) -> bool:
         """restart: the pod is the old pod of a restart, so restartTimeLimit applies to its
         termination."""
-        return self not in (RetireReason.NOT_IN_SPEC, RetireReason.SCALED_AWAY)
+        return self not in (RetireReason.NOT_IN_SPEC, RetireReason.SCALED_AWAY, RetireReason.ENDED)
 
 
 @dataclass(frozen=True)
@@ -146,26 +150,6 @@ class Survey:
 
     def of(self, replica: str) -> tuple[Slot, ...]:
         return tuple(s for s in self.slots if s.replica.name == replica)
-
-
-def observe(ledger: Ledger, job: Job, pods: Sequence[PodView]) -> Ledger:
-    """observe merges what the pods tell into the ledger: their stamps and their generations."""
-    names = {r.name for r in job.spec.replicas}
-    generations: dict[str, dict[int, int]] = {}
-    for p in pods:
-        if p.replica in names and p.index is not None and p.index >= 0:
-            by_index = generations.setdefault(p.replica, {})
-            by_index[p.index] = max(by_index.get(p.index, -1), p.generation)
-    seen = Ledger(
-        tuple(
-            (name, ReplicaHistory(0, tuple((i, IndexHistory(seen=g)) for i, g in sorted(by_index.items()))))
-            for name, by_index in sorted(generations.items())
-        )
-    )
-    # Pods created by one pass carry one stamp, parsed once (pod_ledger caches it): merge
-    # each distinct stamp once, not once per pod.
-    stamps = {id(stamp): stamp for stamp in map(pod_ledger, pods)}
-    return ledger.merge(*stamps.values(), seen)
 
 
 @dataclass(frozen=True)
@@ -219,6 +203,7 @@ class _Surveyor:
         self.signals = signals
         self.ledger = ledger
         self.keep = shape.keep
+        self.joining = shape.joining
         self.wanted = {r.name: frozenset(shape.of(r)) for r in job.spec.replicas}
         self.retirees: list[Retiree] = []
         self.restarts: list[RestartRecord] = []
@@ -254,22 +239,44 @@ class _Surveyor:
         for old in group[1:] if current is not None else group:
             self.retire(old, RetireReason.SUPERSEDED, f"superseded by generation {top}")
         if current is None:
-            if top < 0:
-                return Slot(r, i, 0, self.name(r.name, i, 0), State.CREATE)
-            if record.ended >= top:
-                return Slot(r, i, top + 1, self.name(r.name, i, top + 1), State.CREATE)
-            name = self.name(r.name, i, top)
-            if record.succeeded >= top:
-                return Slot(r, i, top, name, State.SUCCEEDED)
-            if record.stood >= top:
-                return _stood(r, i, top, name)
-            return Slot(r, i, top, name, State.PENDING, failure=vanished(name))
+            return self.vacant(r, i, top, record)
         if pod_epoch(current) < self.ledger.replica(r.name).epoch:
             return self.renew(
                 Slot(r, i, top, current.name, State.PENDING, current), RetireReason.RESTART_SCOPE
             )
+        if current.deleting and record.ended >= top > record.failed:
+            # The operator ended this generation itself (scaled away, or rolled back) and its
+            # pod is still terminating when the index is wanted again: a scale-in, then a
+            # scale-out within the pod's grace period. It is on its way out, not lost: judged,
+            # it would be PodForceDeleted and count a restart. Only a pod being deleted is
+            # passed over: a ledger that says "ended" of a live pod does not make it go.
+            self.retire(current, RetireReason.ENDED, f"generation {top} was ended; it is terminating")
+            return Slot(r, i, top + 1, self.name(r.name, i, top + 1), State.CREATE)
+        return self.judge(r, i, top, current, nodes)
+
+    def vacant(self, r: ReplicaSpec, i: int, top: int, record: IndexHistory) -> Slot:
+        """vacant: the slot of an index with no pod: never seen, ended by the operator, its
+        outcome recorded, or vanished (a PodForceDeleted failure)."""
+        if top < 0:
+            return Slot(r, i, 0, self.name(r.name, i, 0), State.CREATE)
+        if record.ended >= top:
+            return Slot(r, i, top + 1, self.name(r.name, i, top + 1), State.CREATE)
+        name = self.name(r.name, i, top)
+        if record.succeeded >= top:
+            return Slot(r, i, top, name, State.SUCCEEDED)
+        if record.stood >= top:
+            return _stood(r, i, top, name)
+        return Slot(r, i, top, name, State.PENDING, failure=vanished(name))
+
+    def judge(
+        self, r: ReplicaSpec, i: int, top: int, current: PodView, nodes: Mapping[str, NodeView]
+    ) -> Slot:
+        """judge: the slot of the index's current pod, with its failure, if any. A scale-out's
+        pod (``joining``) is not a restart's replacement, even in an index used before: its
+        start is the operation's business, judged by scaleTimeout (aitj.core.planner.scaling),
+        not by restartTimeout."""
         failure = classify(current, nodes.get(current.node_name) if current.node_name else None, self.signals)
-        if failure is None:
+        if failure is None and (r.name, i) not in self.joining:
             failure = restart_timed_out(current, r, self.now)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:

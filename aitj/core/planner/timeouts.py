@@ -17,17 +17,25 @@ from aitj.core.planner.survey import State, Survey
 
 def part(ctx: Context) -> Part:
     """part: a wake-up at each timeout to come."""
-    return Part(wake=tuple(timeouts(ctx.job, ctx.found, ctx.started, ctx.now)))
+    return Part(wake=tuple(timeouts(ctx.job, ctx.found, ctx.started, ctx.now, ctx.joining)))
 
 
-def timeouts(job: Job, found: Survey, started: datetime | None, now: datetime) -> list[float]:
+def timeouts(
+    job: Job,
+    found: Survey,
+    started: datetime | None,
+    now: datetime,
+    joining: frozenset[tuple[str, int]] = frozenset(),
+) -> list[float]:
     """timeouts: seconds until each restartTimeout of a pending replacement, and the
-    timeLimit, falls due."""
+    timeLimit, falls due. A scale-out's pods (``joining``) are no replacements: scaleTimeout
+    judges them, and the scale operation wakes the job for it."""
     wake: list[float] = []
     for s in found.slots:
         p, timeout = s.pod, s.replica.restart_timeout
         if (
             s.state is State.PENDING
+            and (s.replica.name, s.index) not in joining
             and p is not None
             and p.generation > 0
             and timeout is not None
