@@ -177,3 +177,19 @@ def test_every_dependency_in_pyproject_is_locked_run_make_lock_after_adding_one(
 def test_the_test_lock_pins_the_runtime_packages_at_the_runtime_locks_versions() -> None:
     runtime, test = pins("requirements.lock"), pins("requirements-test.lock")
     assert {name: test.get(name) for name in runtime} == runtime
+
+
+# --- privilege (issue 24, section 5) -------------------------------------------------------------
+
+
+def test_the_pod_template_policy_is_shipped_in_the_base_and_on_for_every_namespace_not_exempt() -> None:
+    resources = yaml.safe_load((MANIFESTS / "base" / "kustomization.yaml").read_text())["resources"]
+    assert "admission-policy.yaml" in resources
+    binding = base("ValidatingAdmissionPolicyBinding", "aitj-pod-templates")["spec"]
+    assert binding["policyName"] == "aitj-pod-templates" and binding["validationActions"] == ["Deny"]
+    (expression,) = binding["matchResources"]["namespaceSelector"]["matchExpressions"]
+    assert expression == {
+        "key": "aitj.kongming.cce.baiudbce.com/pod-template-policy",
+        "operator": "NotIn",
+        "values": ["exempt"],
+    }
