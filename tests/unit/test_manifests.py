@@ -182,6 +182,43 @@ def test_the_test_lock_pins_the_runtime_packages_at_the_runtime_locks_versions()
 # --- privilege (issue 24, section 5) -------------------------------------------------------------
 
 
+def test_the_deployment_serves_metrics_over_https_and_pulls_its_image_always() -> None:
+    (container,) = base("Deployment")["spec"]["template"]["spec"]["containers"]
+    assert "--metrics-secure" in container["args"] and "--metrics-insecure" not in container["args"]
+    # A moving tag from a node's cache could be stale or planted; with a digest, Always is cheap.
+    assert container["imagePullPolicy"] == "Always"
+    (image,) = yaml.safe_load((MANIFESTS / "base" / "kustomization.yaml").read_text())["images"]
+    assert image["newName"] == "registry.aitj.local/aitj", "the local cluster's image, not a bare aitj:dev"
+
+
+def test_the_operators_namespace_enforces_the_restricted_pod_security_level() -> None:
+    labels = base("Namespace", "aitj-system")["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+
+
+def test_the_operator_may_review_tokens_and_access_and_prometheus_may_get_metrics() -> None:
+    rules = base("ClusterRole")["rules"]
+    assert {
+        "apiGroups": ["authentication.k8s.io"],
+        "resources": ["tokenreviews"],
+        "verbs": ["create"],
+    } in rules
+    assert {
+        "apiGroups": ["authorization.k8s.io"],
+        "resources": ["subjectaccessreviews"],
+        "verbs": ["create"],
+    } in rules
+    assert base("ClusterRole", "aitj-metrics-reader")["rules"] == [
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+    ]
+    endpoint = base("ServiceMonitor")["spec"]["endpoints"][0]
+    assert endpoint["scheme"] == "https" and endpoint["bearerTokenFile"].endswith("serviceaccount/token")
+    policy = base("NetworkPolicy", "aitj-operator-metrics")["spec"]
+    assert policy["podSelector"] == base("Deployment")["spec"]["selector"]
+    assert [p["port"] for rule in policy["ingress"] for p in rule["ports"]] == ["metrics"]
+
+
 def test_the_pod_template_policy_is_shipped_in_the_base_and_on_for_every_namespace_not_exempt() -> None:
     resources = yaml.safe_load((MANIFESTS / "base" / "kustomization.yaml").read_text())["resources"]
     assert "admission-policy.yaml" in resources
@@ -193,3 +230,9 @@ def test_the_pod_template_policy_is_shipped_in_the_base_and_on_for_every_namespa
         "operator": "NotIn",
         "values": ["exempt"],
     }
+
+
+def test_the_image_keeps_no_pip_of_its_base() -> None:
+    _, final = stages((REPO / "Dockerfile").read_text())
+    assert "python -m pip uninstall --yes pip" in final
+    assert "! python -c 'import pip'" in final and "/usr/share/python-wheels/pip-*.whl" in final
