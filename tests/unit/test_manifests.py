@@ -236,3 +236,29 @@ def test_the_image_keeps_no_pip_of_its_base() -> None:
     _, final = stages((REPO / "Dockerfile").read_text())
     assert "python -m pip uninstall --yes pip" in final
     assert "! python -c 'import pip'" in final and "/usr/share/python-wheels/pip-*.whl" in final
+
+
+def documented_grants() -> set[tuple[str, str, str]]:
+    """documented_grants: (group, resource, verb) of docs/security.md's RBAC table; a row with an
+    empty group and resource continues the one above."""
+    text = (REPO / "docs" / "security.md").read_text()
+    table = text.split("| API group | resource | verbs | why |", 1)[1].split("\n\n", 1)[0]
+    out: set[tuple[str, str, str]] = set()
+    group = resources = ""
+    for line in table.strip().splitlines()[1:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        group, resources = (cells[0].strip('"'), cells[1]) if cells[1] else (group, resources)
+        for resource in resources.split(", "):
+            out |= {(group, resource, verb) for verb in cells[2].split(", ")}
+    return out
+
+
+def test_the_security_docs_rbac_table_is_the_cluster_role_verb_by_verb() -> None:
+    granted = {
+        (g, r, v)
+        for rule in base("ClusterRole")["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    assert documented_grants() == granted
