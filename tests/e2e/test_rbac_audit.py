@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from aitj.core import api
@@ -128,6 +129,7 @@ def denied(request: Request) -> bool:
 # ---- the compact scenario -------------------------------------------------------------------
 
 NAME, DELETED = "audited", "audited-deleted"
+LEASE_NAME, LEASE_NAMESPACE = "aitj-operator", "aitj-system"  # manifests/ha: the Role names them
 DRAIN = ("--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s")
 
 
@@ -237,18 +239,22 @@ def _scenario(cluster: KubeCluster, namespace: str, pool: Pool) -> None:
 
 
 def _secure_scrape(cluster: KubeCluster, namespace: str, operator: OperatorProcess) -> None:
-    """_secure_scrape: a second operator of the same account, serving /metrics over HTTPS and
+    """_secure_scrape: a second operator of the same account, as manifests/ha runs it (under
+    leader election, with the ha overlay's Role for its Lease) and serving /metrics over HTTPS,
     operating in this namespace only, is scraped with a ServiceAccount's token it does not
-    know to be allowed: the TokenReview and the SubjectAccessReview are sent (403)."""
+    know to be allowed: the TokenReview and the SubjectAccessReview are sent (403). Its Lease
+    is read, made, renewed and, as it stops, released: each verb of the Role."""
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(rbac.leader_election_documents(cluster)))
     secured = OperatorProcess(
         operator.kubeconfig,
         operator.log_dir / "secure",
         free_port(),
-        [f"--namespace={namespace}"],
+        [f"--namespace={namespace}", "--leader-elect", f"--leader-election-namespace={LEASE_NAMESPACE}"],
         secure_metrics=True,
     )
     secured.start()
     try:
+        wait_for(lambda: _leader(cluster), 60, "the second operator leading")
         scraper = account_token(cluster, namespace, "audit-scraper")
         wait_for(
             lambda: secure_scrape(secured.metrics_port, scraper)[0] == 403,
@@ -258,6 +264,17 @@ def _secure_scrape(cluster: KubeCluster, namespace: str, operator: OperatorProce
         secured.assert_alive()
     finally:
         secured.stop()
+
+
+def _leader(cluster: KubeCluster) -> str:
+    """_leader: the holder of the ha overlay's Lease ("" while none holds it)."""
+    try:
+        lease = client.CoordinationV1Api(cluster.api).read_namespaced_lease(LEASE_NAME, LEASE_NAMESPACE)
+    except client.ApiException as e:
+        if e.status == 404:
+            return ""
+        raise
+    return str((lease.spec and lease.spec.holder_identity) or "")
 
 
 # ---- the proof --------------------------------------------------------------------------------
@@ -304,10 +321,24 @@ def test_every_permission_the_cluster_role_grants_is_used_by_the_operator(
     assert not unused, f"granted, never used (remove them, or the scenarios miss a path): {sorted(unused)}"
 
 
+def leader_election_role(cluster: KubeCluster) -> dict[str, Any]:
+    (role,) = [d for d in rbac.leader_election_documents(cluster) if d["kind"] == "Role"]
+    return role
+
+
+def test_every_permission_the_leader_election_role_grants_is_used_by_the_operator(
+    cluster: KubeCluster, audited: None
+) -> None:
+    used = {r.permission for r in audit_log(cluster) if r.permission is not None}
+    unused = grants(leader_election_role(cluster)) - used
+    assert not unused, f"granted, never used (remove them, or the scenarios miss a path): {sorted(unused)}"
+
+
 def test_every_resource_request_of_the_operator_is_one_the_cluster_role_grants(
     cluster: KubeCluster, audited: None
 ) -> None:
-    granted = grants(cluster_role(cluster))
+    # The Lease's requests are the ha overlay's Role's (manifests/ha/role.yaml).
+    granted = grants(cluster_role(cluster)) | grants(leader_election_role(cluster))
     used = {r.permission for r in audit_log(cluster) if r.permission is not None and not probe(r)}
     assert not used - granted, f"used but not granted by the ClusterRole: {sorted(used - granted)}"
 
