@@ -163,6 +163,8 @@ def _handler(reviewer: Reviewer | None) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, code: int, body: bytes, content_type: str) -> None:
             self.send_response(int(code))
+            if code == Verdict.UNAUTHENTICATED:
+                self.send_header("WWW-Authenticate", 'Bearer realm="aitj metrics"')
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -64,6 +64,10 @@ def test_plain_http_serves_the_page_to_anyone() -> None:
 
 def test_https_refuses_a_scrape_without_a_token(secure: int) -> None:
     assert status(f"https://127.0.0.1:{secure}/metrics", unverified()) == 401
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"https://127.0.0.1:{secure}/metrics", timeout=10, context=unverified())
+    refused.value.close()
+    assert refused.value.headers["WWW-Authenticate"].startswith("Bearer")
 
 
 def test_https_answers_503_when_the_apiserver_cannot_review(secure: int) -> None:
