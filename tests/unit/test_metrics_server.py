@@ -8,6 +8,7 @@ import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -119,3 +120,19 @@ def test_aitj_run_serves_metrics_as_its_flags_say(
     result = CliRunner().invoke(main, ["run", *args])
     assert result.exit_code == 0, result.output
     assert [o.metrics for o in started] == [expected]
+
+
+def test_a_mounted_certificate_is_the_one_served(tmp_path: Path) -> None:
+    cert, key = self_signed("127.0.0.1")
+    (tmp_path / "tls.crt").write_bytes(cert)
+    (tmp_path / "tls.key").write_bytes(key)
+    port = free_port()
+    server = serve(MetricsEndpoint(port, "127.0.0.1", secure=True, cert_dir=tmp_path), NOWHERE)
+    assert server is not None
+    try:
+        # Verified against that certificate alone, by name: it is the one the server presents.
+        trusting = ssl.create_default_context(cadata=cert.decode())
+        assert status(f"https://localhost:{port}/metrics", trusting) == 401
+    finally:
+        server.shutdown()
+        server.server_close()
