@@ -32,9 +32,10 @@ lock:
 	$(COMPILE) -o $(LOCK)
 	$(COMPILE) --extra test --extra bench --extra dashboards --constraint $(LOCK) -o $(TEST_LOCK)
 
-# The operator image (needs Docker, or any builder that reads a Dockerfile).
+# The operator image (needs Docker, or any builder that reads a Dockerfile). For a release, pin
+# the base by digest: DOCKER_BUILD_ARGS=--build-arg=PYTHON_IMAGE=python@sha256:... (Dockerfile).
 image:
-	docker build -t $(IMAGE) .
+	docker build $(DOCKER_BUILD_ARGS) -t $(IMAGE) .
 
 lint: $(STAMP)
 	$(BIN)/ruff check aitj tests hack

@@ -113,7 +113,15 @@ class Operator:
         self.port, self.log = port, log
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **({"PYTHONPATH": pythonpath} if pythonpath else {})}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "aitj", "run", f"--kubeconfig={kubeconfig}", f"--metrics-port={port}"],
+            [
+                sys.executable,
+                "-m",
+                "aitj",
+                "run",
+                f"--kubeconfig={kubeconfig}",
+                f"--metrics-port={port}",
+                "--metrics-insecure",
+            ],
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
             env=env,

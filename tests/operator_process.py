@@ -14,12 +14,20 @@ from pathlib import Path
 
 class OperatorProcess:
     def __init__(
-        self, kubeconfig: Path, log_dir: Path, metrics_port: int = 0, args: Sequence[str] = ()
+        self,
+        kubeconfig: Path,
+        log_dir: Path,
+        metrics_port: int = 0,
+        args: Sequence[str] = (),
+        *,
+        secure_metrics: bool = False,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.log_dir = log_dir
         self.metrics_port = metrics_port
         self.args = list(args)  # more ``aitj run`` options (--namespace, --leader-elect, ...)
+        # The tests read /metrics over plain HTTP on 127.0.0.1, but the one of metrics auth.
+        self.secure_metrics = secure_metrics
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -40,6 +48,7 @@ class OperatorProcess:
                     "run",
                     f"--kubeconfig={self.kubeconfig}",
                     f"--metrics-port={self.metrics_port}",
+                    "--metrics-secure" if self.secure_metrics else "--metrics-insecure",
                     *self.args,
                 ],
                 stdout=log,

@@ -25,6 +25,7 @@ from aitj.controller import leader
     "run",
     epilog=example(
         "aitj run --kubeconfig ~/.kube/config --metrics-address 0.0.0.0 --json-logs",
+        "aitj run --metrics-insecure --metrics-port 8080   # plain HTTP on 127.0.0.1, local development",
         "aitj run --leader-elect --leader-election-namespace aitj-system   # one of several replicas",
         "aitj run --node-fault-condition KernelDeadlock=True --node-fault-taint example.com/gpu-xid",
     ),
@@ -39,7 +40,7 @@ from aitj.controller import leader
 )
 @click.option(
     "--metrics-port",
-    default=8080,
+    default=8443,
     show_default=True,
     type=click.IntRange(0, 65535),
     help="Serve Prometheus metrics on ADDRESS:PORT/metrics (0: off).",
@@ -49,6 +50,18 @@ from aitj.controller import leader
     default="127.0.0.1",
     show_default=True,
     help="Address the metrics server binds; 0.0.0.0 in a pod so Prometheus can scrape it.",
+)
+@click.option(
+    "--metrics-secure/--metrics-insecure",
+    default=True,
+    show_default=True,
+    help="HTTPS, each scrape's token checked by TokenReview and SubjectAccessReview (get /metrics); "
+    "or plain HTTP with no authentication, for local development only.",
+)
+@click.option(
+    "--metrics-cert-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A directory with tls.crt and tls.key for the metrics server (default: self-signed at start).",
 )
 @priority_class_option
 @node_signal_options
@@ -103,6 +116,8 @@ def run_operator(
     namespaces: tuple[str, ...],
     metrics_port: int,
     metrics_address: str,
+    metrics_secure: bool,
+    metrics_cert_dir: Path | None,
     priority_classes: tuple[str, ...],
     node_fault_conditions: tuple[str, ...],
     node_fault_taints: tuple[str, ...],
@@ -116,6 +131,7 @@ def run_operator(
     leader_elect_retry_period: float,
 ) -> None:
     """Run the operator: reconcile AITrainingJobs until interrupted."""
+    from aitj.controller.metrics_server import MetricsEndpoint
     from aitj.controller.options import OperatorOptions
     from aitj.controller.runner import run
 
@@ -135,8 +151,7 @@ def run_operator(
     options = OperatorOptions(
         kubeconfig=kubeconfig,
         namespaces=namespaces,
-        metrics_port=metrics_port,
-        metrics_address=metrics_address,
+        metrics=MetricsEndpoint(metrics_port, metrics_address, metrics_secure, metrics_cert_dir),
         priority_classes=priority_class_map(priority_classes),
         node_signals=node_signals(node_fault_conditions, node_fault_taints),
         json_logs=json_logs,

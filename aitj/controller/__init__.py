@@ -19,7 +19,8 @@ runs one pass per job at a time, and carries each Plan out.
 - ``recovery_metrics``: the restarts a pass recorded, counted and followed until they recover.
 - ``runner``: ``aitj run``: the Operator in kopf's memo, and kopf's operator loop.
 - ``leader``: leader election on a Lease (``--leader-elect``): pure decisions, one thread.
-- ``metrics``, ``logs``: Prometheus metrics and structlog.
+- ``metrics``, ``logs``: Prometheus metrics and structlog; ``metrics_server``: /metrics over
+  HTTPS, each scrape's token reviewed by the apiserver (or plain HTTP for local development).
 - ``sshkeys``: fresh key pairs for the ssh plugin (randomness stays out of the core).
 - ``kubeclient``: the API client, the apiserver's error text, the context namespace (the CLI
   uses them too).

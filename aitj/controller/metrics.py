@@ -27,7 +27,7 @@ import importlib.metadata
 import threading
 from dataclasses import dataclass
 
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram
 
 from aitj.core.api import Phase, RestartScope
 from aitj.core.planner.types import DeleteReason
@@ -230,9 +230,3 @@ def set_leader(leading: bool) -> None:
 
 
 BUILD_INFO.labels(version()).set(1)
-
-
-def serve(port: int, address: str = "127.0.0.1") -> None:
-    """serve exposes /metrics on address:port (port 0: off)."""
-    if port:
-        start_http_server(port, addr=address)

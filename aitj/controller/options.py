@@ -14,22 +14,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aitj.controller.leader import ElectionConfig
+from aitj.controller.metrics_server import DEFAULT_METRICS, MetricsEndpoint
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 
 
 @dataclass(frozen=True)
 class OperatorOptions:
     """OperatorOptions: ``kubeconfig`` (None: $KUBECONFIG, ~/.kube/config or in-cluster);
-    ``namespaces`` operated in (empty: all); ``metrics_port`` (0: off) and ``metrics_address``
-    of /metrics; ``priority_classes``: job priority -> PriorityClass name; ``node_signals``: the
-    node conditions and taints that are node failures; ``json_logs``; ``liveness``: the URL of
-    kopf's health endpoint (None: off); ``election``: the Lease to hold before acting (None:
-    act at once, the only replica)."""
+    ``namespaces`` operated in (empty: all); ``metrics``: where and how /metrics is served
+    (``aitj.controller.metrics_server``); ``priority_classes``: job priority -> PriorityClass
+    name; ``node_signals``: the node conditions and taints that are node failures;
+    ``json_logs``; ``liveness``: the URL of kopf's health endpoint (None: off); ``election``:
+    the Lease to hold before acting (None: act at once, the only replica)."""
 
     kubeconfig: Path | None = None
     namespaces: tuple[str, ...] = ()
-    metrics_port: int = 8080
-    metrics_address: str = "127.0.0.1"
+    metrics: MetricsEndpoint = DEFAULT_METRICS
     priority_classes: Mapping[str, str] = field(default_factory=dict, hash=False)
     node_signals: NodeSignals = DEFAULT_SIGNALS
     json_logs: bool = False

@@ -7,7 +7,7 @@ import threading
 
 import kopf
 
-from aitj.controller import metrics
+from aitj.controller import metrics_server
 from aitj.controller.kubeclient import api_client
 from aitj.controller.logs import configure
 from aitj.controller.options import OperatorOptions
@@ -26,8 +26,9 @@ def run(
     from aitj.controller import handlers  # registers the handlers
     from aitj.controller.operator import Operator
 
-    metrics.serve(options.metrics_port, options.metrics_address)
-    operator = Operator(options, api_client(options.kubeconfig))
+    api = api_client(options.kubeconfig)
+    metrics_server.serve(options.metrics, api)
+    operator = Operator(options, api)
     asyncio.run(_main(options, kopf.Memo({handlers.OPERATOR: operator}), stop_flag, ready_flag))
 
 

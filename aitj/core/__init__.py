@@ -13,4 +13,6 @@ Inside, from the top (a module may import those below it, never above):
 - ``api``: the AITrainingJob model, its names, and validation with field paths.
 - ``exitcodes`` (the exitCodes grammar), ``naming`` (deterministic names) and ``wire`` (JSON
   field access and timestamps as the API writes them).
+- ``metrics_auth``: who may read /metrics (the TokenReview and SubjectAccessReview asked, and
+  the answer), for ``aitj.controller.metrics_server``; it imports nothing of the rest.
 """

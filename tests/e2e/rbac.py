@@ -22,6 +22,7 @@ from tests.seeds import REPO
 from tests.waiting import wait_for
 
 OVERLAY = REPO / "manifests" / "cluster-wide"
+HA_OVERLAY = REPO / "manifests" / "ha"
 RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding")
 # A session of the whole e2e suite takes well under an hour; the token outlives it with room.
 TOKEN_SECONDS = 6 * 3600
@@ -36,6 +37,12 @@ def built(cluster: KubeCluster, overlay: Path = OVERLAY) -> list[dict[str, Any]]
 def rbac_documents(cluster: KubeCluster) -> list[dict[str, Any]]:
     """rbac_documents: the overlay's namespace, ServiceAccount, ClusterRole and binding."""
     return [doc for doc in built(cluster) if doc["kind"] in RBAC_KINDS]
+
+
+def leader_election_documents(cluster: KubeCluster) -> list[dict[str, Any]]:
+    """leader_election_documents: the ha overlay's Role and RoleBinding for the Lease (the
+    ClusterRole's are the cluster-wide overlay's, applied by ``apply_rbac``)."""
+    return [doc for doc in built(cluster, HA_OVERLAY) if doc["kind"] in ("Role", "RoleBinding")]
 
 
 def service_account(cluster: KubeCluster) -> tuple[str, str]:

@@ -1,16 +1,23 @@
 """manifests/ on the real control plane: every overlay applies (server-side dry run: the
-Deployment's pod would need a container runtime), and ``aitj run --liveness`` serves the health
-endpoint the Deployment's liveness probe calls."""
+Deployment's pod would need a container runtime), the Deployment's pod is admitted under the
+restricted Pod Security level its namespace enforces, and ``aitj run --liveness`` serves the
+health endpoint the Deployment's liveness probe calls."""
 
 from __future__ import annotations
 
+import copy
+import json
 import subprocess
 import sys
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import yaml
+from kubernetes.client.exceptions import ApiException
 
 from tests.clusters import KubeCluster, free_port
 from tests.e2e import monitoring_crds
@@ -70,6 +77,44 @@ def test_every_overlay_applies_on_the_apiserver(
     if overlay == "monitoring":
         for what in ("servicemonitor", "prometheusrule", "configmap/aitj-dashboards"):
             assert what in applied.stdout, applied.stdout
+
+
+def _operator_pod(cluster: KubeCluster) -> tuple[dict[str, str], dict[str, Any]]:
+    """_operator_pod: the labels of the overlay's aitj-system and a pod made of its Deployment's
+    template (without the ServiceAccount, which exists only in aitj-system)."""
+    docs = [
+        d
+        for d in yaml.safe_load_all(
+            cluster.kubectl("kustomize", str(REPO / "manifests" / "cluster-wide")).stdout
+        )
+        if d
+    ]
+    (namespace,) = [d for d in docs if d["kind"] == "Namespace"]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    spec = copy.deepcopy(deployment["spec"]["template"]["spec"])
+    spec.pop("serviceAccountName")
+    return namespace["metadata"].get("labels") or {}, {"metadata": {"name": "operator"}, "spec": spec}
+
+
+def test_the_operator_pod_is_admitted_under_its_namespaces_restricted_pod_security(
+    cluster: KubeCluster,
+) -> None:
+    labels, pod = _operator_pod(cluster)
+    assert labels.get("pod-security.kubernetes.io/enforce") == "restricted"
+    namespace = f"psa-{uuid.uuid4().hex[:6]}"
+    cluster.core.create_namespace({"metadata": {"name": namespace, "labels": labels}})
+    try:
+        cluster.core.create_namespaced_pod(namespace, pod, dry_run="All")  # admitted
+        # And the level is enforced: the same pod running as root with privilege escalation is not.
+        loose = copy.deepcopy(pod)
+        loose["spec"]["securityContext"] = {}
+        loose["spec"]["containers"][0]["securityContext"] = {"allowPrivilegeEscalation": True}
+        with pytest.raises(ApiException) as refused:
+            cluster.core.create_namespaced_pod(namespace, loose, dry_run="All")
+        message = json.loads(refused.value.body or "{}").get("message", "")
+        assert refused.value.status == 403 and 'violates PodSecurity "restricted' in message, message
+    finally:
+        cluster.core.delete_namespace(namespace)
 
 
 def test_the_liveness_endpoint_answers_while_the_operator_runs(cluster: KubeCluster, namespace: str) -> None:

@@ -7,8 +7,8 @@ operator made is one the ClusterRole grants, and the authorizer denied none.
 This module runs last (tests/e2e/conftest.py orders it), so the log holds every scenario the
 session ran; it also drives a compact scenario of its own first, so run alone it still covers
 each grant: a job's life to the end under cleanPodPolicy All, a force-deleted trainer, a
-drained node, a scale-out rolled back, a restart of scope All (a new gang), and a job deleted
-while running.
+drained node, a scale-out rolled back, a restart of scope All (a new gang), a job deleted
+while running, and a scrape of /metrics served over HTTPS (its token and access reviewed).
 """
 
 from __future__ import annotations
@@ -21,15 +21,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from aitj.core import api
 from aitj.core.render import gang
 from aitj.devcluster import faults
 from aitj.devcluster.config import AUDITED_USER
-from tests.clusters import KubeCluster
+from tests.clusters import KubeCluster, free_port
 from tests.e2e import rbac
 from tests.e2e.pools import Pool
+from tests.e2e.scrape import account_token, secure_scrape
 from tests.jobs import (
     create_job,
     delete_job,
@@ -101,10 +103,24 @@ def grants(role: dict[str, Any]) -> set[Permission]:
     return out
 
 
+# kopf's probe of the namespaces, sent by an operator run with --namespace (the session's
+# /metrics tests run one, so that it acts on nothing of the others'): kopf lists namespaces to
+# match its patterns, and on 403 falls back to the names given (kopf's namespace_observer). The
+# single-namespace install grants no namespaces on purpose, so that probe is refused there too.
+KOPF_NAMESPACE_PROBE: Permission = ("", "namespaces", "", "list")
+
+
+def probe(request: Request) -> bool:
+    """probe: ``request`` is kopf's refused namespace probe (KOPF_NAMESPACE_PROBE)."""
+    return request.permission == KOPF_NAMESPACE_PROBE and request.code == 403
+
+
 def denied(request: Request) -> bool:
     """denied: the request was refused for want of a permission. A 403 the authorizer allowed
     is an admission refusal instead: NamespaceLifecycle refuses anything new in a namespace
     being deleted (an Event about a job whose namespace goes), whoever asks."""
+    if probe(request):
+        return False
     if request.decision == "forbid":
         return True
     return request.code == 403 and request.causes != ("NamespaceTerminating",)
@@ -113,6 +129,7 @@ def denied(request: Request) -> bool:
 # ---- the compact scenario -------------------------------------------------------------------
 
 NAME, DELETED = "audited", "audited-deleted"
+LEASE_NAME, LEASE_NAMESPACE = "aitj-operator", "aitj-system"  # manifests/ha: the Role names them
 DRAIN = ("--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s")
 
 
@@ -150,6 +167,7 @@ def audited(cluster: KubeCluster, operator: OperatorProcess) -> Iterator[None]:
     pool = Pool(cluster)
     try:
         _scenario(cluster, namespace, pool)
+        _secure_scrape(cluster, namespace, operator)
         operator.assert_alive()
         yield
     finally:
@@ -220,6 +238,45 @@ def _scenario(cluster: KubeCluster, namespace: str, pool: Pool) -> None:
     wait_for(lambda: not job_pods(cluster, namespace, DELETED), 60, "the deleted job's pods gone")
 
 
+def _secure_scrape(cluster: KubeCluster, namespace: str, operator: OperatorProcess) -> None:
+    """_secure_scrape: a second operator of the same account, as manifests/ha runs it (under
+    leader election, with the ha overlay's Role for its Lease) and serving /metrics over HTTPS,
+    operating in this namespace only, is scraped with a ServiceAccount's token it does not
+    know to be allowed: the TokenReview and the SubjectAccessReview are sent (403). Its Lease
+    is read, made, renewed and, as it stops, released: each verb of the Role."""
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(rbac.leader_election_documents(cluster)))
+    secured = OperatorProcess(
+        operator.kubeconfig,
+        operator.log_dir / "secure",
+        free_port(),
+        [f"--namespace={namespace}", "--leader-elect", f"--leader-election-namespace={LEASE_NAMESPACE}"],
+        secure_metrics=True,
+    )
+    secured.start()
+    try:
+        wait_for(lambda: _leader(cluster), 60, "the second operator leading")
+        scraper = account_token(cluster, namespace, "audit-scraper")
+        wait_for(
+            lambda: secure_scrape(secured.metrics_port, scraper)[0] == 403,
+            60,
+            "the scrape reviewed and refused",
+        )
+        secured.assert_alive()
+    finally:
+        secured.stop()
+
+
+def _leader(cluster: KubeCluster) -> str:
+    """_leader: the holder of the ha overlay's Lease ("" while none holds it)."""
+    try:
+        lease = client.CoordinationV1Api(cluster.api).read_namespaced_lease(LEASE_NAME, LEASE_NAMESPACE)
+    except client.ApiException as e:
+        if e.status == 404:
+            return ""
+        raise
+    return str((lease.spec and lease.spec.holder_identity) or "")
+
+
 # ---- the proof --------------------------------------------------------------------------------
 
 
@@ -236,7 +293,15 @@ def audit_log(cluster: KubeCluster) -> list[Request]:
 
 
 def cluster_role(cluster: KubeCluster) -> dict[str, Any]:
-    (role,) = [doc for doc in rbac.rbac_documents(cluster) if doc["kind"] == "ClusterRole"]
+    """cluster_role: the operator's own ClusterRole (the one its binding names; the overlay's
+    aitj-metrics-reader is the scrapers')."""
+    (binding,) = [doc for doc in rbac.rbac_documents(cluster) if doc["kind"] == "ClusterRoleBinding"]
+    name = binding["roleRef"]["name"]
+    (role,) = [
+        d
+        for d in rbac.rbac_documents(cluster)
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"] == name
+    ]
     return role
 
 
@@ -256,11 +321,25 @@ def test_every_permission_the_cluster_role_grants_is_used_by_the_operator(
     assert not unused, f"granted, never used (remove them, or the scenarios miss a path): {sorted(unused)}"
 
 
+def leader_election_role(cluster: KubeCluster) -> dict[str, Any]:
+    (role,) = [d for d in rbac.leader_election_documents(cluster) if d["kind"] == "Role"]
+    return role
+
+
+def test_every_permission_the_leader_election_role_grants_is_used_by_the_operator(
+    cluster: KubeCluster, audited: None
+) -> None:
+    used = {r.permission for r in audit_log(cluster) if r.permission is not None}
+    unused = grants(leader_election_role(cluster)) - used
+    assert not unused, f"granted, never used (remove them, or the scenarios miss a path): {sorted(unused)}"
+
+
 def test_every_resource_request_of_the_operator_is_one_the_cluster_role_grants(
     cluster: KubeCluster, audited: None
 ) -> None:
-    granted = grants(cluster_role(cluster))
-    used = {r.permission for r in audit_log(cluster) if r.permission is not None}
+    # The Lease's requests are the ha overlay's Role's (manifests/ha/role.yaml).
+    granted = grants(cluster_role(cluster)) | grants(leader_election_role(cluster))
+    used = {r.permission for r in audit_log(cluster) if r.permission is not None and not probe(r)}
     assert not used - granted, f"used but not granted by the ClusterRole: {sorted(used - granted)}"
 
 

@@ -80,7 +80,7 @@ def test_every_overlay_builds_on_the_base_and_the_base_on_the_generated_crd() ->
 
 
 def test_the_single_namespace_role_holds_exactly_the_namespaced_rules_of_the_cluster_role() -> None:
-    cluster_scoped = {"nodes", "customresourcedefinitions"}
+    cluster_scoped = {"nodes", "customresourcedefinitions", "tokenreviews", "subjectaccessreviews"}
     namespaced = [r for r in base("ClusterRole")["rules"] if not cluster_scoped & set(r["resources"])]
     assert base("Role")["rules"] == namespaced
 
@@ -177,3 +177,88 @@ def test_every_dependency_in_pyproject_is_locked_run_make_lock_after_adding_one(
 def test_the_test_lock_pins_the_runtime_packages_at_the_runtime_locks_versions() -> None:
     runtime, test = pins("requirements.lock"), pins("requirements-test.lock")
     assert {name: test.get(name) for name in runtime} == runtime
+
+
+# --- privilege (issue 24, section 5) -------------------------------------------------------------
+
+
+def test_the_deployment_serves_metrics_over_https_and_pulls_its_image_always() -> None:
+    (container,) = base("Deployment")["spec"]["template"]["spec"]["containers"]
+    assert "--metrics-secure" in container["args"] and "--metrics-insecure" not in container["args"]
+    # A moving tag from a node's cache could be stale or planted; with a digest, Always is cheap.
+    assert container["imagePullPolicy"] == "Always"
+    (image,) = yaml.safe_load((MANIFESTS / "base" / "kustomization.yaml").read_text())["images"]
+    assert image["newName"] == "registry.aitj.local/aitj", "the local cluster's image, not a bare aitj:dev"
+
+
+def test_the_operators_namespace_enforces_the_restricted_pod_security_level() -> None:
+    labels = base("Namespace", "aitj-system")["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+
+
+def test_the_operator_may_review_tokens_and_access_and_prometheus_may_get_metrics() -> None:
+    rules = base("ClusterRole")["rules"]
+    assert {
+        "apiGroups": ["authentication.k8s.io"],
+        "resources": ["tokenreviews"],
+        "verbs": ["create"],
+    } in rules
+    assert {
+        "apiGroups": ["authorization.k8s.io"],
+        "resources": ["subjectaccessreviews"],
+        "verbs": ["create"],
+    } in rules
+    assert base("ClusterRole", "aitj-metrics-reader")["rules"] == [
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+    ]
+    endpoint = base("ServiceMonitor")["spec"]["endpoints"][0]
+    assert endpoint["scheme"] == "https" and endpoint["bearerTokenFile"].endswith("serviceaccount/token")
+    policy = base("NetworkPolicy", "aitj-operator-metrics")["spec"]
+    assert policy["podSelector"] == base("Deployment")["spec"]["selector"]
+    assert [p["port"] for rule in policy["ingress"] for p in rule["ports"]] == ["metrics"]
+
+
+def test_the_pod_template_policy_is_shipped_in_the_base_and_on_for_every_namespace_not_exempt() -> None:
+    resources = yaml.safe_load((MANIFESTS / "base" / "kustomization.yaml").read_text())["resources"]
+    assert "admission-policy.yaml" in resources
+    binding = base("ValidatingAdmissionPolicyBinding", "aitj-pod-templates")["spec"]
+    assert binding["policyName"] == "aitj-pod-templates" and binding["validationActions"] == ["Deny"]
+    (expression,) = binding["matchResources"]["namespaceSelector"]["matchExpressions"]
+    assert expression == {
+        "key": "aitj.kongming.cce.baiudbce.com/pod-template-policy",
+        "operator": "NotIn",
+        "values": ["exempt"],
+    }
+
+
+def test_the_image_keeps_no_pip_of_its_base() -> None:
+    _, final = stages((REPO / "Dockerfile").read_text())
+    assert "python -m pip uninstall --yes pip" in final
+    assert "! python -c 'import pip'" in final and "/usr/share/python-wheels/pip-*.whl" in final
+
+
+def documented_grants() -> set[tuple[str, str, str]]:
+    """documented_grants: (group, resource, verb) of docs/security.md's RBAC table; a row with an
+    empty group and resource continues the one above."""
+    text = (REPO / "docs" / "security.md").read_text()
+    table = text.split("| API group | resource | verbs | why |", 1)[1].split("\n\n", 1)[0]
+    out: set[tuple[str, str, str]] = set()
+    group = resources = ""
+    for line in table.strip().splitlines()[1:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        group, resources = (cells[0].strip('"'), cells[1]) if cells[1] else (group, resources)
+        for resource in resources.split(", "):
+            out |= {(group, resource, verb) for verb in cells[2].split(", ")}
+    return out
+
+
+def test_the_security_docs_rbac_table_is_the_cluster_role_verb_by_verb() -> None:
+    granted = {
+        (g, r, v)
+        for rule in base("ClusterRole")["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    assert documented_grants() == granted

@@ -560,15 +560,36 @@ def volume(p: dict[str, Any], name: str) -> dict[str, Any] | None:
     return next((v for v in p["spec"].get("volumes") or [] if v["name"] == name), None)
 
 
+SSH_MOUNT = {"name": "aitj-ssh", "mountPath": "/root/.ssh", "subPath": "ssh"}
+
+
+def with_sidecar(t: dict[str, Any]) -> None:
+    t["spec"]["containers"].append({"name": "log-shipper", "image": "fluent-bit"})
+    t["spec"].setdefault("initContainers", []).append({"name": "fetch-data", "image": "busybox"})
+
+
+@pytest.mark.parametrize(
+    ("replica", "container", "mounted"),
+    [
+        pytest.param("launcher", "aitj-0", True, id="the launcher's app container runs ssh: it gets the key"),
+        pytest.param("trainer", "aitj-0", True, id="a trainer's app container runs sshd: it gets the key"),
+        pytest.param("launcher", "job-barrier", False, id="the launcher's own init container does not"),
+        pytest.param("launcher", "log-shipper", False, id="a sidecar of the launcher does not"),
+        pytest.param("trainer", "log-shipper", False, id="a sidecar of a trainer does not"),
+        pytest.param("trainer", "fetch-data", False, id="a trainer's own init container does not"),
+        pytest.param("trainer", "aitj-ssh-setup", False, id="the init step has the Secret, not /root/.ssh"),
+    ],
+)
+def test_ssh_puts_the_key_only_where_ssh_runs(replica: str, container: str, mounted: bool) -> None:
+    p = pod(with_template(seed_job(), replica, with_sidecar), replica)
+    (found,) = [c for c in all_containers(p) if c["name"] == container]
+    assert mounts_at(found, "/root/.ssh") == ([SSH_MOUNT] if mounted else [])
+
+
 @pytest.mark.parametrize("replica", ["trainer", "launcher"])
-def test_ssh_puts_the_prepared_directory_in_every_container(replica: str) -> None:
+def test_ssh_volumes_are_the_secret_and_the_prepared_directory(replica: str) -> None:
     p = pod(seed_job(), replica)
-    init, *others = all_containers(p)
-    assert init["name"] == "aitj-ssh-setup"
-    for container in others:
-        assert mounts_at(container, "/root/.ssh") == [
-            {"name": "aitj-ssh", "mountPath": "/root/.ssh", "subPath": "ssh"}
-        ]
+    assert all_containers(p)[0]["name"] == "aitj-ssh-setup"
     assert volume(p, "aitj-ssh-secret") == {
         "name": "aitj-ssh-secret",
         "secret": {"secretName": "test-horovod-elastic-ssh", "defaultMode": 0o400},

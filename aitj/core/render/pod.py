@@ -17,7 +17,8 @@ What the operator adds to or forces on the user's template (docs/pods.md says it
 - every container: the environment of ``aitj.core.render.env``.
 - a master replica whose template names no ServiceAccount: the job's ``<job>-launcher``
   (``aitj.core.render.access``), which may read the job's pods.
-- plugin.ssh: the ssh init step and ``/root/.ssh`` (``aitj.core.render.ssh``), in every pod.
+- plugin.ssh: the ssh init step, in every pod, and ``/root/.ssh`` (``aitj.core.render.ssh``) in
+  the pod's first app container only: the one that runs ssh or sshd.
 - plugin.discovery: ``/etc/edl`` (``aitj.core.render.discovery``), in the master replica's pod;
   Volcano's host files at ``/etc/volcano`` and its ``VC_`` variables
   (``aitj.core.render.volcano``), in every pod.
@@ -176,7 +177,10 @@ def _add_plugins(
     every = init_containers + containers
     if job.spec.ssh and containers:
         volumes += ssh_volumes(job)
-        _mount_unless_taken(every, ssh_mount())
+        # The key goes only where ssh runs: the first app container, the one the init step
+        # takes its image from (the launcher's ssh, a worker's sshd). Sidecars and the user's
+        # init containers never see it.
+        _mount_unless_taken(containers[:1], ssh_mount())
         init_containers = [ssh_init_container(containers[0]), *init_containers]
     if replica.replica_type is api.ReplicaType.MASTER and not names_account(replica.template):
         spec["serviceAccountName"] = naming.launcher_account_name(job.name)

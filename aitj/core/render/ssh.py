@@ -7,8 +7,10 @@ Where the files end up, and why an init step:
   first container (so no extra image, and the tools are whatever that image has: ``sh``, ``cp``,
   ``cat``, ``chmod``). It copies the Secret into a memory-backed emptyDir as a ``.ssh``
   directory with OpenSSH's modes (directory 0700, key, authorized_keys and config 0600).
-- Every other container, the user's init containers included, mounts that directory at
-  ``/root/.ssh``.
+- The pod's first app container (the one whose image the init step runs, where the launcher's
+  ``ssh`` and a worker's ``sshd`` run) mounts that directory at ``/root/.ssh``. No other
+  container does: a sidecar (a log shipper, a proxy) or a user init container has no use for the
+  job's private key, and each mount would be one more process able to read it.
 
 A Secret cannot be mounted at ``/root/.ssh`` directly: its mount point is world-writable
 (``drwxrwxrwt``), and sshd's StrictModes (on by default) then refuses ``authorized_keys``

@@ -84,7 +84,7 @@ def build(
     """build runs the Dockerfile in ``context`` on the image in ``base_layout`` and writes the
     result into the OCI layout ``layout`` under ``tag``."""
     debs.ensure(PACKAGES, say=say)
-    base_tag = _tag_of(base_layout)
+    base_tag, base_digest = _tag_of(base_layout), _digest_of(base_layout)
     base = f"{OWN_HOST}/aitj/build-base:{base_tag}"
     pip_conf: Path | None = None
     if CA_BUNDLE.exists():
@@ -95,7 +95,10 @@ def build(
         path.rmdir() if path.is_dir() else path.unlink()
     steps = [
         into_storage_argv(base_layout, base_tag, base),
-        bud_argv(context, base, pip_conf),
+        # FROM the base by digest, not by its tag: the Dockerfile builds on exactly the bytes
+        # made here (the Dockerfile's own default base can only be a tag where no registry is
+        # reachable to look its digest up).
+        bud_argv(context, f"{base}@{base_digest}", pip_conf),
         buildah_argv("push", "--quiet", LOCAL_NAME, f"oci:{layout}:{tag}"),
     ]
     try:
@@ -118,3 +121,9 @@ def build(
 def _tag_of(layout: Path) -> str:
     index = json.loads((layout / "index.json").read_text())
     return str(index["manifests"][0]["annotations"][REF_NAME])
+
+
+def _digest_of(layout: Path) -> str:
+    """_digest_of: the manifest digest of the layout's one image (sha256:...)."""
+    index = json.loads((layout / "index.json").read_text())
+    return str(index["manifests"][0]["digest"])

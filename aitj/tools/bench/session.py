@@ -203,6 +203,7 @@ class Candidate:
         command = [sys.executable, "-m", "aitj", "run", f"--kubeconfig={self.kubeconfig}"]
         command += [
             f"--metrics-port={self.port}",
+            "--metrics-insecure",  # read over plain HTTP on 127.0.0.1
             "--leader-elect",
             f"--leader-election-namespace={LEASE_NAMESPACE}",
         ]

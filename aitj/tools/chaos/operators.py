@@ -61,6 +61,7 @@ class Operator:
                     "run",
                     f"--kubeconfig={self.kubeconfig}",
                     f"--metrics-port={self.port}",
+                    "--metrics-insecure",  # probed over plain HTTP on 127.0.0.1
                     *self.extra,
                 ],
                 stdout=log,

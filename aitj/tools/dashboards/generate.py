@@ -39,7 +39,20 @@ def service_monitor() -> dict[str, Any]:
             "selector": {
                 "matchLabels": {"app.kubernetes.io/name": "aitj", "app.kubernetes.io/component": "operator"}
             },
-            "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s", "honorLabels": True}],
+            # HTTPS with Prometheus' own ServiceAccount token (docs/security.md): the operator
+            # reviews it and checks get /metrics. The certificate is self-signed at start, so it
+            # is not verified; mount one (--metrics-cert-dir) and set tlsConfig.ca to verify.
+            "endpoints": [
+                {
+                    "port": "metrics",
+                    "path": "/metrics",
+                    "interval": "30s",
+                    "honorLabels": True,
+                    "scheme": "https",
+                    "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                    "tlsConfig": {"insecureSkipVerify": True},
+                }
+            ],
         },
     }
 
