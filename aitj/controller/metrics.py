@@ -13,7 +13,8 @@ fails a test. Label values are constants, listed in ``LABEL_VALUES`` where the s
 - ``stage``: stale, execute (``ErrorStage``);
 - ``kind`` (pods deleted): restart, stuck, unwanted, cleanup (``DeleteReason``).
 ``namespace``, ``job``, ``replica`` and ``reason`` are open sets: the cluster's names and the
-condition reasons. docs/metrics.md says what each family means and when each counter moves.
+condition reasons. A family labelled ``replica`` (a name the user chooses) is per job.
+docs/metrics.md says what each family means and when each counter moves.
 
 Per-job series (the counters labelled ``namespace`` and ``job``) are moved through ``per_job``,
 which remembers their label sets so that ``forget_job`` removes them when the job is deleted.
@@ -137,7 +138,9 @@ CATALOGUE: tuple[Family, ...] = (
     Family(
         "aitj_reconcile_errors_total", Kind.COUNTER, "Passes that failed and will be retried.", ("stage",)
     ),
-    Family("aitj_pods_created_total", Kind.COUNTER, "Pods created.", ("replica",)),
+    # Per job, like every family with a ``replica`` label: the replica name is the user's to
+    # choose, so its series go with the job (``forget_job``), never piling up on /metrics.
+    Family("aitj_pods_created_total", Kind.COUNTER, "Pods created, by replica type.", (*JOB, "replica")),
     Family("aitj_pods_deleted_total", Kind.COUNTER, "Pods deleted, by why.", ("kind",)),
 )
 BY_NAME = {f.name: f for f in CATALOGUE}

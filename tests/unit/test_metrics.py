@@ -117,8 +117,16 @@ def test_every_closed_label_value_is_declared_once() -> None:
 # ---- per-job series ---------------------------------------------------------------------------
 
 
+def test_every_family_labelled_with_a_replica_name_is_per_job() -> None:
+    # A replica's name is the job author's to choose: such series must leave with the job.
+    by_replica = [f.name for f in metrics.CATALOGUE if "replica" in f.labels]
+    assert "aitj_pods_created_total" in by_replica
+    assert [n for n in by_replica if metrics.BY_NAME[n].labels[:2] != metrics.JOB] == []
+
+
 def test_deleting_a_job_removes_its_series_and_only_its_own() -> None:
     for job in ("gone", "kept"):
+        metrics.per_job(metrics.PODS_CREATED, "ns", job, "a-replica-name-of-the-users").inc()
         metrics.per_job(metrics.RESTARTS, "ns", job, "trainer", "exitCode", "Pod").inc()
         metrics.per_job(metrics.SCALING_OPERATIONS, "ns", job, "out", "succeeded").inc()
         metrics.per_job(metrics.LOST_GPU_SECONDS, "ns", job, "exitCode").inc(3)

@@ -102,7 +102,7 @@ class Calls(PlanSink):
                 self.written.pods.append(made)
             if made is not False:
                 self.sent.created.append(CreatedPod(c.replica, c.index, c.generation, self.ex.clock()))
-                metrics.PODS_CREATED.labels(c.replica).inc()
+                metrics.per_job(metrics.PODS_CREATED, self.job.namespace, self.job.name, c.replica).inc()
                 self.log.info(
                     "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
                 )
