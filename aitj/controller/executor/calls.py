@@ -138,6 +138,8 @@ class Calls(PlanSink):
         # The patch first tests that the job is still the version the pass planned from: a
         # pass planned from a stale copy must not overwrite a newer status (say, drop the
         # condition another pass just appended).
+        if self._ends(typed):
+            self._namespace_open()  # a job deleted with its namespace has not ended
         status = typed.to_json()
         version = self.job.resource_version
         patch: list[dict[str, Any]] = []
@@ -232,6 +234,38 @@ class Calls(PlanSink):
         """send_events posts each Event (best effort)."""
         for event in events:
             self._event(event)
+
+    def _ends(self, status: api.JobStatus) -> bool:
+        """_ends: ``status`` is the write that ends the job (a final phase, the job's last is not)."""
+        before = self.job.status.phase if isinstance(self.job, api.Job) else None
+        return status.phase in api.FINISHED_PHASES and before not in api.FINISHED_PHASES
+
+    def _namespace_open(self) -> None:
+        """_namespace_open: raise NamespaceTerminating when the job's namespace is being deleted.
+
+        Namespace deletion removes the job's pods, maybe before the job, and the planner would
+        judge their loss and end the job (Failed, counted in aitj_jobs_finished_total): a job
+        deleted with its namespace is not a failed one. Asked before the write that ends a job,
+        once per job: a dry-run create of an Event (``dryRun=All``: admission runs, nothing is
+        stored; the operator may create Events), which the NamespaceLifecycle admission refuses
+        in a namespace being deleted. Any other answer lets the job end."""
+        job = self.job
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
+            "involvedObject": {"kind": api.KIND, "name": job.name, "namespace": job.namespace},
+            "type": "Normal",
+            "reason": "Ending",
+            "source": {"component": "aitj-operator"},
+        }
+        try:
+            release(
+                self.core.create_namespaced_event(job.namespace, body, dry_run="All", _preload_content=False)
+            )
+        except ApiException as e:
+            if e.status == 403 and "being terminated" in error_text(e):
+                raise NamespaceTerminating(job.namespace) from e
 
     def send_outcome(self, outcome: Outcome) -> None:
         """send_outcome counts and logs the job's end."""
