@@ -39,10 +39,10 @@ ANNOTATION_HOSTS = f"{LABEL_PREFIX}/discovery-hosts"
 # The largest stamp accepted (characters of its JSON). Above the largest the operator writes: a
 # pod's stamp holds each restarted index's count (about 17 B per index; 170 KB for a replica of
 # MAX_REPLICAS indices, all restarted) and at most MAX_RESTART_RECORDS records of its pass with
-# their indices' rule histories (rulelog.MAX_RULE_TIMES times each), and the apiserver refuses
-# more than 256 KiB of annotations on a pod in all. What it saves: a pod of another namespace
-# made to look like a job's, with a stamp of 256 KiB, costs the operator its name, not the stamp
-# (tests/unit/test_observed.py measures it).
+# their indices' rule histories (at most MAX_WINDOW_RESTARTS times a rule), and the apiserver
+# refuses more than 256 KiB of annotations on a pod in all. A pod no job controls keeps no
+# stamp at all: one of another namespace labelled as a job's, with 2,000 labels and a stamp of
+# 256 KiB, costs the cache about 800 B (tests/unit/test_informer_memory.py).
 MAX_LEDGER_ANNOTATION = 192 * 1024
 MAX_HOSTS_ANNOTATION = 128  # a digest (aitj.core.planner.hostfiles): 64 hex characters
 
