@@ -138,6 +138,18 @@ def test_deleting_a_job_removes_its_series_and_only_its_own() -> None:
     metrics.forget_job("ns", "never-seen")  # nothing to remove: fine
 
 
+def test_a_namespaces_finished_jobs_series_go_when_every_job_they_counted_is_deleted() -> None:
+    finished = {"namespace": "ns-finished", "phase": "Failed", "reason": "TrainingJobFailed"}
+    metrics.job_finished("ns-finished", "a", "Failed", "TrainingJobFailed")
+    metrics.job_finished("ns-finished", "b", "Failed", "TrainingJobFailed")
+    metrics.job_finished("ns-finished", "b", "Succeeded", "TrainingJobSucceeded")
+    metrics.forget_job("ns-finished", "a")
+    assert sample("aitj_jobs_finished_total", **finished) == 2  # b is still there
+    metrics.forget_job("ns-finished", "b")
+    page = [s.labels.get("namespace") for f in REGISTRY.collect() for s in f.samples]
+    assert "ns-finished" not in page
+
+
 # ---- scrape-time gauges ---------------------------------------------------------------------
 
 

@@ -270,7 +270,7 @@ class Calls(PlanSink):
     def send_outcome(self, outcome: Outcome) -> None:
         """send_outcome counts and logs the job's end."""
         job = self.job
-        metrics.JOBS_FINISHED.labels(job.namespace, str(outcome.phase), outcome.reason).inc()
+        metrics.job_finished(job.namespace, job.name, str(outcome.phase), outcome.reason)
         self.log.info(
             "job finished", phase=str(outcome.phase), reason=outcome.reason, message=outcome.message
         )
