@@ -36,14 +36,18 @@ TRACKING_FINALIZER = f"{LABEL_PREFIX}/pod-tracking"
 ANNOTATION_LEDGER = f"{LABEL_PREFIX}/restart-ledger"
 # The discovery lists a master pod was last nudged for (aitj.core.planner.hostfiles.nudges).
 ANNOTATION_HOSTS = f"{LABEL_PREFIX}/discovery-hosts"
-# The largest stamp accepted (characters of its JSON). Above the largest the operator writes: a
-# pod's stamp holds each restarted index's count (about 17 B per index; 170 KB for a replica of
-# MAX_REPLICAS indices, all restarted) and at most MAX_RESTART_RECORDS records of its pass with
-# their indices' rule histories (at most MAX_WINDOW_RESTARTS times a rule), and the apiserver
-# refuses more than 256 KiB of annotations on a pod in all. A pod no job controls keeps no
-# stamp at all: one of another namespace labelled as a job's, with 2,000 labels and a stamp of
-# 256 KiB, costs the cache about 800 B (tests/unit/test_informer_memory.py).
-MAX_LEDGER_ANNOTATION = 192 * 1024
+# The largest stamp accepted (characters of its JSON): the apiserver's own bound on all of a
+# pod's annotations. Not lower, on purpose: a stamp holds each restarted index's count of every
+# replica (about 17 B an index: 170 KB for 10,000), the records of its pass and their indices'
+# rule histories, so a job of some 11,000 restarted indices writes stamps near 192 KiB; a cap
+# below what the operator writes would drop its own stamps, and with them the epoch that keeps
+# its pods from being judged superseded and replaced, over and over. What bounds the memory a
+# tenant can cost is that a pod no AITrainingJob controls keeps no stamp at all: one of another
+# namespace labelled as a job's, with 2,000 labels and two annotations of 256 KiB, costs the
+# cache about 800 B (tests/unit/test_informer_memory.py). A pod that names an AITrainingJob it
+# was not made by is deleted by the garbage collector, unless a finalizer of its maker's holds it:
+# then it costs up to this much, as many as its namespace's pod quota allows.
+MAX_LEDGER_ANNOTATION = 256 * 1024
 MAX_HOSTS_ANNOTATION = 128  # a digest (aitj.core.planner.hostfiles): 64 hex characters
 
 DISRUPTION_TARGET = "DisruptionTarget"
