@@ -230,11 +230,11 @@ def job_finished(namespace: str, job: str, phase: str, reason: str) -> None:
     """job_finished counts a job's end in ``aitj_jobs_finished_total``, remembering the job, so
     that the namespace's series go once every job they counted is deleted (``forget_job``)."""
     labels = (namespace, phase, reason)
-    with _PER_JOB_LOCK:
+    with _PER_JOB_LOCK:  # with the count: a removal of the namespace's series cannot come between
         jobs, series = _FINISHED.setdefault(namespace, (set(), set()))
         jobs.add(job)
         series.add(labels)
-    JOBS_FINISHED.labels(*labels).inc()
+        JOBS_FINISHED.labels(*labels).inc()
 
 
 def _forget_finished(namespace: str, job: str) -> None:
@@ -249,9 +249,9 @@ def _forget_finished(namespace: str, job: str) -> None:
         if held[0]:
             return
         del _FINISHED[namespace]
-    for labels in held[1]:
-        with contextlib.suppress(KeyError):
-            JOBS_FINISHED.remove(*labels)
+        for labels in held[1]:
+            with contextlib.suppress(KeyError):
+                JOBS_FINISHED.remove(*labels)
 
 
 def version() -> str:

@@ -133,13 +133,13 @@ class Calls(PlanSink):
 
     def send_status(self, typed: api.JobStatus) -> None:
         """send_status writes the whole status, if the job is still the version planned from."""
+        if self._ends(typed):
+            self._namespace_open()  # a job deleted with its namespace has not ended
         # The planner returns the whole status: replace it in one write, as a JSON patch (the
         # typed client would send a merge patch, which cannot drop keys the planner dropped).
         # The patch first tests that the job is still the version the pass planned from: a
         # pass planned from a stale copy must not overwrite a newer status (say, drop the
         # condition another pass just appended).
-        if self._ends(typed):
-            self._namespace_open()  # a job deleted with its namespace has not ended
         status = typed.to_json()
         version = self.job.resource_version
         patch: list[dict[str, Any]] = []
