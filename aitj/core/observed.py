@@ -48,7 +48,7 @@ ANNOTATION_HOSTS = f"{LABEL_PREFIX}/discovery-hosts"
 # was not made by is deleted by the garbage collector, unless a finalizer of its maker's holds it:
 # then it costs up to this much, as many as its namespace's pod quota allows.
 MAX_LEDGER_ANNOTATION = 256 * 1024
-MAX_HOSTS_ANNOTATION = 128  # a digest (aitj.core.planner.hostfiles): 64 hex characters
+MAX_HOSTS_ANNOTATION = 128  # a digest (aitj.core.planner.hostfiles.digest): 16 hex characters
 
 DISRUPTION_TARGET = "DisruptionTarget"
 # DisruptionTarget reasons (k8s.io/api/core/v1). The scheduler's was renamed in 1.27.

@@ -23,6 +23,8 @@ from aitj.core.observed import (
     MAX_HOSTS_ANNOTATION,
     MAX_LEDGER_ANNOTATION,
 )
+from aitj.core.planner.hostfiles import digest
+from aitj.core.planner.types import HostLists
 from tests.unit.builders import Pod
 
 STAMP = json.dumps({"trainer": {"epoch": 1}})
@@ -105,8 +107,8 @@ def test_a_digest_longer_than_a_digest_is_not_kept() -> None:
     raw = Pod("launcher", 0).raw
     raw["metadata"]["annotations"] = {ANNOTATION_HOSTS: "d" * (MAX_HOSTS_ANNOTATION + 1)}
     assert pod_view(raw).hosts_annotation is None
-    raw["metadata"]["annotations"] = {ANNOTATION_HOSTS: "d" * 64}
-    assert pod_view(raw).hosts_annotation == "d" * 64
+    raw["metadata"]["annotations"] = {ANNOTATION_HOSTS: digest(HostLists((), {}, {}))}
+    assert pod_view(raw).hosts_annotation == digest(HostLists((), {}, {}))
 
 
 def test_a_hostile_pod_costs_the_cache_a_few_kilobytes_not_its_size() -> None:
