@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from aitj.core import api, exitcodes  # noqa: E402
 from aitj.core.api import validation  # noqa: E402
+from aitj.core.api.replica import WINDOW_LIMIT_MESSAGE  # noqa: E402
 from aitj.core.api.status import status_schema  # noqa: E402
 from aitj.devcluster.versions import KUBERNETES as K8S_VERSION  # noqa: E402
 
@@ -263,7 +264,8 @@ def recovery_properties() -> Schema:
             "Most restarts this rule makes per replica type (all its indices together) within "
             "restartWindowSeconds, or for the job's life when that is unset. Past it the rule does "
             "not match: the failure falls to the next rule, then to failPolicy. The replica's own "
-            "restartLimit stays the overall cap.",
+            f"restartLimit stays the overall cap. At most {api.MAX_WINDOW_RESTARTS} with "
+            "restartWindowSeconds.",
             0,
             seconds,
         ),
@@ -388,6 +390,12 @@ def rule_schema() -> Schema:
                 "!has(self.restartWindowSeconds) || has(self.restartLimit)",
                 "restartWindowSeconds needs restartLimit (the restarts allowed in it)",
                 field_path=".restartWindowSeconds",
+            ),
+            rule(
+                "!has(self.restartWindowSeconds) || !has(self.restartLimit) "
+                f"|| self.restartLimit <= {api.MAX_WINDOW_RESTARTS}",
+                WINDOW_LIMIT_MESSAGE,
+                field_path=".restartLimit",
             ),
             rule(
                 "!has(self.exitCodes) || !has(self.restartPolicy) || self.restartPolicy == 'ExitCode'",

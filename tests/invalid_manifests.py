@@ -430,6 +430,12 @@ CASES: list[Case] = [
         "restartWindowSeconds needs restartLimit",
     ),
     Case(
+        "a rule allowing more restarts within a window than the ledger keeps is refused",
+        each(setting(f"{L_CODES}.restartLimit", 1_001), setting(f"{L_CODES}.restartWindowSeconds", 600)),
+        f"{L_CODES}.restartLimit",
+        "with restartWindowSeconds, restartLimit must be at most 1000",
+    ),
+    Case(
         "a rule backoff without initialSeconds is refused",
         setting(f"{L_CODES}.backoff", {"maxSeconds": 60}),
         f"{L_CODES}.backoff.initialSeconds",

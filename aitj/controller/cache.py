@@ -36,9 +36,10 @@ from kubernetes.client.exceptions import ApiException
 from aitj.controller import gangapi
 from aitj.controller.informer import Change, Delta, Informer, Item, Kind, Sync
 from aitj.controller.kubeclient import release
+from aitj.controller.logs import log
 from aitj.controller.written import Written
 from aitj.core import api
-from aitj.core.observed import NodeView, PodView
+from aitj.core.observed import MAX_LEDGER_ANNOTATION, NodeView, PodView
 from aitj.core.planner.types import ObjectKind, ObjectRef, Owned
 from aitj.core.wire import mapping
 
@@ -77,13 +78,28 @@ def slim_job(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def pod_view(body: Mapping[str, Any]) -> PodView:
+    """pod_view: the pod's PodView; a ledger stamp too large to keep is logged, once per
+    version the watch brings (the view keeps its size only)."""
+    view = PodView.from_dict(body)
+    if view.ledger_dropped:
+        log.warning(
+            "restart-ledger annotation too large: ignored",
+            namespace=view.namespace,
+            pod=view.name,
+            size=view.ledger_dropped,
+            limit=MAX_LEDGER_ANNOTATION,
+        )
+    return view
+
+
 def _nothing(_: Mapping[str, Any]) -> None:
     """_nothing: owned objects are kept by name only."""
 
 
 JOB_SELECTOR = api.LABEL_JOB  # "has the job label"
 JOBS: Kind[dict[str, Any]] = Kind("jobs", f"/apis/{api.GROUP}/{api.VERSION}", api.PLURAL, slim_job)
-PODS: Kind[PodView] = Kind("pods", "/api/v1", "pods", PodView.from_dict, JOB_SELECTOR)
+PODS: Kind[PodView] = Kind("pods", "/api/v1", "pods", pod_view, JOB_SELECTOR)
 NODES: Kind[NodeView] = Kind("nodes", "/api/v1", "nodes", NodeView.from_dict, namespaced=False)
 # The job's objects other than pods, one informer each, names only (metadata-only lists).
 OWNED_COLLECTIONS: dict[ObjectKind, tuple[str, str]] = {

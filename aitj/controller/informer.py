@@ -14,6 +14,11 @@ operator's credentials and connection setup unchanged, and keeps the loop free f
 
 Owned objects (Services, Secrets, ConfigMaps, ...) are listed as metadata only
 (PartialObjectMetadata): a Secret's data never reaches the operator.
+
+What an item keeps is bounded (issue 24, section 4): the pod informer matches the job label
+cluster-wide, so any namespace can hand the operator pods to hold. An item keeps only the
+operator's own labels (``aitj.core.api.LABEL_PREFIX``), the only ones it reads; a pod's view
+bounds its annotations (``aitj.core.observed``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from kubernetes import client
 
 from aitj.controller.kubeclient import raw_get, raw_request
 from aitj.controller.logs import log
+from aitj.core.api import LABEL_PREFIX
 from aitj.core.wire import mapping
 
 T = TypeVar("T")
@@ -68,7 +74,8 @@ class Kind(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class Item(Generic[T]):
-    """Item: one object as the cache keeps it: its identity, its resourceVersion and its slim value."""
+    """Item: one object as the cache keeps it: its identity, its resourceVersion, the operator's
+    labels (``own_labels``) and its slim value."""
 
     namespace: str
     name: str
@@ -81,7 +88,7 @@ class Item(Generic[T]):
     def of(cls, obj: Mapping[str, Any], value: T) -> Item[T]:
         """of: the item of a raw object."""
         meta = mapping(obj.get("metadata"))
-        labels = {str(k): str(v) for k, v in mapping(meta.get("labels")).items()}
+        labels = own_labels(mapping(meta.get("labels")))
         return cls(
             str(meta.get("namespace") or ""),
             str(meta.get("name") or ""),
@@ -90,6 +97,15 @@ class Item(Generic[T]):
             labels,
             value,
         )
+
+
+_OWN = f"{LABEL_PREFIX}/"
+
+
+def own_labels(labels: Mapping[str, Any]) -> dict[str, str]:
+    """own_labels: the labels under the operator's prefix; the cache reads no other, and a pod
+    of another namespace may carry any number of them."""
+    return {str(k): str(v) for k, v in labels.items() if str(k).startswith(_OWN)}
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,14 @@ fails a test. Label values are constants, listed in ``LABEL_VALUES`` where the s
 - ``stage``: stale, execute (``ErrorStage``);
 - ``kind`` (pods deleted): restart, stuck, unwanted, cleanup (``DeleteReason``).
 ``namespace``, ``job``, ``replica`` and ``reason`` are open sets: the cluster's names and the
-condition reasons. docs/metrics.md says what each family means and when each counter moves.
+condition reasons. A family labelled ``replica`` (a name the user chooses) is per job.
+docs/metrics.md says what each family means and when each counter moves.
 
 Per-job series (the counters labelled ``namespace`` and ``job``) are moved through ``per_job``,
 which remembers their label sets so that ``forget_job`` removes them when the job is deleted.
+``aitj_jobs_finished_total`` is per namespace: moved through ``job_finished``, its series of a
+namespace are removed once every job they counted is deleted, so a deleted namespace leaves
+none behind.
 """
 
 from __future__ import annotations
@@ -137,7 +141,9 @@ CATALOGUE: tuple[Family, ...] = (
     Family(
         "aitj_reconcile_errors_total", Kind.COUNTER, "Passes that failed and will be retried.", ("stage",)
     ),
-    Family("aitj_pods_created_total", Kind.COUNTER, "Pods created.", ("replica",)),
+    # Per job, like every family with a ``replica`` label: the replica name is the user's to
+    # choose, so its series go with the job (``forget_job``), never piling up on /metrics.
+    Family("aitj_pods_created_total", Kind.COUNTER, "Pods created, by replica type.", (*JOB, "replica")),
     Family("aitj_pods_deleted_total", Kind.COUNTER, "Pods deleted, by why.", ("kind",)),
 )
 BY_NAME = {f.name: f for f in CATALOGUE}
@@ -213,6 +219,39 @@ def forget_job(namespace: str, job: str) -> None:
     for counter, labels in made:
         with contextlib.suppress(KeyError):  # never incremented: no child to remove
             counter.remove(*labels)
+    _forget_finished(namespace, job)
+
+
+# The jobs whose end ``job_finished`` counted, by namespace, and the series they moved.
+_FINISHED: dict[str, tuple[set[str], set[tuple[str, ...]]]] = {}
+
+
+def job_finished(namespace: str, job: str, phase: str, reason: str) -> None:
+    """job_finished counts a job's end in ``aitj_jobs_finished_total``, remembering the job, so
+    that the namespace's series go once every job they counted is deleted (``forget_job``)."""
+    labels = (namespace, phase, reason)
+    with _PER_JOB_LOCK:  # with the count: a removal of the namespace's series cannot come between
+        jobs, series = _FINISHED.setdefault(namespace, (set(), set()))
+        jobs.add(job)
+        series.add(labels)
+        JOBS_FINISHED.labels(*labels).inc()
+
+
+def _forget_finished(namespace: str, job: str) -> None:
+    """_forget_finished: ``job`` is deleted; the last of its namespace's counted jobs takes the
+    namespace's ``aitj_jobs_finished_total`` series with it (increase() over a past range still
+    sees what they counted: Prometheus marks them stale, it does not drop their samples)."""
+    with _PER_JOB_LOCK:
+        held = _FINISHED.get(namespace)
+        if held is None:
+            return
+        held[0].discard(job)
+        if held[0]:
+            return
+        del _FINISHED[namespace]
+        for labels in held[1]:
+            with contextlib.suppress(KeyError):
+                JOBS_FINISHED.remove(*labels)
 
 
 def version() -> str:

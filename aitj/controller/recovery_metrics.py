@@ -8,8 +8,9 @@ that went through recorded are counted, logged with the job's context and begun
 (``record_restarts``). Each pass shows it the job's pods first (``seen``: the reconciler calls
 it before planning; every pod change kicks a pass, so a replacement reaching Running is seen by
 the pass its watch event starts), and it observes each recovery once, when all the indexes its
-restart took down run again. It forgets a job when the job is deleted (nothing is observed for
-it), and drops the recoveries of a job that finished first.
+restart took down run again; only the pods the job made count (``telemetry.own_pods``), so a
+pod that only carries the job's labels ends no recovery. It forgets a job when the job is
+deleted (nothing is observed for it), and drops the recoveries of a job that finished first.
 
 Exactly once: a restart is handed here by the one pass whose status write first records it
 (the restart ledger's ``recorded`` marks, docs/semantics.md "Each restart is recorded once");
@@ -34,7 +35,7 @@ from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.lifecycle import phase_of
 from aitj.core.planner.types import Plan, RestartRecord
-from aitj.core.telemetry import Recovery, desired_replicas, recovery_time
+from aitj.core.telemetry import Recovery, desired_replicas, own_pods, recovery_time
 from aitj.core.wire import format_time
 
 JobKey = tuple[str, str]  # (namespace, name)
@@ -99,6 +100,7 @@ class Recoveries:
                 del self._pending[key]  # it ended before its replacements ran: nothing to observe
                 return
             desired = desired_replicas(body)
+            pods = own_pods(body, pods)  # a pod that only carries the job's labels ends nothing
             left = []
             for recovery in pending:
                 later = recovery_time.advance(recovery, pods, now)

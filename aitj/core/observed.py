@@ -8,6 +8,13 @@ failures, ``aitj.core.planner`` decides what to do.
 
 A pod's restart-ledger stamp (annotation ``ANNOTATION_LEDGER``) is kept here as the raw string:
 the ledger is the planner's (``aitj.core.planner.ledger``), which parses it.
+
+What is kept of a pod is bounded (issue 24, section 4): the informer matches the job label
+cluster-wide, so any namespace can make the operator hold pods it did not make. A stamp is kept
+only from a pod whose controller is an AITrainingJob (no other pod's stamp is ever read:
+``aitj.core.planner.core.owned_by``), and only up to ``MAX_LEDGER_ANNOTATION`` characters; a
+larger one is dropped and its size kept in ``ledger_dropped``, for the cache to log. The hosts
+digest is kept up to ``MAX_HOSTS_ANNOTATION``.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from aitj.core.api import LABEL_GENERATION, LABEL_INDEX, LABEL_JOB, LABEL_PREFIX, LABEL_REPLICA
+from aitj.core import naming
+from aitj.core.api import KIND, LABEL_GENERATION, LABEL_INDEX, LABEL_JOB, LABEL_PREFIX, LABEL_REPLICA
 from aitj.core.wire import as_int, as_list, mapping, parse_time
 
 # The finalizer the operator puts on every pod it creates. A pod deleted by anyone else, even
@@ -28,6 +36,19 @@ TRACKING_FINALIZER = f"{LABEL_PREFIX}/pod-tracking"
 ANNOTATION_LEDGER = f"{LABEL_PREFIX}/restart-ledger"
 # The discovery lists a master pod was last nudged for (aitj.core.planner.hostfiles.nudges).
 ANNOTATION_HOSTS = f"{LABEL_PREFIX}/discovery-hosts"
+# The largest stamp accepted (characters of its JSON): the apiserver's own bound on all of a
+# pod's annotations. Not lower, on purpose: a stamp holds each restarted index's count of every
+# replica (about 17 B an index: 170 KB for 10,000), the records of its pass and their indices'
+# rule histories, so a job of some 11,000 restarted indices writes stamps near 192 KiB; a cap
+# below what the operator writes would drop its own stamps, and with them the epoch that keeps
+# its pods from being judged superseded and replaced, over and over. What bounds the memory a
+# tenant can cost is that a pod no AITrainingJob controls keeps no stamp at all: one of another
+# namespace labelled as a job's, with 2,000 labels and two annotations of 256 KiB, costs the
+# cache about 800 B (tests/unit/test_informer_memory.py). A pod that names an AITrainingJob it
+# was not made by is deleted by the garbage collector, unless a finalizer of its maker's holds it:
+# then it costs up to this much, as many as its namespace's pod quota allows.
+MAX_LEDGER_ANNOTATION = 256 * 1024
+MAX_HOSTS_ANNOTATION = 128  # a digest (aitj.core.planner.hostfiles.digest): 16 hex characters
 
 DISRUPTION_TARGET = "DisruptionTarget"
 # DisruptionTarget reasons (k8s.io/api/core/v1). The scheduler's was renamed in 1.27.
@@ -77,7 +98,16 @@ class PodView:
     hosts_annotation: str | None = None  # the raw ANNOTATION_HOSTS (aitj.core.planner.hostfiles)
     unschedulable: str | None = None  # the scheduler's message when it cannot place the pod
     owner_uid: str | None = None  # the uid of its controller (the job that made it), if it names one
+    ledger_dropped: int = 0  # the size of a stamp too large to keep (MAX_LEDGER_ANNOTATION), else 0
     pod_group: str | None = None  # spec.schedulingGroup.podGroupName: its gang (aitj.core.planner.gang)
+
+    def made_by(self, job_name: str, job_uid: str) -> bool:
+        """made_by: the job ``job_name`` (uid ``job_uid``) made this pod: it is the pod's
+        controller, and the pod's name is the one the operator derives from its labels
+        (naming.pod_name). A pod that only carries the job's labels is not the job's."""
+        if not job_uid or self.owner_uid != job_uid or self.replica is None or self.index is None:
+            return False
+        return self.name == naming.pod_name(job_name, job_uid, self.replica, self.index, self.generation)
 
     @property
     def tracked(self) -> bool:
@@ -113,7 +143,8 @@ class PodView:
         annotations = mapping(meta.get("annotations"))
         job = labels.get(LABEL_JOB)
         replica = labels.get(LABEL_REPLICA)
-        ledger = annotations.get(ANNOTATION_LEDGER)
+        controller = _controller(meta)
+        ledger = _stamp(annotations, controller)
         hosts = annotations.get(ANNOTATION_HOSTS)
         exit_code, exit_container, exit_at = _exit(spec, status)
         disruption, disruption_at = _disruption(status)
@@ -139,21 +170,31 @@ class PodView:
             disruption_at=disruption_at,
             reason=status.get("reason") or None,
             message=status.get("message") or None,
-            ledger_annotation=ledger if isinstance(ledger, str) else None,
-            hosts_annotation=hosts if isinstance(hosts, str) else None,
+            ledger_annotation=ledger if len(ledger or "") <= MAX_LEDGER_ANNOTATION else None,
+            hosts_annotation=hosts if isinstance(hosts, str) and len(hosts) <= MAX_HOSTS_ANNOTATION else None,
             unschedulable=None if spec.get("nodeName") else _unschedulable(status),
-            owner_uid=_controller_uid(meta),
+            owner_uid=str(controller["uid"]) if controller else None,
+            ledger_dropped=len(ledger) if ledger is not None and len(ledger) > MAX_LEDGER_ANNOTATION else 0,
             pod_group=mapping(spec.get("schedulingGroup")).get("podGroupName") or None,
         )
 
 
-def _controller_uid(meta: Mapping[str, Any]) -> str | None:
-    """_controller_uid: the uid of the ownerReference marked controller, if any."""
+def _controller(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """_controller: the ownerReference marked controller that names a uid, if any."""
     for ref in as_list(meta.get("ownerReferences")):
         ref = mapping(ref)
         if ref.get("controller") and ref.get("uid"):
-            return str(ref["uid"])
+            return ref
     return None
+
+
+def _stamp(annotations: Mapping[str, Any], controller: Mapping[str, Any] | None) -> str | None:
+    """_stamp: the pod's ledger stamp, if its controller is an AITrainingJob (None otherwise:
+    the planner reads no other pod's, so it is not kept)."""
+    stamp = annotations.get(ANNOTATION_LEDGER)
+    if not isinstance(stamp, str) or controller is None or controller.get("kind") != KIND:
+        return None
+    return stamp
 
 
 def _statuses_in_spec_order(

@@ -16,6 +16,7 @@ from aitj.controller.cache import InformerCache
 from aitj.controller.informer import Item
 from aitj.controller.logs import log
 from aitj.controller.recovery_metrics import Recoveries, record_restarts
+from aitj.core import naming
 from aitj.core.api import LABEL_JOB, RestartScope
 from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger
@@ -23,6 +24,7 @@ from aitj.core.planner.types import RestartRecord
 from tests.seeds import REPO
 from tests.seeds import seed_job as seed_body
 from tests.unit.builders import (
+    UID,
     Cluster,
     Pod,
     at,
@@ -59,6 +61,7 @@ class OneJob:
     def jobs(self) -> Iterable[tuple[tuple[str, str], Mapping[str, Any]]]:
         """jobs: the seed, Running."""
         doc = seed_body()
+        doc["metadata"]["uid"] = UID  # the job the builders' pods name as their controller
         doc["status"] = {"phase": "Running"}
         return [(("ns", "one"), doc)]
 
@@ -114,8 +117,16 @@ def test_every_closed_label_value_is_declared_once() -> None:
 # ---- per-job series ---------------------------------------------------------------------------
 
 
+def test_every_family_labelled_with_a_replica_name_is_per_job() -> None:
+    # A replica's name is the job author's to choose: such series must leave with the job.
+    by_replica = [f.name for f in metrics.CATALOGUE if "replica" in f.labels]
+    assert "aitj_pods_created_total" in by_replica
+    assert [n for n in by_replica if metrics.BY_NAME[n].labels[:2] != metrics.JOB] == []
+
+
 def test_deleting_a_job_removes_its_series_and_only_its_own() -> None:
     for job in ("gone", "kept"):
+        metrics.per_job(metrics.PODS_CREATED, "ns", job, "a-replica-name-of-the-users").inc()
         metrics.per_job(metrics.RESTARTS, "ns", job, "trainer", "exitCode", "Pod").inc()
         metrics.per_job(metrics.SCALING_OPERATIONS, "ns", job, "out", "succeeded").inc()
         metrics.per_job(metrics.LOST_GPU_SECONDS, "ns", job, "exitCode").inc(3)
@@ -125,6 +136,18 @@ def test_deleting_a_job_removes_its_series_and_only_its_own() -> None:
     assert sample("aitj_lost_gpu_seconds_total", namespace="ns", job="kept", cause="exitCode") == 3
     metrics.forget_job("ns", "kept")
     metrics.forget_job("ns", "never-seen")  # nothing to remove: fine
+
+
+def test_a_namespaces_finished_jobs_series_go_when_every_job_they_counted_is_deleted() -> None:
+    finished = {"namespace": "ns-finished", "phase": "Failed", "reason": "TrainingJobFailed"}
+    metrics.job_finished("ns-finished", "a", "Failed", "TrainingJobFailed")
+    metrics.job_finished("ns-finished", "b", "Failed", "TrainingJobFailed")
+    metrics.job_finished("ns-finished", "b", "Succeeded", "TrainingJobSucceeded")
+    metrics.forget_job("ns-finished", "a")
+    assert sample("aitj_jobs_finished_total", **finished) == 2  # b is still there
+    metrics.forget_job("ns-finished", "b")
+    page = [s.labels.get("namespace") for f in REGISTRY.collect() for s in f.samples]
+    assert "ns-finished" not in page
 
 
 # ---- scrape-time gauges ---------------------------------------------------------------------
@@ -161,14 +184,14 @@ def synthetic_cache(jobs: int, pods_per_job: int) -> InformerCache:
     cache = InformerCache()
     for j in range(jobs):
         doc = seed_body()
-        doc["metadata"].update(name=f"job-{j}", namespace=f"ns-{j % 10}", uid=f"u{j}", resourceVersion="1")
+        doc["metadata"].update(name=f"job-{j}", namespace=f"ns-{j % 10}", uid=UID, resourceVersion="1")
         doc["status"] = {"phase": "Running", "RestartCount": {"trainer": j % 5}}
         cache.jobs.put(Item.of(doc, doc))
         for i in range(pods_per_job):
             pod = Pod("trainer", i).running()
             pod.raw["metadata"].update(namespace=f"ns-{j % 10}", resourceVersion="1", uid=f"u{j}-{i}")
             pod.raw["metadata"]["labels"][LABEL_JOB] = f"job-{j}"
-            pod.raw["metadata"]["name"] = f"job-{j}-{i}"
+            pod.raw["metadata"]["name"] = naming.pod_name(f"job-{j}", UID, "trainer", i, 0)
             cache.pods.put(Item.of(pod.raw, PodView.from_dict(pod.raw)))
     return cache
 
@@ -206,7 +229,8 @@ KEY = ("default", "test-horovod-elastic")
 def body_of(c: Cluster) -> dict[str, Any]:
     """body_of: the double's job as the cache holds it (what a pass sees)."""
     replicas = {r.name: {"replicas": r.replicas} for r in c.job.spec.replicas}
-    return {"spec": {"replicaSpecs": replicas}, "status": c.status}
+    meta = {"name": c.job.name, "namespace": c.job.namespace, "uid": c.job.uid}
+    return {"metadata": meta, "spec": {"replicaSpecs": replicas}, "status": c.status}
 
 
 def recovery_count(cause: str = "PodForceDeleted", scope: str = "Pod") -> float:
@@ -244,6 +268,21 @@ def test_a_restart_is_counted_once_and_recovered_once_when_its_replacement_runs(
     lost = sample("aitj_lost_gpu_seconds_total", namespace=KEY[0], job=KEY[1], cause="PodForceDeleted")
     assert lost == 4 * 4  # four GPUs from the delete at 100 to Running seen at 104
     assert tracker.pending(KEY) == ()
+    metrics.forget_job(*KEY)
+
+
+def test_a_bare_pod_labelled_as_the_replacement_ends_no_recovery() -> None:
+    tracker, c = Recoveries(), cluster()
+    before = recovery_count()
+    force_delete(c, tracker)
+    # Another tenant's pod, labelled as trainer 0 of a later generation, Running: not the job's.
+    intruder = Pod("trainer", 0, generation=5).running(102)
+    del intruder.raw["metadata"]["ownerReferences"]
+    intruder.raw["metadata"]["name"] = "intruder"
+    pods = [p.view() for p in c.pods.values()] + [intruder.view()]
+    tracker.seen(KEY, body_of(c), pods, at(103))
+    assert recovery_count() == before
+    assert len(tracker.pending(KEY)) == 1
     metrics.forget_job(*KEY)
 
 

@@ -25,6 +25,7 @@ from aitj.core.telemetry import (
 )
 from tests.seeds import seed_job as seed_body
 from tests.unit.builders import (
+    UID,
     Cluster,
     Pod,
     at,
@@ -52,8 +53,19 @@ def test_gpus_counts_nvidia_and_cce_cards_of_a_template() -> None:
 def body(phase: str | None = "Running", **status: Any) -> dict[str, Any]:
     """body: the seed's manifest with a status of ``phase`` (none when None) and ``status``."""
     doc = seed_body()
+    doc["metadata"]["uid"] = UID  # the uid the builders' pods name as their controller
     doc["status"] = {"phase": phase, **status} if phase else {}
     return doc
+
+
+def bare(replica: str, index: int, generation: int = 0, *, controlled: bool = False) -> Pod:
+    """bare: a pod labelled as the job's that the job did not make: no ownerReference (or, when
+    ``controlled``, one naming the job) and a name the operator would not give it."""
+    pod = Pod(replica, index, generation)
+    if not controlled:
+        del pod.raw["metadata"]["ownerReferences"]
+    pod.raw["metadata"]["name"] = f"intruder-{replica}-{index}"
+    return pod
 
 
 @pytest.mark.parametrize(
@@ -79,6 +91,16 @@ def body(phase: str | None = "Running", **status: Any) -> dict[str, Any]:
             [Pod("trainer", i).exited(0) for i in range(3)],
             ReplicaCount("trainer", 3, 0, 0, 0),
             id="finished pods are neither running, pending nor vacant",
+        ),
+        pytest.param(
+            [Pod("trainer", 0), bare("trainer", 0, generation=7).running(), bare("trainer", 1).running()],
+            ReplicaCount("trainer", 3, 0, 1, 2),
+            id="a bare pod carrying the job's labels counts for nothing, even of a later generation",
+        ),
+        pytest.param(
+            [Pod("trainer", 0).running(), bare("trainer", 1, controlled=True).running()],
+            ReplicaCount("trainer", 3, 1, 0, 2),
+            id="a pod whose name is not the one derived from its labels is not the job's",
         ),
     ],
 )

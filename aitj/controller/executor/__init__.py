@@ -24,7 +24,10 @@ idempotent:
 7. ``status``: write the whole status in one JSON patch that first tests the job's
    resourceVersion is the one the pass planned from; a failed test stops the pass (StaleJob),
    any other refusal too (StatusRefused: ``calls.version_test_failed`` tells them apart).
-   ``Sent.status_written`` says whether it went through (a job found gone: it did not).
+   ``Sent.status_written`` says whether it went through (a job found gone: it did not). The
+   write that ends the job is preceded by a dry-run create of an Event: refused because the
+   namespace is being deleted, it stops the pass (NamespaceTerminating), and the job, deleted
+   with its namespace, is not ended: its pods' loss was no failure.
 8. ``spec_replicas`` (a scale-out rolled back): set each replica's ``replicas`` back, in one
    JSON patch of the job that first tests the value it replaces, so that a newer edit wins;
    a failed test (or the job gone) is not an error: the next pass sees the new spec.

@@ -121,7 +121,7 @@ class Calls(PlanSink):
                 self.written.pods.append(made)
             if made is not False:
                 self.sent.created.append(CreatedPod(c.replica, c.index, c.generation, self.ex.clock()))
-                metrics.PODS_CREATED.labels(c.replica).inc()
+                metrics.per_job(metrics.PODS_CREATED, self.job.namespace, self.job.name, c.replica).inc()
                 self.log.info(
                     "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
                 )
@@ -152,6 +152,8 @@ class Calls(PlanSink):
 
     def send_status(self, typed: api.JobStatus) -> None:
         """send_status writes the whole status, if the job is still the version planned from."""
+        if self._ends(typed):
+            self._namespace_open()  # a job deleted with its namespace has not ended
         # The planner returns the whole status: replace it in one write, as a JSON patch (the
         # typed client would send a merge patch, which cannot drop keys the planner dropped).
         # The patch first tests that the job is still the version the pass planned from: a
@@ -276,10 +278,42 @@ class Calls(PlanSink):
         for event in events:
             self._event(event)
 
+    def _ends(self, status: api.JobStatus) -> bool:
+        """_ends: ``status`` is the write that ends the job (a final phase, the job's last is not)."""
+        before = self.job.status.phase if isinstance(self.job, api.Job) else None
+        return status.phase in api.FINISHED_PHASES and before not in api.FINISHED_PHASES
+
+    def _namespace_open(self) -> None:
+        """_namespace_open: raise NamespaceTerminating when the job's namespace is being deleted.
+
+        Namespace deletion removes the job's pods, maybe before the job, and the planner would
+        judge their loss and end the job (Failed, counted in aitj_jobs_finished_total): a job
+        deleted with its namespace is not a failed one. Asked before the write that ends a job,
+        once per job: a dry-run create of an Event (``dryRun=All``: admission runs, nothing is
+        stored; the operator may create Events), which the NamespaceLifecycle admission refuses
+        in a namespace being deleted. Any other answer lets the job end."""
+        job = self.job
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
+            "involvedObject": {"kind": api.KIND, "name": job.name, "namespace": job.namespace},
+            "type": "Normal",
+            "reason": "Ending",
+            "source": {"component": "aitj-operator"},
+        }
+        try:
+            release(
+                self.core.create_namespaced_event(job.namespace, body, dry_run="All", _preload_content=False)
+            )
+        except ApiException as e:
+            if e.status == 403 and "being terminated" in error_text(e):
+                raise NamespaceTerminating(job.namespace) from e
+
     def send_outcome(self, outcome: Outcome) -> None:
         """send_outcome counts and logs the job's end."""
         job = self.job
-        metrics.JOBS_FINISHED.labels(job.namespace, str(outcome.phase), outcome.reason).inc()
+        metrics.job_finished(job.namespace, job.name, str(outcome.phase), outcome.reason)
         self.log.info(
             "job finished", phase=str(outcome.phase), reason=outcome.reason, message=outcome.message
         )

@@ -36,6 +36,11 @@ DNS_LABEL_MAX = 63
 MAX_REPLICA_SPECS = 8
 MAX_REPLICAS = 10_000
 MAX_RULES = 16
+# The most restarts a rule's restartLimit allows within restartWindowSeconds. Each restart in
+# the window is kept, with its time (about 35 B), in the status and on the pods of the pass that
+# made it: that is what keeps a window budget exact across crashes, and what this bounds (a
+# pod's annotations cannot pass 256 KiB). A life budget keeps only a count: no such bound.
+MAX_WINDOW_RESTARTS = 1_000
 MAX_SECONDS = 2**31 - 1
 MAX_EVENTS_LENGTH = 256
 MAX_PLUGIN_ITEMS = 8

@@ -33,7 +33,14 @@ from aitj.core.api.model import (
     RestartPolicy,
     RestartScope,
 )
-from aitj.core.api.names import MAX_EVENTS_LENGTH, MAX_POD_NAME_LENGTH, MAX_REPLICAS, MAX_RULES, MAX_SECONDS
+from aitj.core.api.names import (
+    MAX_EVENTS_LENGTH,
+    MAX_POD_NAME_LENGTH,
+    MAX_REPLICAS,
+    MAX_RULES,
+    MAX_SECONDS,
+    MAX_WINDOW_RESTARTS,
+)
 from aitj.core.api.reader import FieldError, Fields, integral, json_kind, quote
 from aitj.core.api.template import parse_template
 from aitj.core.exitcodes import ExitCodesError, parse_exit_codes
@@ -145,6 +152,11 @@ _RULE_FIELDS = (
     "excludeNodeSeconds",
 )
 _BACKOFF_FIELDS = ("initialSeconds", "maxSeconds", "resetAfterSeconds")
+# The CRD's CEL rule says the same (hack/gen_crd.py).
+WINDOW_LIMIT_MESSAGE = (
+    f"with restartWindowSeconds, restartLimit must be at most {MAX_WINDOW_RESTARTS} "
+    "(each restart in the window is kept to keep the budget exact)"
+)
 
 
 def _parse_rules(replica: Fields, inherited_scope: RestartScope) -> tuple[FaultTolerantRule, ...]:
@@ -194,6 +206,8 @@ def _parse_rule(
         f.error(
             "restartWindowSeconds", "restartWindowSeconds needs restartLimit (the restarts allowed in it)"
         )
+    if window is not None and limit is not None and limit > MAX_WINDOW_RESTARTS:
+        f.error("restartLimit", WINDOW_LIMIT_MESSAGE)
     backoff = _rule_backoff(f)
     exclude = f.optional_integer("excludeNodeSeconds", 1, MAX_SECONDS)
     if policy is None:

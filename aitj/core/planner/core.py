@@ -38,7 +38,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from aitj.core import naming
 from aitj.core.api import FINISHED_PHASES, CleanPodPolicy, Job, JobStatus, Phase
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import (
@@ -120,9 +119,7 @@ def plan_and_assessment(
 def owned_by(job: Job, pod: PodView) -> bool:
     """owned_by: ``pod`` is one ``job`` made: the job is its controller, and its name is the one
     the operator derives from its labels (naming.pod_name)."""
-    if pod.owner_uid != job.uid or pod.replica is None or pod.index is None:
-        return False
-    return pod.name == naming.pod_name(job.name, job.uid, pod.replica, pod.index, pod.generation)
+    return pod.made_by(job.name, job.uid)
 
 
 def _plan_mine(

@@ -12,6 +12,13 @@ order-free, so budgets and backoffs are exact across operator crashes like Resta
 
 A rule is known by its text (``policy.rule_text``: ``exitCodes 101``), which survives edits of
 the other rules; two rules of one replica with the same text share their history.
+
+What is kept per rule is bounded (issue 24, section 4): a life budget is a count; a budget over
+a window keeps the time of each restart in the window, because that is what tells exactly when
+one frees, and admission bounds such a restartLimit to ``MAX_WINDOW_RESTARTS``
+(aitj.core.api). So no history needs more than ``MAX_WINDOW_RESTARTS`` times, and none keeps
+more: merging and reading keep the newest ones (``_newest``), whatever a stamp or a status says.
+The budget stays exact, and a rule's history stays under about 35 KB.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from aitj.core.api import MAX_WINDOW_RESTARTS
 from aitj.core.wire import as_int, format_time, mapping, parse_time
 
 RuleKey = tuple[int, str]  # (index, rule text)
@@ -50,7 +58,13 @@ class RuleHistory:
         times = dict(self.times)
         for generation, time in other.times:
             times[generation] = min(times.get(generation, time), time)
-        return RuleHistory(head.failed, head.count, head.streak, head.last, tuple(sorted(times.items())))
+        return RuleHistory(head.failed, head.count, head.streak, head.last, _newest(times.items()))
+
+
+def _newest(times: Iterable[tuple[int, datetime]]) -> tuple[tuple[int, datetime], ...]:
+    """_newest: the restart times, by generation, at most the newest MAX_WINDOW_RESTARTS of them
+    (the most any window budget can need: a larger restartLimit with a window is refused)."""
+    return tuple(sorted(times))[-MAX_WINDOW_RESTARTS:]
 
 
 @dataclass(frozen=True)
@@ -133,7 +147,7 @@ def rules_from_json(value: object) -> tuple[tuple[RuleKey, RuleHistory], ...]:
                 if g is not None and t is not None:
                     times.append((g, t))
             history = RuleHistory(
-                failed, count, max(streak or 0, 0), parse_time(e.get("last")), tuple(sorted(times))
+                failed, count, max(streak or 0, 0), parse_time(e.get("last")), _newest(times)
             )
             out.append(((index, str(rule)), history))
     return tuple(sorted(out))

@@ -14,7 +14,7 @@ table-tested:
 """
 
 from aitj.core.telemetry import recovery_time
-from aitj.core.telemetry.gauges import JobGauges, ReplicaCount, desired_replicas, job_gauges
+from aitj.core.telemetry.gauges import JobGauges, ReplicaCount, desired_replicas, job_gauges, own_pods
 from aitj.core.telemetry.labels import ReplicaState, ScaleDirection, ScaleResult
 from aitj.core.telemetry.recovery_time import Awaited, Recovery
 from aitj.core.telemetry.scaling import Scaled, finished_scalings
@@ -31,5 +31,6 @@ __all__ = [
     "desired_replicas",
     "finished_scalings",
     "job_gauges",
+    "own_pods",
     "recovery_time",
 ]

@@ -4,6 +4,10 @@ Pure. Read from the job's raw body (the cache's copy) and its pods without parsi
 (``aitj.core.api``): a scrape reads every job the operator holds, and this is a handful of
 dict lookups per replica where a parse validates the whole spec. Anything unreadable counts as
 its default (``replicas`` 1, no ``restartLimit``, phase Pending).
+
+Only the job's own pods count (``own_pods``: the job is their controller and their names are
+the ones the operator derives), as in the planner (``aitj.core.planner.core.owned_by``): a pod
+that only carries the job's labels is no replica of it.
 """
 
 from __future__ import annotations
@@ -55,6 +59,13 @@ def _desired(specs: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     return {name: max(as_int(spec.get("replicas"), DEFAULT_REPLICAS) or 0, 0) for name, spec in specs.items()}
 
 
+def own_pods(body: Mapping[str, Any], pods: Iterable[PodView]) -> list[PodView]:
+    """own_pods: the pods the job of ``body`` made (``PodView.made_by``)."""
+    meta = mapping(body.get("metadata"))
+    name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
+    return [p for p in pods if p.made_by(name, uid)]
+
+
 def newest(pods: Iterable[PodView]) -> dict[tuple[str, int], PodView]:
     """newest: per (replica, index), the pod with the highest generation (the index's current
     pod; older ones are on their way out)."""
@@ -70,8 +81,9 @@ def newest(pods: Iterable[PodView]) -> dict[tuple[str, int], PodView]:
 
 
 def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
-    """job_gauges: the phase, each replica type's pods by state, the restart budgets and the
-    indices short (as the job's degraded state, written by the planner, says).
+    """job_gauges: the phase, each replica type's pods by state (its own pods only:
+    ``own_pods``), the restart budgets and the indices short (as the job's degraded state,
+    written by the planner, says).
 
     Counted per index, on the index's newest pod: running (Running, not being deleted), pending
     (not finished and not Running: waiting to be scheduled or started, or being deleted with no
@@ -82,7 +94,7 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
     specs = _specs(body)
     desired = _desired(specs)
     held: dict[str, list[PodView]] = {name: [] for name in desired}
-    for (replica, _), pod in newest(pods).items():
+    for (replica, _), pod in newest(own_pods(body, pods)).items():
         if replica in held:
             held[replica].append(pod)
     counts = []
