@@ -53,6 +53,7 @@ _STYLE = {
     Verdict.REPLACED: "magenta",
     Verdict.CREATE: "cyan",
     Verdict.GATED: "cyan",
+    Verdict.FOREIGN: "red",
 }
 
 

@@ -133,9 +133,12 @@ def current_condition(job: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _own_pods(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[PodView]:
-    name = mapping(job.get("metadata")).get("name")
+    """_own_pods: the pods the job made (docs/semantics.md section 1): a pod that only carries
+    its labels is not counted, as the operator does not count it."""
+    meta = mapping(job.get("metadata"))
+    name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
     views = [PodView.from_dict(p) for p in pods]
-    return [v for v in views if v.job == name]
+    return [v for v in views if v.made_by(name, uid)]
 
 
 def replica_rows(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[ReplicaRow]:

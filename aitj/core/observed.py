@@ -105,7 +105,9 @@ class PodView:
         """made_by: the job ``job_name`` (uid ``job_uid``) made this pod: it is the pod's
         controller, and the pod's name is the one the operator derives from its labels
         (naming.pod_name). A pod that only carries the job's labels is not the job's."""
-        if not job_uid or self.owner_uid != job_uid or self.replica is None or self.index is None:
+        if not job_uid or self.owner_uid != job_uid or self.job != job_name:
+            return False
+        if self.replica is None or self.index is None:
             return False
         return self.name == naming.pod_name(job_name, job_uid, self.replica, self.index, self.generation)
 

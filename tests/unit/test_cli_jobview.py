@@ -11,7 +11,7 @@ import pytest
 from aitj.cli import jobview as view
 from aitj.core.render import gpus
 from aitj.core.wire import format_time
-from tests.unit.builders import JOB, NAMESPACE, T0, Pod, at
+from tests.unit.builders import JOB, NAMESPACE, T0, UID, Pod, at
 
 
 def job(status: dict[str, Any] | None = None, **replicas: dict[str, Any]) -> dict[str, Any]:
@@ -21,7 +21,7 @@ def job(status: dict[str, Any] | None = None, **replicas: dict[str, Any]) -> dic
         "launcher": {"replicaType": "master", "replicas": 1},
     }
     return {
-        "metadata": {"name": JOB, "namespace": NAMESPACE, "creationTimestamp": format_time(T0)},
+        "metadata": {"name": JOB, "namespace": NAMESPACE, "uid": UID, "creationTimestamp": format_time(T0)},
         "spec": {"replicaSpecs": specs},
         "status": status or {},
     }
@@ -110,6 +110,16 @@ def test_replica_rows_put_workers_first_with_desired_running_restarts_and_the_la
         view.ReplicaRow("trainer", "worker", 3, 2, 2, "nodeNotReady"),
         view.ReplicaRow("launcher", "master", 1, 0, 0, "-"),
     ]
+
+
+def test_a_pod_that_only_carries_the_jobs_labels_is_not_counted_or_listed() -> None:
+    # Anyone who may create pods in the namespace can set the labels (docs/semantics.md
+    # section 1): neither the replica table nor the instance list counts such a pod.
+    bare = Pod("trainer", 2).running()
+    del bare.raw["metadata"]["ownerReferences"]
+    pods = [Pod("trainer", i).running().raw for i in range(2)] + [bare.raw]
+    assert view.replica_rows(job(), pods)[0].running == 2
+    assert [r.index for r in view.instance_rows(job(), pods, at(61))] == [0, 1]
 
 
 def test_instance_rows_show_arenas_columns_with_the_chief_and_restarts_of_each_index() -> None:

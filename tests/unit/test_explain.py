@@ -417,6 +417,22 @@ def test_a_pod_on_a_node_that_is_gone_says_so() -> None:
     assert p.failure_detail == "node node-b is gone"
 
 
+def test_a_pod_that_only_carries_the_jobs_labels_is_said_to_count_for_nothing() -> None:
+    # A later generation of trainer 0 the job did not make: the real trainer 0 stays healthy
+    # (it is not superseded), and the stranger is shown as what it is, with its finalizer back.
+    stranger = Pod("trainer", 0, generation=7).running(150)
+    del stranger.raw["metadata"]["ownerReferences"]
+    stranger.raw["metadata"]["name"] = "intruder"
+    scene = running()
+    scene = dataclasses.replace(scene, pods=[*scene.pods, stranger.view()])
+    e = explain(scene.job, scene.pods, scene.nodes, scene.now)
+    verdicts = {p.name: p.verdict for p in e.pods}
+    assert verdicts["intruder"] is Verdict.FOREIGN
+    assert verdicts[TRAINERS[0]] is Verdict.HEALTHY
+    (p,) = explain(scene.job, scene.pods, scene.nodes, scene.now, "intruder").pods
+    assert "the job did not make it" in p.summary and p.notes == ("its finalizer is released",)
+
+
 # ---------------------------------------------------------------------------------------------
 # What follows from a verdict
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from aitj.core.api import Degraded, Job, JobStatus
 from aitj.core.explain.model import ConditionView, DegradedView, Explanation, ShortfallView, UnknownPod
 from aitj.core.explain.rule_budgets import recovery_lines
-from aitj.core.explain.verdicts import Judge, cleanup, ignored
+from aitj.core.explain.verdicts import Judge, cleanup, foreign, ignored
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import Plan, Settings, SshKeys
 from aitj.core.planner.core import plan_and_assessment
@@ -37,15 +37,19 @@ def explain(
     the operator's (its priority classes and node fault signals, what the cluster serves);
     ``owned``: the job's objects other than pods, as the operator's cache holds them (None:
     not known, and none are planned), so that the next pass is the operator's own."""
-    mine = sorted(
+    labelled = sorted(
         (p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)),
         key=lambda p: (_replica_order(job, p.replica), p.index if p.index is not None else -1, p.generation),
     )
+    # Only the pods the job made are judged; the planner is handed every labelled pod, as the
+    # operator's is, so that what it plans for the others (their finalizer back) is shown.
+    mine = [p for p in labelled if p.made_by(job.name, job.uid)]
+    strangers = [p for p in labelled if not p.made_by(job.name, job.uid)]
     status = job.status
     degraded: DegradedView | None = None
     recovery: tuple[str, ...] = ()
     if deleting:
-        entries = [ignored(p, nodes) for p in mine]
+        entries = [ignored(p, nodes) for p in labelled]
         next_pass: tuple[str, ...] = (
             "nothing is planned: the job is being deleted; the operator only releases its pods' finalizer",
         )
@@ -53,7 +57,7 @@ def explain(
         # A missing ssh Secret is planned with a stand-in key pair: nothing here is sent.
         keys = UNSENT_KEYS if needs_ssh_keys(job, owned) else None
         result, assessment = plan_and_assessment(
-            job, mine, nodes, now, owned=owned, keys=keys, settings=settings or Settings()
+            job, labelled, nodes, now, owned=owned, keys=keys, settings=settings or Settings()
         )
         if assessment is None:  # the job has finished: only its cleanup is planned
             entries = [cleanup(job, p, nodes, result, str(status.phase)) for p in mine]
@@ -62,6 +66,7 @@ def explain(
             entries = [judge.pod(p) for p in mine] + judge.absent(mine)
             degraded = _degraded((result.status or status).degraded)
             recovery = recovery_lines(job, assessment.found.ledger, result, now)
+        entries += [foreign(p, nodes, result) for p in strangers]
         next_pass = _next_pass(job, result)
     if pod_name is not None:
         known = [e.name for e in entries]

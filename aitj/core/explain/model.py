@@ -25,6 +25,7 @@ class Verdict(enum.StrEnum):
     GATED = "gated"  # a master (launcher) index waiting until every worker index runs
     CLEANUP = "cleanup"  # the job has finished: only cleanPodPolicy applies
     IGNORED = "ignored"  # the job is being deleted: the operator plans nothing
+    FOREIGN = "foreign"  # carries the job's labels, but the job did not make it: counts for nothing
 
 
 class RuleOutcome(enum.StrEnum):

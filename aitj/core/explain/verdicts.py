@@ -98,6 +98,15 @@ def ignored(p: PodView, nodes: Mapping[str, NodeView]) -> PodExplanation:
     return _entry(_seen(p, nodes), Verdict.IGNORED, "not judged: the job is being deleted")
 
 
+def foreign(p: PodView, nodes: Mapping[str, NodeView], result: Plan) -> PodExplanation:
+    """foreign: a pod that carries the job's labels but that the job did not make (not its
+    controller, or not the name the operator derives: docs/semantics.md section 1). The
+    planner counts it for nothing; it only gets the operator's finalizer back."""
+    notes = ["its finalizer is released"] if p.name in result.release else []
+    summary = "not the job's pod: the job did not make it, it only carries its labels; counts for nothing"
+    return _entry(_seen(p, nodes), Verdict.FOREIGN, summary, notes=notes)
+
+
 def cleanup(job: Job, p: PodView, nodes: Mapping[str, NodeView], result: Plan, phase: str) -> PodExplanation:
     """cleanup: a pod of a job that has finished in ``phase``: only cleanPodPolicy applies."""
     policy = job.spec.clean_pod_policy
