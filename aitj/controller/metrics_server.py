@@ -41,7 +41,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from kubernetes import client
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import REGISTRY
+from prometheus_client.exposition import choose_encoder
 
 from aitj.core import metrics_auth
 from aitj.core.metrics_auth import Verdict
@@ -159,7 +160,11 @@ def _handler(reviewer: Reviewer | None) -> type[BaseHTTPRequestHandler]:
             if answer is not Verdict.ALLOWED:
                 self._answer(answer, f"{answer.name.lower()}\n".encode(), "text/plain")
                 return
-            self._answer(200, generate_latest(REGISTRY), CONTENT_TYPE_LATEST)
+            # The format the scraper asks for, as prometheus_client's own server chooses it:
+            # OpenMetrics carries each counter's created timestamp, from which Prometheus counts
+            # a counter's first increment (docs/dashboards.md); the text format does not.
+            encoder, content_type = choose_encoder(self.headers.get("Accept") or "")
+            self._answer(200, encoder(REGISTRY), content_type)
 
         def _answer(self, code: int, body: bytes, content_type: str) -> None:
             self.send_response(int(code))

@@ -63,6 +63,24 @@ def test_plain_http_serves_the_page_to_anyone() -> None:
         server.server_close()
 
 
+def test_a_scraper_that_asks_for_openmetrics_gets_the_counters_created_timestamps() -> None:
+    # Prometheus asks for OpenMetrics; only that format carries each counter's _created, from
+    # which created-timestamp-zero-ingestion counts a counter's first increment.
+    port = free_port()
+    server = serve(MetricsEndpoint(port, "127.0.0.1", secure=False), None)
+    assert server is not None
+    try:
+        accept = {"Accept": "application/openmetrics-text; version=1.0.0"}
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers=accept)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.headers["Content-Type"].startswith("application/openmetrics-text")
+            body = response.read()
+        assert body.rstrip().endswith(b"# EOF")  # the OpenMetrics ending
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_https_refuses_a_scrape_without_a_token(secure: int) -> None:
     assert status(f"https://127.0.0.1:{secure}/metrics", unverified()) == 401
     with pytest.raises(urllib.error.HTTPError) as refused:
