@@ -26,7 +26,7 @@ from aitj.controller.informer import (
 from aitj.controller.written import Written
 from aitj.core import api
 from aitj.core.observed import TRACKING_FINALIZER
-from aitj.core.planner.types import ObjectKind, ObjectRef
+from aitj.core.planner.types import ObjectKind, ObjectRef, ObjectState
 
 NS = "default"
 KEY = (NS, "job")
@@ -109,16 +109,14 @@ def test_nothing_kicks_before_every_kind_is_listed() -> None:
 
 def test_a_snapshot_holds_the_job_its_pods_the_nodes_and_its_objects() -> None:
     cache, _ = synced_cache(pod("p-0", 10), pod("other-0", 11, job="other"))
-    secret = owned_kind(ObjectKind.SECRET)
-    cache.apply(
-        secret,
-        sync(secret, {"metadata": {"name": "job-ssh", "namespace": NS, "labels": {api.LABEL_JOB: "job"}}}),
-    )
+    configmap = owned_kind(ObjectKind.CONFIGMAP)
+    meta = {"name": "job-discovery", "namespace": NS, "uid": "c-1", "labels": {api.LABEL_JOB: "job"}}
+    cache.apply(configmap, sync(configmap, {"metadata": meta}))
     snap = cache.snapshot(KEY)
     assert snap.body is not None and snap.body["metadata"]["resourceVersion"] == "5"
     assert [p.name for p in snap.pods] == ["p-0"]
     assert set(snap.nodes) == {"n1", "n2"}
-    assert snap.owned == frozenset({ObjectRef(ObjectKind.SECRET, "job-ssh")})
+    assert snap.owned == {ObjectRef(ObjectKind.CONFIGMAP, "job-discovery"): ObjectState(uid="c-1")}
 
 
 def test_every_owned_kind_has_a_collection_and_is_listed_by_name_only() -> None:

@@ -25,6 +25,7 @@ from tests.unit.builders import (
     name_of,
     node,
     nodes,
+    observed,
     seed_job,
     with_replica,
 )
@@ -59,7 +60,7 @@ class GangCluster(Cluster):
         self.settings = settings
 
     def plan(self, now: float) -> Plan:
-        owned = frozenset(self.objects)
+        owned = observed(self.objects)
         keys = KEYS if needs_ssh_keys(self.job, owned) else None
         views = [p.view() for p in self.pods.values()]
         return plan(self.job, views, self.nodes, at(now), owned=owned, keys=keys, settings=self.settings)
@@ -206,7 +207,8 @@ def test_a_pass_that_died_after_creating_the_new_gangs_pods_does_not_form_anothe
     cluster.nodes = nodes(node("node-a", "False", since=95))
     first = cluster.plan(100)
     cluster.apply(first, 100, stop_after="creates")  # no status, no deletes
-    cluster.objects[group(0)] = {}  # and the old PodGroup not deleted either
+    # and the old PodGroup not deleted either
+    cluster.objects[group(0)] = {"metadata": {"ownerReferences": [{"uid": job.uid, "controller": True}]}}
     again = cluster.step(101)
     assert all(m.ref != group(2) for m in again.ensure)
     assert {c.body["spec"]["schedulingGroup"]["podGroupName"] for c in again.creates} <= {f"{JOB}-gang-1"}
@@ -268,7 +270,7 @@ def test_explain_with_the_operator_s_settings_and_objects_says_what_its_pass_doe
     secret = next(ref for ref in cluster.objects if ref.kind is ObjectKind.SECRET)
     del cluster.objects[secret]
     pods = [p.view() for p in cluster.pods.values()]
-    told = explain(cluster.job, pods, cluster.nodes, at(2), settings=GANG, owned=frozenset(cluster.objects))
+    told = explain(cluster.job, pods, cluster.nodes, at(2), settings=GANG, owned=observed(cluster.objects))
     operator = cluster.plan(2)
     assert [m.ref for m in operator.ensure] == [secret]
     assert f"create the job's Secret {secret.name} (missing)" in told.next_pass

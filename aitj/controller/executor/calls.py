@@ -12,11 +12,14 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError as TransportError
 
 from aitj.controller import metrics
+from aitj.controller.cache import OWNED_COLLECTIONS
 from aitj.controller.executor.clients import CREATE, DELETE, Clients
 from aitj.controller.executor.contract import (
     CreatedPod,
+    ForeignObject,
     GangRefused,
     NamespaceTerminating,
     PlanSink,
@@ -27,10 +30,12 @@ from aitj.controller.executor.contract import (
     Target,
 )
 from aitj.controller.gangapi import gang_refused
-from aitj.controller.kubeclient import error_fields, error_text, release
+from aitj.controller.informer import METADATA_ONLY_WATCH as METADATA_ONLY_ONE
+from aitj.controller.kubeclient import error_fields, error_text, raw_get, release
 from aitj.controller.logs import log
 from aitj.core import api
 from aitj.core.observed import ANNOTATION_HOSTS, TRACKING_FINALIZER
+from aitj.core.planner import objects
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import (
     Event,
@@ -43,7 +48,7 @@ from aitj.core.planner.types import (
     PodNudge,
     ReplicasPatch,
 )
-from aitj.core.wire import format_time
+from aitj.core.wire import format_time, mapping
 
 
 def _body(response: Any) -> Mapping[str, Any] | None:
@@ -67,9 +72,9 @@ class Calls(PlanSink):
         self.log = log.bind(namespace=job.namespace, job=job.name)
 
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
-        """send_ensure creates each object; AlreadyExists is success. A native gang PodGroup
-        refused for want of its Workload stops the pass as GangRefused (the reconciler says
-        what that means)."""
+        """send_ensure creates each object; AlreadyExists reads whose it is (``_exists``). A
+        native gang PodGroup refused for want of its Workload stops the pass as GangRefused
+        (the reconciler says what that means)."""
         for m in manifests:
             try:
                 made = self._create(f"{m.kind} {m.name}", self._call(CREATE[m.kind]), m.body)
@@ -77,13 +82,21 @@ class Calls(PlanSink):
                 if m.kind is ObjectKind.GANG_POD_GROUP and gang_refused(e.__cause__):
                     raise GangRefused(str(e)) from e.__cause__
                 raise
-            if not isinstance(made, bool):
+            if made is False:
+                self._exists(m.kind, m.name)
+            elif not isinstance(made, bool):
                 self.written.owned.append((m.kind, made))
 
     def send_removes(self, refs: Sequence[ObjectRef]) -> None:
-        """send_removes deletes each object; NotFound is success."""
+        """send_removes deletes each object under its observed uid; NotFound, and a uid
+        Conflict (another object under the name since), are success."""
         for ref in refs:
-            self._delete(f"{ref.kind} {ref.name}", self._call(DELETE[ref.kind]), ref.name)
+            delete = self._call(DELETE[ref.kind])
+            if ref.uid:
+                opts = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=ref.uid))
+                self._delete(f"{ref.kind} {ref.name}", delete, ref.name, body=opts)
+            else:
+                self._delete(f"{ref.kind} {ref.name}", delete, ref.name)
             self.written.gone_owned.append(ref)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
@@ -108,17 +121,22 @@ class Calls(PlanSink):
                 )
 
     def send_discovery(self, m: Manifest) -> None:
-        """send_discovery replaces the discovery ConfigMap, or creates it when NotFound."""
+        """send_discovery replaces the job's discovery ConfigMap at the version observed; with
+        none observed, or NotFound, creates it (``send_ensure``)."""
+        if not m.version:
+            self.send_ensure((m,))
+            return
+        body = {**m.body, "metadata": {**m.body["metadata"], "resourceVersion": m.version}}
         try:
-            release(
-                self.core.replace_namespaced_config_map(
-                    m.name, self.job.namespace, m.body, _preload_content=False
-                )
+            response = self.core.replace_namespaced_config_map(
+                m.name, self.job.namespace, body, _preload_content=False
             )
         except ApiException as e:
             if e.status != 404:
                 raise StepFailed(f"writing the discovery host list: {error_text(e)}") from e
             self.send_ensure((m,))
+            return
+        self._owned_written(m, response)
 
     def send_nudges(self, nudges: Sequence[PodNudge]) -> None:
         """send_nudges annotates each pod with its digest; NotFound and a uid Conflict are fine
@@ -196,37 +214,18 @@ class Calls(PlanSink):
             self._patch_pod(pod, patch, "releasing pod {}")
 
     def send_budgets(self, manifests: Sequence[Manifest]) -> None:
-        """send_budgets writes each PodDisruptionBudget: patches its spec, creates it when NotFound."""
+        """send_budgets writes each PodDisruptionBudget (``_patch_owned``)."""
         for m in manifests:
-            try:
-                response = self.ex.policy.patch_namespaced_pod_disruption_budget(
-                    m.name, self.job.namespace, {"spec": m.body["spec"]}, _preload_content=False
-                )
-            except ApiException as e:
-                if e.status != 404:
-                    raise StepFailed(f"writing {m.kind} {m.name}: {error_text(e)}") from e
-                self.send_ensure((m,))
-                continue
-            written = _body(response)
-            if written is not None:
-                self.written.owned.append((m.kind, written))
+            self._patch_owned(m, self.ex.policy.patch_namespaced_pod_disruption_budget)
 
     def send_podgroup(self, m: Manifest) -> None:
-        """send_podgroup merge-patches the Volcano PodGroup's spec, creates it when NotFound."""
-        try:
-            response = self.ex.volcano.patch_namespaced_pod_group(
-                m.name,
-                self.job.namespace,
-                {"spec": m.body["spec"]},
-                _content_type="application/merge-patch+json",
-                _preload_content=False,
-            )
-        except ApiException as e:
-            if e.status != 404:
-                raise StepFailed(f"writing {m.kind} {m.name}: {error_text(e)}") from e
-            self.send_ensure((m,))
-            return
-        release(response)
+        """send_podgroup writes the Volcano PodGroup (``_patch_owned``)."""
+        self._patch_owned(m, self.ex.volcano.patch_namespaced_pod_group)
+
+    def send_probes(self, manifests: Sequence[Manifest]) -> None:
+        """send_probes creates each object again (``send_ensure``): one still held by another
+        stops the pass (ForeignObject)."""
+        self.send_ensure(manifests)
 
     def send_events(self, events: Sequence[Event]) -> None:
         """send_events posts each Event (best effort)."""
@@ -242,6 +241,59 @@ class Calls(PlanSink):
         )
 
     # ---- pieces ----------------------------------------------------------------------------
+    def _patch_owned(self, m: Manifest, patch: Callable[..., Any]) -> None:
+        """_patch_owned merge-patches the job's object's spec and fingerprint at the version
+        observed (a Conflict fails the step: the cache was behind); with none observed, or
+        NotFound, creates it (``send_ensure``)."""
+        if not m.version:
+            self.send_ensure((m,))
+            return
+        meta = mapping(m.body.get("metadata"))
+        body = {
+            "metadata": {"resourceVersion": m.version, "annotations": dict(mapping(meta.get("annotations")))},
+            "spec": m.body["spec"],
+        }
+        try:
+            response = patch(
+                m.name,
+                self.job.namespace,
+                body,
+                _content_type="application/merge-patch+json",
+                _preload_content=False,
+            )
+        except ApiException as e:
+            if e.status != 404:
+                raise StepFailed(f"writing {m.kind} {m.name}: {error_text(e)}") from e
+            self.send_ensure((m,))
+            return
+        self._owned_written(m, response)
+
+    def _owned_written(self, m: Manifest, response: Any) -> None:
+        """_owned_written keeps an object of the job as a write returned it (its new version
+        and fingerprint, for the next pass)."""
+        written = _body(response)
+        if written is not None:
+            self.written.owned.append((m.kind, written))
+
+    def _exists(self, kind: ObjectKind, name: str) -> None:
+        """_exists: a create of ``kind`` ``name`` met AlreadyExists: read its metadata (never a
+        Secret's data) for the cache, and stop the pass when the job is not its controller."""
+        group_path, plural = OWNED_COLLECTIONS[kind]
+        path = f"{group_path}/namespaces/{self.job.namespace}/{plural}/{name}"
+        try:
+            status, data = raw_get(self.ex.api_client, path, accept=METADATA_ONLY_ONE)
+        except (TransportError, OSError) as e:
+            raise StepFailed(f"reading {kind} {name}: {e}") from e
+        if status == 404:
+            return  # gone since: the next pass makes it
+        if status != 200:
+            raise StepFailed(f"reading {kind} {name}: HTTP {status}")
+        found = json.loads(data)
+        self.written.owned.append((kind, found))
+        state = objects.state_of(mapping(found.get("metadata")))
+        if state.controller != self.job.uid:
+            raise ForeignObject(f"{objects.message(ObjectRef(kind, name), state)}")
+
     def _job_path(self) -> tuple[str, str, str, str, str]:
         """_job_path: the custom-object arguments that name the job."""
         return api.GROUP, api.VERSION, self.job.namespace, api.PLURAL, self.job.name

@@ -50,6 +50,7 @@ STEPS = (
     Step("release"),
     Step("budgets"),
     Step("podgroup"),
+    Step("probes"),
     Step("events"),
     Step("outcome"),
 )
@@ -77,6 +78,7 @@ class PlanSink(Protocol):
     def send_release(self, pods: Sequence[str]) -> None: ...
     def send_budgets(self, manifests: Sequence[Manifest]) -> None: ...
     def send_podgroup(self, manifest: Manifest) -> None: ...
+    def send_probes(self, manifests: Sequence[Manifest]) -> None: ...
     def send_events(self, events: Sequence[Event]) -> None: ...
     def send_outcome(self, outcome: Outcome) -> None: ...
 
@@ -98,6 +100,7 @@ def walk(plan: Plan, sink: PlanSink, skip: Collection[str] = ()) -> None:
     _step(skip, "release", plan.release, sink.send_release)
     _step(skip, "budgets", plan.budgets, sink.send_budgets)
     _step(skip, "podgroup", plan.podgroup, sink.send_podgroup)
+    _step(skip, "probes", plan.probes, sink.send_probes)
     _step(skip, "events", plan.events, sink.send_events)
     _step(skip, "outcome", plan.outcome, sink.send_outcome)
 
@@ -184,6 +187,12 @@ class PodRefused(StepFailed):
     def __init__(self, message: str, refusal: PodRefusal) -> None:
         super().__init__(message)
         self.refusal = refusal
+
+
+class ForeignObject(StepFailed):
+    """A create met an object of that name the job does not control (its controller
+    ownerReference is not the job's uid): nothing was written to it, and what was read of it
+    is in ``Written.owned`` for the next pass to see (aitj.core.planner.objects)."""
 
 
 class GangRefused(StepFailed):

@@ -48,6 +48,7 @@ from aitj.core.planner import (
     disruption_budgets,
     gang,
     hostfiles,
+    objects,
     resources,
     restarts,
     retire,
@@ -82,8 +83,9 @@ def plan(
     """plan: what to do for ``job`` given its observed ``pods``, the cluster's ``nodes`` (by
     name; a missing node is gone) and the time ``now``. The same inputs give the same Plan.
 
-    ``owned``: the job's Service, ssh Secret and discovery ConfigMap the cache holds (None: not
-    observed, see ``resources``); ``keys``: a key pair for the ssh Secret when
+    ``owned``: the objects other than pods observed under the job's names, with their state
+    (None: not observed, see ``resources``; only those the job controls are its own:
+    ``objects.split``); ``keys``: a key pair for the ssh Secret when
     ``resources.needs_ssh_keys`` says one is wanted; ``settings``: the operator's own."""
     return plan_and_assessment(job, pods, nodes, now, owned=owned, keys=keys, settings=settings)[0]
 
@@ -110,7 +112,9 @@ def plan_and_assessment(
     # finalizer it may carry.
     mine = [p for p in named if owned_by(job, p)]
     foreign = tuple(p.name for p in named if not owned_by(job, p) and p.tracked)
-    result, a = _plan_mine(job, mine, prev, nodes, now, Given(owned, keys, settings, nodes))
+    # Likewise the job's other objects: those it controls (objects.split).
+    own, held = objects.split(job, owned)
+    result, a = _plan_mine(job, mine, prev, nodes, now, Given(own, keys, settings, nodes, held))
     if foreign:
         result = replace(result, release=tuple(dict.fromkeys(result.release + foreign)))
     return result, a
@@ -188,6 +192,7 @@ PARTS: tuple[Callable[[Context], Part], ...] = (
     resources.part,
     disruption_budgets.part,
     gang.part,
+    objects.part,  # objects under the job's names held by another: Events, the condition
     timeouts.part,
 )
 
@@ -195,7 +200,10 @@ PARTS: tuple[Callable[[Context], Part], ...] = (
 def _live(job: Job, prev: JobStatus, a: Assessment, now: datetime, given: Given) -> Plan:
     """_live: the Plan of a pass of a job that goes on: every part's, combined."""
     ctx = context.build(job, prev, a.found, a.scale, a.started, now, given)
-    return combine(prev, [feature(ctx) for feature in PARTS])
+    result = combine(prev, [feature(ctx) for feature in PARTS])
+    if objects.holds_back_pods(ctx.foreign):  # a pod would mount or use another's object
+        result = replace(result, creates=())
+    return result
 
 
 # ---------------------------------------------------------------------------------------------

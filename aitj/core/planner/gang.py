@@ -108,7 +108,7 @@ def plan_gang(job: Job, found: Survey, owned: Owned | None, settings: Settings) 
     removes = tuple(
         sorted(
             (
-                ref
+                ObjectRef(ref.kind, ref.name, owned[ref].uid)  # the uid: the delete's precondition
                 for ref in owned
                 if ref.kind is ObjectKind.GANG_POD_GROUP
                 and (old := render_gang.pod_group_epoch(job.name, ref.name)) is not None
