@@ -40,11 +40,11 @@ idempotent:
     at the resourceVersion observed, or (NotFound, no version) a create as ``ensure`` does.
     After the pods' steps: a budget never delays a replacement.
 12. ``podgroup``: likewise the Volcano PodGroup. After the pods' steps, like the budgets.
-13. ``probes``: create again each object held by another under the job's names, as
+13. ``events``: post them on the job (best effort; one with a ``name`` only once).
+14. ``probes``: create again each object held by another under the job's names, as
     ``ensure`` does (a create never changes an object that exists): the pass that finds the
     name free makes the job's own; one still held stops the pass (ForeignObject), after the
-    status write that says so.
-14. ``events``: post them on the job (best effort; one with a ``name`` only once).
+    status write and the Events that say so.
 15. ``outcome``: count it in metrics and log it.
 
 Not sent: ``Plan.requeue_after`` is the reconciler's; ``Plan.restarts`` are what the status

@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
 
 from aitj.controller import metrics
-from aitj.controller.cache import OWNED_COLLECTIONS
+from aitj.controller.cache import OWNED_COLLECTIONS, UNWATCHED
 from aitj.controller.executor.clients import CREATE, DELETE, Clients
 from aitj.controller.executor.contract import (
     CreatedPod,
@@ -30,6 +30,7 @@ from aitj.controller.executor.contract import (
     Target,
 )
 from aitj.controller.gangapi import gang_refused
+from aitj.controller.informer import METADATA_ONLY as METADATA_ONLY_LIST
 from aitj.controller.informer import METADATA_ONLY_WATCH as METADATA_ONLY_ONE
 from aitj.controller.kubeclient import error_fields, error_text, raw_get, release
 from aitj.controller.logs import log
@@ -223,9 +224,17 @@ class Calls(PlanSink):
         self._patch_owned(m, self.ex.volcano.patch_namespaced_pod_group)
 
     def send_probes(self, manifests: Sequence[Manifest]) -> None:
-        """send_probes creates each object again (``send_ensure``): one still held by another
-        stops the pass (ForeignObject)."""
-        self.send_ensure(manifests)
+        """send_probes creates each object again (``send_ensure``), every one of them: one
+        still held by another stops the pass (ForeignObject) only once the rest were tried, so
+        a name its holder freed is taken even while another stays held."""
+        held: ForeignObject | None = None
+        for m in manifests:
+            try:
+                self.send_ensure((m,))
+            except ForeignObject as e:
+                held = held or e
+        if held is not None:
+            raise held
 
     def send_events(self, events: Sequence[Event]) -> None:
         """send_events posts each Event (best effort)."""
@@ -278,21 +287,38 @@ class Calls(PlanSink):
     def _exists(self, kind: ObjectKind, name: str) -> None:
         """_exists: a create of ``kind`` ``name`` met AlreadyExists: read its metadata (never a
         Secret's data) for the cache, and stop the pass when the job is not its controller."""
-        group_path, plural = OWNED_COLLECTIONS[kind]
-        path = f"{group_path}/namespaces/{self.job.namespace}/{plural}/{name}"
-        try:
-            status, data = raw_get(self.ex.api_client, path, accept=METADATA_ONLY_ONE)
-        except (TransportError, OSError) as e:
-            raise StepFailed(f"reading {kind} {name}: {e}") from e
-        if status == 404:
+        found = self._read_metadata(kind, name)
+        if found is None:
             return  # gone since: the next pass makes it
-        if status != 200:
-            raise StepFailed(f"reading {kind} {name}: HTTP {status}")
-        found = json.loads(data)
         self.written.owned.append((kind, found))
         state = objects.state_of(mapping(found.get("metadata")))
         if state.controller != self.job.uid:
             raise ForeignObject(f"{objects.message(ObjectRef(kind, name), state)}")
+
+    def _read_metadata(self, kind: ObjectKind, name: str) -> Mapping[str, Any] | None:
+        """_read_metadata: the metadata of one object (None: there is none), read with the verb
+        the operator already holds on its kind: ``list`` by name (fieldSelector) for each kind
+        it watches, so no ``get`` is granted on them; ``get`` for a Secret, the one kind it
+        may not list (a list of Secrets is a read of every one)."""
+        group_path, plural = OWNED_COLLECTIONS[kind]
+        path = f"{group_path}/namespaces/{self.job.namespace}/{plural}"
+        try:
+            if kind in UNWATCHED:
+                status, data = raw_get(self.ex.api_client, f"{path}/{name}", accept=METADATA_ONLY_ONE)
+            else:
+                query = [("fieldSelector", f"metadata.name={name}")]
+                status, data = raw_get(self.ex.api_client, path, query=query, accept=METADATA_ONLY_LIST)
+        except (TransportError, OSError) as e:
+            raise StepFailed(f"reading {kind} {name}: {e}") from e
+        if status == 404:
+            return None
+        if status != 200:
+            raise StepFailed(f"reading {kind} {name}: HTTP {status}")
+        found = json.loads(data)
+        if kind in UNWATCHED:
+            return mapping(found)
+        items = [item for item in found.get("items") or () if isinstance(item, Mapping)]
+        return items[0] if items else None
 
     def _job_path(self) -> tuple[str, str, str, str, str]:
         """_job_path: the custom-object arguments that name the job."""

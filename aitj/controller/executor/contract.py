@@ -50,8 +50,8 @@ STEPS = (
     Step("release"),
     Step("budgets"),
     Step("podgroup"),
-    Step("probes"),
     Step("events"),
+    Step("probes"),
     Step("outcome"),
 )
 # Plan fields that are not sent: the reconciler's wake-up; the restarts the status write
@@ -78,8 +78,8 @@ class PlanSink(Protocol):
     def send_release(self, pods: Sequence[str]) -> None: ...
     def send_budgets(self, manifests: Sequence[Manifest]) -> None: ...
     def send_podgroup(self, manifest: Manifest) -> None: ...
-    def send_probes(self, manifests: Sequence[Manifest]) -> None: ...
     def send_events(self, events: Sequence[Event]) -> None: ...
+    def send_probes(self, manifests: Sequence[Manifest]) -> None: ...
     def send_outcome(self, outcome: Outcome) -> None: ...
 
 
@@ -100,8 +100,8 @@ def walk(plan: Plan, sink: PlanSink, skip: Collection[str] = ()) -> None:
     _step(skip, "release", plan.release, sink.send_release)
     _step(skip, "budgets", plan.budgets, sink.send_budgets)
     _step(skip, "podgroup", plan.podgroup, sink.send_podgroup)
-    _step(skip, "probes", plan.probes, sink.send_probes)
     _step(skip, "events", plan.events, sink.send_events)
+    _step(skip, "probes", plan.probes, sink.send_probes)
     _step(skip, "outcome", plan.outcome, sink.send_outcome)
 
 

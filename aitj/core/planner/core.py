@@ -192,7 +192,6 @@ PARTS: tuple[Callable[[Context], Part], ...] = (
     resources.part,
     disruption_budgets.part,
     gang.part,
-    objects.part,  # objects under the job's names held by another: Events, the condition
     timeouts.part,
 )
 
@@ -200,10 +199,9 @@ PARTS: tuple[Callable[[Context], Part], ...] = (
 def _live(job: Job, prev: JobStatus, a: Assessment, now: datetime, given: Given) -> Plan:
     """_live: the Plan of a pass of a job that goes on: every part's, combined."""
     ctx = context.build(job, prev, a.found, a.scale, a.started, now, given)
-    result = combine(prev, [feature(ctx) for feature in PARTS])
-    if objects.holds_back_pods(ctx.foreign):  # a pod would mount or use another's object
-        result = replace(result, creates=())
-    return result
+    # Then what the parts' probes say of objects held by another: after every part, since it
+    # edits the current condition and holds back the pods the parts create.
+    return objects.held_back(ctx, combine(prev, [feature(ctx) for feature in PARTS]))
 
 
 # ---------------------------------------------------------------------------------------------

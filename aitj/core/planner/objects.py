@@ -8,10 +8,10 @@ PodGroup) has a name derived from the job's, so anyone who may create objects in
 namespace can make one first. An object is the job's only when its controller ownerReference
 names the job's uid (``split``); the label proves nothing, nor does the name. An object held by
 another (``foreign``) is never written, patched, deleted or mounted: the job gets an Event
-naming it and its current condition says so (``part``), its create is tried again after the
-status write (``Plan.probes``: a create never changes an object that exists, and the pass
-that finds it gone makes it), and while one the pods would use is held by another (any kind
-but the budgets) no pod is created (``holds_back_pods``).
+naming it and its current condition says so, its create is tried again after the status
+write (``Plan.probes``: a create never changes an object that exists, and the pass that finds
+it gone makes it), and while one the pods would use is held by another (any kind but the
+budgets) no pod is created (``held_back``).
 
 What was written is judged from what is observed, never from what the status claims: the
 operator stamps each object it rewrites (the discovery ConfigMap, the budgets, the Volcano
@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from aitj.core.api import Job, JobStatus
 from aitj.core.api.names import LABEL_PREFIX
-from aitj.core.planner.part import Context, Part
+from aitj.core.planner.part import Context
 from aitj.core.planner.status import Condition, advance_conditions
 from aitj.core.planner.types import Event, Manifest, ObjectKind, ObjectRef, ObjectState, Owned, Plan
 from aitj.core.wire import format_time, mapping
@@ -118,27 +119,42 @@ def event(job: Job, ref: ObjectRef, state: ObjectState) -> Event:
     return Event("Warning", REASON_FOREIGN, message(ref, state), name=f"{job.name}.held.{key}")
 
 
-def part(ctx: Context) -> Part:
-    """part: an Event for each object held by another, and the job's current condition saying
-    so (its phase unchanged)."""
-    held = sorted(ctx.foreign.items(), key=lambda item: (item[0].kind, item[0].name))
+def held_back(ctx: Context, result: Plan) -> Plan:
+    """held_back: the combined ``result`` of a live pass, told of the objects held by another
+    that it tries again (``Plan.probes``: those under names the job wants; one that only
+    carries the job's label under another name concerns it not): an Event naming each, the
+    job's current condition saying so (its phase unchanged), no pod created while one the
+    pods use is held, and the job planned again right after a pass whose probes all went
+    through (the names were free: the job's own objects are made, and its pods may follow)."""
+    held = sorted(
+        ((m.ref, ctx.foreign[m.ref]) for m in result.probes if m.ref in ctx.foreign),
+        key=lambda item: (item[0].kind, item[0].name),
+    )
     if not held:
-        return Part()
+        return result
+    status = _said(ctx, held, result.status or ctx.prev)
+    return replace(
+        result,
+        events=result.events + tuple(event(ctx.job, ref, state) for ref, state in held),
+        status=None if status == ctx.prev else status,
+        creates=() if holds_back_pods(dict(held)) else result.creates,
+        requeue_after=0.0,
+    )
+
+
+def _said(ctx: Context, held: Sequence[tuple[ObjectRef, ObjectState]], status: JobStatus) -> JobStatus:
+    """_said: ``status`` with its current condition naming the ``held`` objects (reason
+    ObjectNotOwned), or as it was when the last status said so already (no new write)."""
+    current = status.current_condition()
+    if current is None or current.type is None:
+        return status
     text = "; ".join(message(ref, state) for ref, state in held)
-    stamp = format_time(ctx.now)
-
-    def edit(status: JobStatus) -> JobStatus:
-        current = status.current_condition()
-        if current is None or current.type is None:
-            return status
-        before = ctx.prev.current_condition()
-        if before is not None and (before.type, before.reason, before.message) == (
-            current.type,
-            REASON_FOREIGN,
-            text,
-        ):
-            return status.updated(conditions=ctx.prev.conditions)  # said already: no new write
-        want = Condition(current.type, REASON_FOREIGN, text)
-        return status.updated(conditions=advance_conditions(status.conditions or (), want, stamp))
-
-    return Part(Plan(events=tuple(event(ctx.job, ref, state) for ref, state in held)), edit=edit)
+    before = ctx.prev.current_condition()
+    if before is not None and (before.type, before.reason, before.message) == (
+        current.type,
+        REASON_FOREIGN,
+        text,
+    ):
+        return status.updated(conditions=ctx.prev.conditions)
+    want = Condition(current.type, REASON_FOREIGN, text)
+    return status.updated(conditions=advance_conditions(status.conditions or (), want, format_time(ctx.now)))
