@@ -279,3 +279,20 @@ def test_explain_with_the_operator_s_settings_and_objects_says_what_its_pass_doe
     ]
     blind = explain(cluster.job, pods, cluster.nodes, at(2))  # without them: no gang, no objects
     assert not any("Secret" in line for line in blind.next_pass)
+
+
+@pytest.mark.parametrize("held", [WORKLOAD, group(0)], ids=["the Workload", "the first PodGroup"])
+def test_a_gang_object_held_by_another_is_tried_again_after_the_status_that_names_it(
+    held: ObjectRef,
+) -> None:
+    # Its create in ``ensure`` would meet the object again and stop the pass before the status
+    # write: the condition naming it would never be written.
+    cluster = GangCluster(on_scheduler(seed_job()))
+    theirs = {"metadata": {"name": held.name, "uid": "theirs"}}
+    cluster.objects[held] = theirs
+    result = cluster.step(1)
+    assert held not in [m.ref for m in result.ensure] and held in [m.ref for m in result.probes]
+    assert result.creates == ()  # the pods would join a gang not the job's
+    condition = cluster.status["conditions"][-1]
+    assert condition["reason"] == "ObjectNotOwned" and held.name in condition["message"]
+    assert cluster.objects[held] == theirs

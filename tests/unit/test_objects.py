@@ -138,3 +138,25 @@ def test_a_job_s_objects_are_removed_under_their_observed_uid() -> None:
     }
     [removed] = [r for r in cluster.plan(20).removes if r == PDB]
     assert removed.uid == "p-1"
+
+
+def test_an_object_that_only_carries_the_job_s_label_under_another_name_concerns_it_not() -> None:
+    # The cache finds objects by the job's label: one under a name the job never uses is not
+    # in its way, so it holds nothing back and is named nowhere.
+    cluster = Cluster(seed_job())
+    other = ObjectRef(ObjectKind.CONFIGMAP, "someone-elses-notes")
+    cluster.objects[other] = users(other.name)
+    result = cluster.step(0)
+    assert result.creates and result.probes == ()
+    assert not [e for e in result.events if e.reason == REASON_FOREIGN]
+    assert all(c.get("reason") != REASON_FOREIGN for c in cluster.status.get("conditions") or [])
+
+
+def test_a_pass_that_tries_a_held_name_again_plans_the_job_again_right_after() -> None:
+    # A probe that goes through makes the job's own object and nothing else: the pods it held
+    # back come with the next pass, which nothing else would cause (the object is the
+    # operator's own write, whose watch event kicks nothing).
+    cluster = Cluster(seed_job())
+    cluster.objects[SECRET] = users(SECRET.name)
+    result = cluster.step(0, rest=False)
+    assert result.probes and result.requeue_after == 0.0
