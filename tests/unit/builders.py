@@ -386,10 +386,9 @@ class Cluster(PlanSink):
 
     def plan(self, now: float) -> Plan:
         owned = observed(self.objects)
-        keys = KEYS if needs_ssh_keys(self.job, owned) else None
-        return plan(
-            self.job, [p.view() for p in self.pods.values()], self.nodes, at(now), owned=owned, keys=keys
-        )
+        views = [p.view() for p in self.pods.values()]
+        keys = KEYS if needs_ssh_keys(self.job, owned, views) else None
+        return plan(self.job, views, self.nodes, at(now), owned=owned, keys=keys)
 
     def step(self, now: float, *, creates: bool = True, status: bool = True, rest: bool = True) -> Plan:
         """step: plan at ``now`` and apply it; the flags drop parts of it (an executor crash)."""

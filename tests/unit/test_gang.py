@@ -61,8 +61,8 @@ class GangCluster(Cluster):
 
     def plan(self, now: float) -> Plan:
         owned = observed(self.objects)
-        keys = KEYS if needs_ssh_keys(self.job, owned) else None
         views = [p.view() for p in self.pods.values()]
+        keys = KEYS if needs_ssh_keys(self.job, owned, views) else None
         return plan(self.job, views, self.nodes, at(now), owned=owned, keys=keys, settings=self.settings)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
@@ -266,19 +266,19 @@ def test_explain_with_the_operator_s_settings_and_objects_says_what_its_pass_doe
     # aitj explain derives the operator's Settings and reads the job's objects as its cache
     # does (aitj.controller.settings): then its next pass is the operator's, gang included.
     cluster = GangCluster(on_scheduler(seed_job()))
-    cluster.step(1)  # the gang and the trainers are made; the Secret is then deleted by hand
-    secret = next(ref for ref in cluster.objects if ref.kind is ObjectKind.SECRET)
-    del cluster.objects[secret]
+    cluster.step(1)  # the gang and the trainers are made; the ConfigMap is then deleted by hand
+    configmap = next(ref for ref in cluster.objects if ref.kind is ObjectKind.CONFIGMAP)
+    del cluster.objects[configmap]
     pods = [p.view() for p in cluster.pods.values()]
     told = explain(cluster.job, pods, cluster.nodes, at(2), settings=GANG, owned=observed(cluster.objects))
     operator = cluster.plan(2)
-    assert [m.ref for m in operator.ensure] == [secret]
-    assert f"create the job's Secret {secret.name} (missing)" in told.next_pass
+    assert [m.ref for m in operator.ensure] == [configmap]
+    assert f"create the job's ConfigMap {configmap.name} (missing)" in told.next_pass
     assert [line for line in told.next_pass if line.startswith("create pod")] == [
         f"create pod {c.name} ({c.replica} {c.index}, generation {c.generation})" for c in operator.creates
     ]
     blind = explain(cluster.job, pods, cluster.nodes, at(2))  # without them: no gang, no objects
-    assert not any("Secret" in line for line in blind.next_pass)
+    assert not any("ConfigMap" in line for line in blind.next_pass)
 
 
 @pytest.mark.parametrize("held", [WORKLOAD, group(0)], ids=["the Workload", "the first PodGroup"])

@@ -38,7 +38,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from aitj.core import naming
 from aitj.core.api import FINISHED_PHASES, CleanPodPolicy, Job, JobStatus, Phase
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import (
@@ -59,6 +58,7 @@ from aitj.core.planner import (
 )
 from aitj.core.planner.context import Given
 from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.objects import owned_by as owned_by  # the pods' rule; core.owned_by for its readers
 from aitj.core.planner.outcome import judge
 from aitj.core.planner.part import Context, Part, combine
 from aitj.core.planner.scaling import part as scaling_part
@@ -118,14 +118,6 @@ def plan_and_assessment(
     if foreign:
         result = replace(result, release=tuple(dict.fromkeys(result.release + foreign)))
     return result, a
-
-
-def owned_by(job: Job, pod: PodView) -> bool:
-    """owned_by: ``pod`` is one ``job`` made: the job is its controller, and its name is the one
-    the operator derives from its labels (naming.pod_name)."""
-    if pod.owner_uid != job.uid or pod.replica is None or pod.index is None:
-        return False
-    return pod.name == naming.pod_name(job.name, job.uid, pod.replica, pod.index, pod.generation)
 
 
 def _plan_mine(

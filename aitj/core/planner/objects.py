@@ -31,8 +31,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from aitj.core import naming
 from aitj.core.api import Job, JobStatus
 from aitj.core.api.names import LABEL_PREFIX
+from aitj.core.observed import PodView
 from aitj.core.planner.part import Context
 from aitj.core.planner.status import Condition, advance_conditions
 from aitj.core.planner.types import Event, Manifest, ObjectKind, ObjectRef, ObjectState, Owned, Plan
@@ -58,6 +60,15 @@ def state_of(metadata: Mapping[str, Any]) -> ObjectState:
         controller=controllers[0] if controllers else "",
         digest=str(mapping(metadata.get("annotations")).get(ANNOTATION_WRITTEN) or ""),
     )
+
+
+def owned_by(job: Job, pod: PodView) -> bool:
+    """owned_by: ``pod`` is one ``job`` made: the job is its controller, and its name is the one
+    the operator derives from its labels (naming.pod_name). Here rather than in
+    aitj.core.planner.core (which imports it) so that ``resources`` may ask it too."""
+    if pod.owner_uid != job.uid or pod.replica is None or pod.index is None:
+        return False
+    return pod.name == naming.pod_name(job.name, job.uid, pod.replica, pod.index, pod.generation)
 
 
 def split(job: Job, owned: Owned | None) -> tuple[Owned | None, Owned]:

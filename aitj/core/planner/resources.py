@@ -21,10 +21,11 @@ nothing is planned about these objects then, as if all were in place.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from aitj.core import naming, render
 from aitj.core.api import CleanPodPolicy, Job, JobStatus, PodGroupStatus, ReplicaType
+from aitj.core.observed import PodView
 from aitj.core.planner import lifecycle, objects
 from aitj.core.planner.part import Context, Part
 from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, Plan, Settings, SshKeys
@@ -52,13 +53,27 @@ def needs_service(job: Job) -> bool:
     return job.spec.ssh or job.spec.discovery
 
 
-def needs_ssh_keys(job: Job, owned: Owned | None) -> bool:
-    """needs_ssh_keys: the job is live, has plugin.ssh, and no Secret of its own is observed
+def needs_ssh_keys(job: Job, owned: Owned | None, pods: Sequence[PodView]) -> bool:
+    """needs_ssh_keys: the job is live, has plugin.ssh, no Secret of its own is observed
     (``owned`` as the cache holds it: missing, or held by another, when its create is tried
-    again): the controller must make a key pair and pass it to ``plan``. Asked before planning
-    so keys are made only then (RSA generation costs about 100 ms)."""
+    again), and it has no pod of its own yet (``secret_made``): the controller must make a key
+    pair and pass it to ``plan``. Asked before planning so keys are made only then (RSA
+    generation costs about 100 ms)."""
     mine, _ = objects.split(job, owned)
-    return mine is not None and job.spec.ssh and not lifecycle.finished(job) and secret_ref(job) not in mine
+    if mine is None or not job.spec.ssh or lifecycle.finished(job) or secret_ref(job) in mine:
+        return False
+    return not secret_made(job, pods)
+
+
+def secret_made(job: Job, pods: Iterable[PodView]) -> bool:
+    """secret_made: the job has a pod of its own (``objects.owned_by``), so its ssh Secret was
+    made, and is its own: pods are created only after the ``ensure`` step, and a pass whose
+    ``ensure`` met a Secret held by another stops there (aitj.controller.executor,
+    ForeignObject), as does every pass while the planner sees it held
+    (``objects.held_back``). Secrets are not watched, so after an operator start the cache
+    knows none: without this, every ssh job would cost a spare key pair (about 118 ms of CPU
+    each, two minutes for 1,000 jobs) before the read after AlreadyExists showed its own."""
+    return any(objects.owned_by(job, p) for p in pods)
 
 
 def part(ctx: Context) -> Part:
@@ -66,7 +81,9 @@ def part(ctx: Context) -> Part:
     when its rendered spec changed, which ``status.volcanoPodGroup`` records."""
     hosts, running = (ctx.lists.hosts, ctx.lists.running) if ctx.lists is not None else ((), None)
     podgroup, spec = podgroup_rewrite(ctx.job, ctx.prev, ctx.owned, ctx.settings)
-    wanted = ensure(ctx.job, ctx.owned, ctx.keys, hosts, running) + podgroups(
+    pods = [s.pod for s in ctx.found.slots if s.pod is not None] + [t.pod for t in ctx.found.retirees]
+    secret = secret_made(ctx.job, pods)
+    wanted = ensure(ctx.job, ctx.owned, ctx.keys, hosts, running, secret=secret) + podgroups(
         ctx.job, ctx.owned, ctx.settings
     )
     made, probes = objects.probes(wanted, ctx.foreign)
@@ -82,19 +99,22 @@ def ensure(
     keys: SshKeys | None,
     hosts: Sequence[HostEntry],
     running: Mapping[str, Sequence[str]] | None = None,
+    *,
+    secret: bool = False,
 ) -> tuple[Manifest, ...]:
     """ensure: the objects a live job needs that ``owned`` lacks, rendered, in the order they
     are created (Service, Secret, ConfigMap, the launcher's ServiceAccount, Role and
     RoleBinding). A missing ConfigMap is made with the current ``hosts`` and ``running`` (each
-    replica's pods in Volcano's host files), so one deleted by hand comes back complete. Raises
-    ValueError when the Secret is missing and ``keys`` is None (the caller skipped
-    ``needs_ssh_keys``)."""
+    replica's pods in Volcano's host files), so one deleted by hand comes back complete.
+    ``secret``: the Secret is known made though not observed (``secret_made``), so it is not
+    planned. Raises ValueError when the Secret is missing, not made, and ``keys`` is None (the
+    caller skipped ``needs_ssh_keys``)."""
     if owned is None:
         return ()
     out: list[Manifest] = []
     if needs_service(job) and service_ref(job) not in owned:
         out.append(Manifest(ObjectKind.SERVICE, service_ref(job).name, render.render_service(job)))
-    if job.spec.ssh and secret_ref(job) not in owned:
+    if job.spec.ssh and secret_ref(job) not in owned and not (secret and keys is None):
         if keys is None:
             raise ValueError(
                 f"job {job.namespace}/{job.name}: the ssh Secret is missing and no key pair was given"
