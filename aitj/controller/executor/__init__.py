@@ -37,7 +37,8 @@ idempotent:
    NotFound and a uid Conflict count as success.
 10. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
 11. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec and fingerprint
-    at the resourceVersion observed, or (NotFound, no version) a create as ``ensure`` does.
+    under the uid observed (not the version: the disruption controller writes its status at
+    every pod change), or (NotFound, no uid) a create as ``ensure`` does.
     After the pods' steps: a budget never delays a replacement.
 12. ``podgroup``: likewise the Volcano PodGroup. After the pods' steps, like the budgets.
 13. ``events``: post them on the job (best effort; one with a ``name`` only once).

@@ -251,15 +251,15 @@ class Calls(PlanSink):
 
     # ---- pieces ----------------------------------------------------------------------------
     def _patch_owned(self, m: Manifest, patch: Callable[..., Any]) -> None:
-        """_patch_owned merge-patches the job's object's spec and fingerprint at the version
-        observed (a Conflict fails the step: the cache was behind); with none observed, or
-        NotFound, creates it (``send_ensure``)."""
-        if not m.version:
+        """_patch_owned merge-patches the job's object's spec and fingerprint under the uid
+        observed (``Manifest.uid``: another object under the name since is a Conflict, which
+        fails the step); with none observed, or NotFound, creates it (``send_ensure``)."""
+        if not m.uid:
             self.send_ensure((m,))
             return
         meta = mapping(m.body.get("metadata"))
         body = {
-            "metadata": {"resourceVersion": m.version, "annotations": dict(mapping(meta.get("annotations")))},
+            "metadata": {"uid": m.uid, "annotations": dict(mapping(meta.get("annotations")))},
             "spec": m.body["spec"],
         }
         try:

@@ -19,8 +19,11 @@ PodGroup) with a fingerprint of the content (annotation ``ANNOTATION_WRITTEN``),
 metadata-only cache keeps it (``ObjectState.digest``), and a pass rewrites an object whose
 fingerprint is not the one the spec and the live pods call for (``stale``), whatever the
 status recorded: a status write that landed while the object's write did not (or the
-reverse) is repaired by the next pass. A rewrite names the resourceVersion observed
-(``Manifest.version``), so it never overwrites a change it has not seen.
+reverse) is repaired by the next pass. The ConfigMap's replace names the resourceVersion
+observed (``Manifest.version``), so it never overwrites a change it has not seen; a budget's or
+PodGroup's spec patch names the uid observed (``Manifest.uid``): their controllers write their
+status all the time, so a version would conflict at every pod change, while the spec is the
+operator's alone and needs only to be the job's object's.
 """
 
 from __future__ import annotations
@@ -89,11 +92,13 @@ def digest(content: Any) -> str:
 
 def stamped(m: Manifest, fingerprint: str, owned: Owned | None) -> Manifest:
     """stamped: ``m`` carrying ``fingerprint`` (``ANNOTATION_WRITTEN``), and the observed
-    resourceVersion of the job's object it rewrites ("" when ``owned`` has none: a create)."""
+    resourceVersion and uid of the job's object it rewrites ("" when ``owned`` has none: a
+    create)."""
     meta = dict(mapping(m.body.get("metadata")))
     meta["annotations"] = {**mapping(meta.get("annotations")), ANNOTATION_WRITTEN: fingerprint}
     state = (owned or {}).get(m.ref)
-    return Manifest(m.kind, m.name, {**m.body, "metadata": meta}, state.resource_version if state else "")
+    version, uid = (state.resource_version, state.uid) if state else ("", "")
+    return Manifest(m.kind, m.name, {**m.body, "metadata": meta}, version, uid)
 
 
 def stale(owned: Owned, ref: ObjectRef, fingerprint: str) -> bool:

@@ -85,6 +85,10 @@ class Manifest:
     # The resourceVersion of the job's object this rewrites, as observed: the write is made
     # only if the object is still that version. "": there is none of the job's: create it.
     version: str = field(default="", compare=False)
+    # The uid of the job's object this rewrites, as observed ("": none, create it). A budget's
+    # or a PodGroup's patch names it rather than the version: their controllers write their
+    # status all the time, and a spec the operator alone writes needs only to be the job's.
+    uid: str = field(default="", compare=False)
 
     @property
     def ref(self) -> ObjectRef:
