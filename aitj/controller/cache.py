@@ -1,8 +1,11 @@
 """The controller's view of the cluster: what a pass's snapshot is read from.
 
 Everything the planner is told about the world comes through ``Cache.snapshot``: the job's
-body, its pods, the nodes, and the job's objects other than pods (``Owned``: Service, ssh
-Secret, discovery ConfigMap, ..., found by the job label). The reconciler reads nothing else,
+body, its pods, the nodes, and the objects other than pods under the job's names (``Owned``:
+Service, ssh Secret, discovery ConfigMap, ..., found by the job label, each with its
+``ObjectState``: uid, resourceVersion, controller, fingerprint; and those a create found held
+by another). Secrets are never listed nor watched (``UNWATCHED``): the job's ssh Secret is
+known from the operator's own create, or its read after AlreadyExists. The reconciler reads nothing else,
 so how the cache is filled can change without touching it.
 
 ``InformerCache`` is filled by one list+watch per kind (``aitj.controller.informer``) and lives
@@ -40,7 +43,8 @@ from aitj.controller.logs import log
 from aitj.controller.written import Written
 from aitj.core import api
 from aitj.core.observed import MAX_LEDGER_ANNOTATION, NodeView, PodView
-from aitj.core.planner.types import ObjectKind, ObjectRef, Owned
+from aitj.core.planner import objects
+from aitj.core.planner.types import ObjectKind, ObjectRef, ObjectState, Owned
 from aitj.core.wire import mapping
 
 JobKey = tuple[str, str]  # (namespace, name)
@@ -54,7 +58,7 @@ class Snapshot:
     body: Mapping[str, Any] | None
     pods: Sequence[PodView] = ()
     nodes: Mapping[str, NodeView] = field(default_factory=dict)
-    owned: Owned = frozenset()
+    owned: Owned = field(default_factory=dict)
 
 
 class Cache(Protocol):
@@ -93,15 +97,17 @@ def pod_view(body: Mapping[str, Any]) -> PodView:
     return view
 
 
-def _nothing(_: Mapping[str, Any]) -> None:
-    """_nothing: owned objects are kept by name only."""
+def _state(body: Mapping[str, Any]) -> ObjectState:
+    """_state: what is kept of an object a job may own: its metadata's few facts (uid,
+    resourceVersion, controller uid, the fingerprint of what the operator wrote)."""
+    return objects.state_of(mapping(body.get("metadata")))
 
 
 JOB_SELECTOR = api.LABEL_JOB  # "has the job label"
 JOBS: Kind[dict[str, Any]] = Kind("jobs", f"/apis/{api.GROUP}/{api.VERSION}", api.PLURAL, slim_job)
 PODS: Kind[PodView] = Kind("pods", "/api/v1", "pods", pod_view, JOB_SELECTOR)
 NODES: Kind[NodeView] = Kind("nodes", "/api/v1", "nodes", NodeView.from_dict, namespaced=False)
-# The job's objects other than pods, one informer each, names only (metadata-only lists).
+# The job's objects other than pods, one informer each, metadata only (their ``ObjectState``).
 OWNED_COLLECTIONS: dict[ObjectKind, tuple[str, str]] = {
     ObjectKind.SERVICE: ("/api/v1", "services"),
     ObjectKind.SECRET: ("/api/v1", "secrets"),
@@ -117,15 +123,19 @@ OWNED_COLLECTIONS: dict[ObjectKind, tuple[str, str]] = {
 # the operator found them served at start (``aitj.controller.served``); a list of a kind not
 # served would fail forever, and the cache would never be synced.
 OPTIONAL: frozenset[ObjectKind] = frozenset({ObjectKind.VOLCANO_PODGROUP, *gangapi.KINDS})
+# Kinds never listed nor watched: a list of Secrets, even metadata-only, is authorised as a
+# full one, so the right to watch them would be the right to read every Secret. The cache
+# knows the job's ssh Secret from the operator's own create (or the read after AlreadyExists).
+UNWATCHED: frozenset[ObjectKind] = frozenset({ObjectKind.SECRET})
 
 
-def owned_kind(kind: ObjectKind) -> Kind[None]:
+def owned_kind(kind: ObjectKind) -> Kind[ObjectState]:
     """owned_kind: the informer kind of one ObjectKind (metadata only, by the job label). Named
     by its plural, qualified by its API group for an optional kind (two groups may both have
     ``podgroups``)."""
     group_path, plural = OWNED_COLLECTIONS[kind]
     name = f"{plural}.{group_path.split('/')[2]}" if kind in OPTIONAL else plural
-    return Kind(name, group_path, plural, _nothing, JOB_SELECTOR, metadata_only=True)
+    return Kind(name, group_path, plural, _state, JOB_SELECTOR, metadata_only=True)
 
 
 OWNED: dict[str, ObjectKind] = {owned_kind(kind).name: kind for kind in OWNED_COLLECTIONS}
@@ -234,7 +244,11 @@ class InformerCache:
         self.jobs: Store[dict[str, Any]] = Store(_itself)
         self.pods: Store[PodView] = Store(_by_label)
         self.nodes: Store[NodeView] = Store(lambda _item: None)
-        self.owned: dict[ObjectKind, Store[None]] = {k: Store(_by_label) for k in OWNED_COLLECTIONS}
+        self.owned: dict[ObjectKind, Store[ObjectState]] = {k: Store(_by_label) for k in OWNED_COLLECTIONS}
+        # Objects under a job's names its label does not pick (another's), as the operator's
+        # read after AlreadyExists found them: kept until the job's own object replaces them
+        # (a create that went through) or the job is deleted.
+        self.held: dict[JobKey, dict[ObjectRef, ObjectState]] = {}
         self.synced = asyncio.Event()
         self._waiting: set[tuple[str, str | None]] = set()  # (kind, namespace) not listed yet
         self.informers: list[Informer[Any]] = []
@@ -245,7 +259,11 @@ class InformerCache:
     ) -> list[Informer[Any]]:
         """informers_for: the informers that fill this cache (not started); of the ``OPTIONAL``
         kinds, only those ``served``."""
-        owned = [owned_kind(k) for k in OWNED_COLLECTIONS if k not in OPTIONAL or k in served]
+        owned = [
+            owned_kind(k)
+            for k in OWNED_COLLECTIONS
+            if k not in UNWATCHED and (k not in OPTIONAL or k in served)
+        ]
         kinds: list[Kind[Any]] = [JOBS, PODS, NODES, *owned]
         scopes: list[str | None] = list(namespaces) or [None]
         self.informers = [
@@ -263,9 +281,11 @@ class InformerCache:
         if self._nodes is None:
             self._nodes = {item.name: item.value for item in self.nodes.items.values()}
         nodes = self._nodes
-        owned = frozenset(
-            ObjectRef(kind, name) for kind, store in self.owned.items() for name in store.by_job.get(key, {})
-        )
+        owned = dict(self.held.get(key, {}))
+        for kind, store in self.owned.items():
+            owned.update(
+                (ObjectRef(kind, name), item.value) for name, item in store.by_job.get(key, {}).items()
+            )
         return Snapshot(job.value if job else None, self.pods.of_job(key), nodes, owned)
 
     def job_keys(self) -> list[JobKey]:
@@ -326,6 +346,8 @@ class InformerCache:
             was = old.value.health if old is not None else None
             now = item.value.health if delta.type != "DELETED" else None
             return set(self.jobs_on_node(item.name)) if was != now else set()
+        if kind is JOBS and delta.type == "DELETED":
+            self._forget_unwatched((item.namespace, item.name))
         job = store.job_of(item)
         if job is None:
             return set()
@@ -366,13 +388,36 @@ class InformerCache:
         for name in w.gone_pods:
             self._pod_gone(key[0], name)
         for kind, body in w.owned:
-            if kind in self.owned:
-                self.owned[kind].put(Item.of(body, None))
+            self._owned_written(key, kind, body)
         for ref in w.gone_owned:
+            self.held.get(key, {}).pop(ref, None)
             store = self.owned.get(ref.kind)
             item = store.items.get((key[0], ref.name)) if store else None
             if store is not None and item is not None:
                 store.remove(key[0], ref.name, item.uid, confirmed=False)
+
+    def _owned_written(self, key: JobKey, kind: ObjectKind, body: Mapping[str, Any]) -> None:
+        """_owned_written stores an object a call of job ``key``'s pass returned or read: under
+        the job when its label names the job (it is watched, or a Secret), else as one held
+        under the job's names (whoever holds it: the planner judges)."""
+        item = Item.of(body, _state(body))
+        ref = ObjectRef(kind, item.name)
+        held = self.held.setdefault(key, {})
+        if _by_label(item) == key and kind in self.owned:
+            held.pop(ref, None)
+            self.owned[kind].put(item)
+        else:
+            held[ref] = item.value
+        if not held:
+            del self.held[key]
+
+    def _forget_unwatched(self, key: JobKey) -> None:
+        """_forget_unwatched: the job is deleted: what no watch will remove goes (its ssh
+        Secret, the objects held by another under its names)."""
+        self.held.pop(key, None)
+        for kind in UNWATCHED:
+            for item in list(self.owned[kind].by_job.get(key, {}).values()):
+                self.owned[kind].remove(item.namespace, item.name, item.uid)
 
     def _pod_gone(self, namespace: str, name: str, uid: str = "") -> None:
         """_pod_gone: the operator's own call found the pod gone (or made it so)."""

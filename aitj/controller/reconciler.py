@@ -245,7 +245,7 @@ class Reconciler:
             await self._execute(key, state, job, failed, snap)
             return
         keys = None
-        if resources.needs_ssh_keys(job, snap.owned):
+        if resources.needs_ssh_keys(job, snap.owned, snap.pods):
             keys = await self._run(self.keygen, job.name)  # tens of ms: off the loop
         plan = self.planner(
             job, snap.pods, snap.nodes, now, owned=snap.owned, keys=keys, settings=self.settings

@@ -11,7 +11,8 @@ whose role predates it: ``gangapi.listable``), for the schedulerNames ``gangapi.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from typing import Any
 
 from kubernetes import client
 
@@ -22,7 +23,8 @@ from aitj.controller.kubeclient import raw_get
 from aitj.controller.options import OperatorOptions
 from aitj.controller.served import served_kinds
 from aitj.core import api
-from aitj.core.planner.types import ObjectKind, ObjectRef, Owned, Settings
+from aitj.core.planner import objects
+from aitj.core.planner.types import ObjectKind, ObjectRef, ObjectState, Owned, Settings
 from aitj.core.wire import mapping
 
 
@@ -56,24 +58,26 @@ class Unlisted(RuntimeError):
 def owned_objects(
     api_client: client.ApiClient, namespace: str, job: str, served: Collection[ObjectKind]
 ) -> Owned:
-    """owned_objects: the job's objects other than pods, by the job label, as the operator's
-    cache holds them (``cache.OWNED_COLLECTIONS``; of the optional kinds only those
-    ``served``). One metadata-only LIST per kind (a Secret's data is never read); raises
-    Unlisted when one is refused."""
+    """owned_objects: the objects other than pods the job label picks, each with its state
+    (``cache.OWNED_COLLECTIONS``; of the optional kinds only those ``served``), as the
+    operator's cache holds them: the planner counts as the job's only those it controls
+    (``objects.split``). One metadata-only LIST per kind (a Secret's data is never read: the
+    caller's own right to list Secrets, which the operator does not hold); raises Unlisted
+    when one is refused."""
     selector = f"{api.LABEL_JOB}={job}"
-    found: set[ObjectRef] = set()
+    found: dict[ObjectRef, ObjectState] = {}
     for kind, (group_path, plural) in OWNED_COLLECTIONS.items():
         if kind in OPTIONAL and kind not in served:
             continue
-        names = _names(api_client, f"{group_path}/namespaces/{namespace}/{plural}", selector)
-        found |= {ObjectRef(kind, name) for name in names}
-    return frozenset(found)
+        for meta in _listed(api_client, f"{group_path}/namespaces/{namespace}/{plural}", selector):
+            found[ObjectRef(kind, str(meta.get("name")))] = objects.state_of(meta)
+    return found
 
 
-def _names(api_client: client.ApiClient, path: str, selector: str) -> list[str]:
-    """_names: the names of the objects of the collection at ``path`` that ``selector`` picks."""
+def _listed(api_client: client.ApiClient, path: str, selector: str) -> list[Mapping[str, Any]]:
+    """_listed: the metadata of the objects of the collection at ``path`` ``selector`` picks."""
     status, data = raw_get(api_client, path, query=[("labelSelector", selector)], accept=METADATA_ONLY)
     if status != 200:
         raise Unlisted(f"listing {path}: HTTP {status}")
     items = json.loads(data).get("items") or []
-    return [str(mapping(item.get("metadata")).get("name")) for item in items if isinstance(item, dict)]
+    return [mapping(item.get("metadata")) for item in items if isinstance(item, dict)]

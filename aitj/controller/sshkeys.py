@@ -2,10 +2,11 @@
 
 Sits beside the pure core: it draws randomness, so it is kept out of ``aitj.core.render``, which
 takes the key material as input (``render.render_ssh_secret``). The reconciler calls
-``generate_keypair`` only when the cache shows a live ssh job without its Secret
-(``aitj.core.planner.resources.needs_ssh_keys``): once per job, unless the Secret is deleted
-(or the cache is a pass late seeing it; the create then meets AlreadyExists and the spare key
-is dropped). The Secret outlives operator restarts.
+``generate_keypair`` only when the cache shows a live ssh job without its Secret and without
+pods of its own (``aitj.core.planner.resources.needs_ssh_keys``): once per job, also across
+operator starts (Secrets are not watched, but a job with pods has its Secret), unless its
+Secret is held by another (each retry of the create makes one). The Secret outlives operator
+restarts.
 
 Why RSA 3072 and not ed25519: the key is used by whatever OpenSSH (or Dropbear, or paramiko)
 the user's image ships, which we do not control. An RSA key in traditional PEM

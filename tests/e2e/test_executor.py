@@ -15,7 +15,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import REGISTRY
 
-from aitj.controller.executor import KubeExecutor, NamespaceTerminating, StaleJob
+from aitj.controller.executor import (
+    ForeignObject,
+    KubeExecutor,
+    NamespaceTerminating,
+    Sent,
+    StaleJob,
+    StepFailed,
+)
 from aitj.core import api
 from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.observed import TRACKING_FINALIZER
@@ -73,19 +80,37 @@ def pod(name: str, finalizer: bool = False) -> dict[str, Any]:
     }
 
 
-def configmap(name: str, data: str) -> Manifest:
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"hosts": data}}
-    return Manifest(ObjectKind.CONFIGMAP, name, body)
+def owner(job: JobRef) -> list[dict[str, Any]]:
+    """owner: the ownerReferences that make an object the job's (its controller)."""
+    ref = {"apiVersion": f"{api.GROUP}/{api.VERSION}", "kind": api.KIND, "name": NAME, "uid": job.uid}
+    return [{**ref, "controller": True}]
 
 
-def budget(name: str, min_available: int) -> Manifest:
+def configmap(job: JobRef, name: str, data: str, version: str = "") -> Manifest:
+    """configmap: the job's ConfigMap ``name``; ``version``: the one observed, which a
+    rewrite names ("": none observed, a create)."""
+    meta = {"name": name, "ownerReferences": owner(job)}
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"hosts": data}}
+    return Manifest(ObjectKind.CONFIGMAP, name, body, version)
+
+
+def budget(job: JobRef, name: str, min_available: int, uid: str = "") -> Manifest:
+    """budget: the job's budget ``name``; ``uid``: the one observed, which a rewrite names
+    ("": none observed, a create)."""
     body = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "ownerReferences": owner(job)},
         "spec": {"minAvailable": min_available, "selector": {"matchLabels": {api.LABEL_JOB: NAME}}},
     }
-    return Manifest(ObjectKind.PDB, name, body)
+    return Manifest(ObjectKind.PDB, name, body, uid=uid)
+
+
+def written(sent: Sent, kind: ObjectKind, name: str) -> dict[str, Any]:
+    """written: the metadata the executor handed the cache for ``kind`` ``name`` (the last)."""
+    found = [b["metadata"] for k, b in sent.written.owned if k is kind and b["metadata"]["name"] == name]
+    assert found, f"nothing written of {kind} {name}: {sent.written.owned}"
+    return dict(found[-1])
 
 
 def test_a_plan_sent_twice_is_carried_out_once_and_the_second_time_is_no_error(
@@ -94,8 +119,8 @@ def test_a_plan_sent_twice_is_carried_out_once_and_the_second_time_is_no_error(
     job = target(cluster, namespace)
     plan = Plan(
         creates=(PodCreate("exec-trainer-abcde-0", "trainer", 0, 0, pod("exec-trainer-abcde-0")),),
-        discovery=configmap("exec-discovery", "a"),
-        budgets=(budget("exec-trainer", 1),),
+        discovery=configmap(job, "exec-discovery", "a"),
+        budgets=(budget(job, "exec-trainer", 1),),
         events=(Event("Normal", "Tested", "once", f"{NAME}.{uuid.uuid4().hex[:8]}"),),
     )
     executor = KubeExecutor(cluster.new_api())
@@ -131,9 +156,9 @@ def test_calls_in_a_row_reuse_one_connection(cluster: KubeCluster, namespace: st
         sent = executor.execute(
             job,
             Plan(
-                discovery=configmap("exec-discovery", str(i)),
+                discovery=configmap(job, f"exec-discovery-{i}", str(i)),
                 events=(Event("Normal", "Tested", f"call {i}"),),
-                budgets=(budget(f"exec-b{i}", 1),),
+                budgets=(budget(job, f"exec-b{i}", 1),),
                 removes=(ObjectRef(ObjectKind.PDB, f"exec-b{i - 1}"),),
             ),
         )
@@ -146,12 +171,105 @@ def test_a_missing_discovery_configmap_or_budget_is_created_and_an_existing_one_
 ) -> None:
     job = target(cluster, namespace)
     executor = KubeExecutor(cluster.new_api())
+    cm, pdb_uid = "", ""
     for data, count in (("a", 1), ("b", 2)):
-        plan = Plan(discovery=configmap("exec-discovery", data), budgets=(budget("exec-b", count),))
-        assert executor.execute(job, plan).stopped is None
+        plan = Plan(
+            discovery=configmap(job, "exec-discovery", data, cm),
+            budgets=(budget(job, "exec-b", count, pdb_uid),),
+        )
+        sent = executor.execute(job, plan)
+        assert sent.stopped is None
+        cm = written(sent, ObjectKind.CONFIGMAP, "exec-discovery")["resourceVersion"]
+        pdb_uid = written(sent, ObjectKind.PDB, "exec-b")["uid"]
     assert cluster.core.read_namespaced_config_map("exec-discovery", namespace).data == {"hosts": "b"}
     pdb: Any = client.PolicyV1Api(cluster.api).read_namespaced_pod_disruption_budget("exec-b", namespace)
     assert pdb.spec.min_available == 2
+
+
+def test_a_configmap_rewrite_from_a_version_not_the_object_s_fails_and_changes_nothing(
+    cluster: KubeCluster, namespace: str, quiet: None
+) -> None:
+    # The ConfigMap changed since the version the pass observed (a write it has not seen): the
+    # replace is refused (Conflict), and the next pass plans from what is there now.
+    job = target(cluster, namespace)
+    executor = KubeExecutor(cluster.new_api())
+    sent = executor.execute(job, Plan(discovery=configmap(job, "exec-x", "a")))
+    observed = written(sent, ObjectKind.CONFIGMAP, "exec-x")["resourceVersion"]
+    cluster.core.patch_namespaced_config_map(
+        "exec-x", namespace, {"metadata": {"labels": {"someone": "else"}}}
+    )
+    before = cluster.core.read_namespaced_config_map("exec-x", namespace)
+    stale = executor.execute(job, Plan(discovery=configmap(job, "exec-x", "b", observed)))
+    assert isinstance(stale.stopped, StepFailed) and not isinstance(stale.stopped, ForeignObject)
+    now = cluster.core.read_namespaced_config_map("exec-x", namespace)
+    assert now.metadata.resource_version == before.metadata.resource_version and now.data == {"hosts": "a"}
+
+
+def test_a_budget_rewrite_names_the_uid_observed_and_spares_another_budget_made_since(
+    cluster: KubeCluster, namespace: str, quiet: None
+) -> None:
+    # Not the version: the disruption controller writes the budget's status at every pod
+    # change. The uid: a budget made since under the name (a user's) is not rewritten.
+    job = target(cluster, namespace)
+    policy: Any = client.PolicyV1Api(cluster.api)
+    executor = KubeExecutor(cluster.new_api())
+    sent = executor.execute(job, Plan(budgets=(budget(job, "exec-x", 1),)))
+    observed = written(sent, ObjectKind.PDB, "exec-x")["uid"]
+    policy.patch_namespaced_pod_disruption_budget("exec-x", namespace, {"metadata": {"labels": {"s": "e"}}})
+    assert executor.execute(job, Plan(budgets=(budget(job, "exec-x", 2, observed),))).stopped is None
+    assert policy.read_namespaced_pod_disruption_budget("exec-x", namespace).spec.min_available == 2
+    policy.delete_namespaced_pod_disruption_budget("exec-x", namespace)
+    theirs = policy.create_namespaced_pod_disruption_budget(namespace, budget(job, "exec-x", 9).body)
+    stale = executor.execute(job, Plan(budgets=(budget(job, "exec-x", 3, observed),)))
+    assert isinstance(stale.stopped, StepFailed)
+    now = policy.read_namespaced_pod_disruption_budget("exec-x", namespace)
+    assert now.metadata.uid == theirs.metadata.uid and now.spec.min_available == 9
+
+
+@pytest.mark.parametrize("kind", [ObjectKind.CONFIGMAP, ObjectKind.SECRET, ObjectKind.SERVICE])
+def test_a_create_that_meets_an_object_the_job_does_not_control_stops_and_writes_nothing(
+    cluster: KubeCluster, namespace: str, quiet: None, kind: ObjectKind
+) -> None:
+    # The read after AlreadyExists: a list by name on a kind the operator watches, a get of a
+    # Secret's metadata (never its data); the object is the cache's to hold, untouched.
+    job = target(cluster, namespace)
+    core = cluster.core
+    theirs: dict[ObjectKind, Any] = {
+        ObjectKind.CONFIGMAP: ("config_map", {"metadata": {"name": "exec-x"}, "data": {"k": "theirs"}}),
+        ObjectKind.SECRET: ("secret", {"metadata": {"name": "exec-x"}, "stringData": {"k": "theirs"}}),
+        ObjectKind.SERVICE: ("service", {"metadata": {"name": "exec-x"}, "spec": {"clusterIP": "None"}}),
+    }
+    plural, body = theirs[kind]
+    made = getattr(core, f"create_namespaced_{plural}")(namespace, body)
+    ours = {**body, "metadata": {"name": "exec-x", "ownerReferences": owner(job)}}
+    sent = KubeExecutor(cluster.new_api()).execute(job, Plan(ensure=(Manifest(kind, "exec-x", ours),)))
+    assert isinstance(sent.stopped, ForeignObject)
+    assert f"{kind} exec-x" in str(sent.stopped)
+    seen = written(sent, kind, "exec-x")
+    assert seen["uid"] == made.metadata.uid and not seen.get("ownerReferences")
+    assert all("data" not in b and "stringData" not in b for _, b in sent.written.owned)  # metadata only
+    now = getattr(core, f"read_namespaced_{plural}")("exec-x", namespace)
+    assert now.metadata.resource_version == made.metadata.resource_version
+
+
+def test_a_delete_names_the_uid_observed_and_spares_an_object_made_since(
+    cluster: KubeCluster, namespace: str, quiet: None
+) -> None:
+    job = target(cluster, namespace)
+    policy: Any = client.PolicyV1Api(cluster.api)
+    old = policy.create_namespaced_pod_disruption_budget(namespace, budget(job, "exec-x", 1).body)
+    policy.delete_namespaced_pod_disruption_budget("exec-x", namespace)
+    new = policy.create_namespaced_pod_disruption_budget(namespace, budget(job, "exec-x", 1).body)
+    executor = KubeExecutor(cluster.new_api())
+    # Observed before the replacement: the delete's precondition is the old uid.
+    sent = executor.execute(job, Plan(removes=(ObjectRef(ObjectKind.PDB, "exec-x", old.metadata.uid),)))
+    assert sent.stopped is None
+    assert policy.read_namespaced_pod_disruption_budget("exec-x", namespace).metadata.uid == new.metadata.uid
+    sent = executor.execute(job, Plan(removes=(ObjectRef(ObjectKind.PDB, "exec-x", new.metadata.uid),)))
+    assert sent.stopped is None
+    with pytest.raises(ApiException) as gone:
+        policy.read_namespaced_pod_disruption_budget("exec-x", namespace)
+    assert gone.value.status == 404
 
 
 def test_a_status_write_from_a_stale_version_raises_and_changes_nothing(

@@ -13,7 +13,7 @@ import pytest
 from aitj.controller.cache import owned_kind
 from aitj.controller.informer import Delta, Gone, Informer, Kind, Sync
 from aitj.core import api
-from aitj.core.planner.types import ObjectKind
+from aitj.core.planner.types import ObjectKind, ObjectState
 from tests.clusters import KubeCluster
 from tests.waiting import wait_for
 
@@ -89,7 +89,7 @@ def test_a_secret_reaches_the_informer_without_its_data(cluster: KubeCluster, na
     seen: list[Any] = []
     kind = owned_kind(ObjectKind.SECRET)
 
-    def spy_convert(obj: Any) -> None:
+    def spy_convert(obj: Any) -> ObjectState:
         seen.append(obj)
         return kind.convert(obj)
 

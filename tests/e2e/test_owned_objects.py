@@ -1,5 +1,6 @@
 """The job's objects other than pods on the real control plane: one deleted by hand while the
-operator runs is made again (the cache sees it gone and the planner plans it)."""
+operator runs is made again (the cache sees it gone and the planner plans it). Not the ssh
+Secret: Secrets are not watched (aitj.controller.cache, UNWATCHED)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,6 @@ def _exists(read: Callable[[], Any]) -> bool:
     ("kind", "name"),
     [
         pytest.param("service", naming.service_name(NAME), id="the Service"),
-        pytest.param("secret", naming.ssh_secret_name(NAME), id="the ssh Secret"),
         pytest.param("config_map", naming.discovery_configmap_name(NAME), id="the discovery ConfigMap"),
     ],
 )

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from aitj.core import api
+from aitj.core import api, naming
 from aitj.core.render import gang
 from aitj.devcluster import faults
 from aitj.devcluster.config import AUDITED_USER
@@ -35,6 +35,7 @@ from tests.e2e.scrape import account_token, secure_scrape
 from tests.jobs import (
     create_job,
     delete_job,
+    events_for,
     get_job,
     job_pods,
     live,
@@ -128,7 +129,7 @@ def denied(request: Request) -> bool:
 
 # ---- the compact scenario -------------------------------------------------------------------
 
-NAME, DELETED = "audited", "audited-deleted"
+NAME, DELETED, HELD = "audited", "audited-deleted", "audited-held"
 LEASE_NAME, LEASE_NAMESPACE = "aitj-operator", "aitj-system"  # manifests/ha: the Role names them
 DRAIN = ("--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s")
 
@@ -236,6 +237,16 @@ def _scenario(cluster: KubeCluster, namespace: str, pool: Pool) -> None:
     wait_phase(cluster, namespace, DELETED, "Running")
     delete_job(cluster, namespace, DELETED)
     wait_for(lambda: not job_pods(cluster, namespace, DELETED), 60, "the deleted job's pods gone")
+    # A user's Secret under a job's ssh Secret name: the create meets it, and its metadata is
+    # read (get) to tell whose it is (tests/e2e/test_foreign_objects.py for the rest).
+    cluster.core.create_namespaced_secret(namespace, {"metadata": {"name": naming.ssh_secret_name(HELD)}})
+    create_job(cluster, namespace, seed_variant(HELD, pin=pool.pin()))
+    wait_for(
+        lambda: any(e.reason == "ObjectNotOwned" for e in events_for(cluster, namespace, HELD)),
+        60,
+        "the held Secret named",
+    )
+    delete_job(cluster, namespace, HELD)
 
 
 def _secure_scrape(cluster: KubeCluster, namespace: str, operator: OperatorProcess) -> None:

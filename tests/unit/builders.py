@@ -49,8 +49,10 @@ from aitj.core.planner import (
     SshKeys,
     plan,
 )
+from aitj.core.planner.objects import state_of
 from aitj.core.planner.resources import needs_ssh_keys
-from aitj.core.wire import format_time
+from aitj.core.planner.types import ObjectState, Owned
+from aitj.core.wire import format_time, mapping
 from tests.unit.status_checks import stored
 
 TERMINAL = ("Succeeded", "Failed")
@@ -356,6 +358,16 @@ KEYS = SshKeys("-----BEGIN RSA PRIVATE KEY-----\ntest\n-----END RSA PRIVATE KEY-
 AFTER_STATUS = tuple(s.field for s in STEPS[[s.field for s in STEPS].index("status") + 1 :])
 
 
+def observed(bodies: Mapping[ObjectRef, Mapping[str, Any]]) -> Owned:
+    """observed: the objects as the operator's cache holds them (their metadata's state)."""
+    return {ref: state_of(mapping(body.get("metadata"))) for ref, body in bodies.items()}
+
+
+def owned(job: Job, *refs: ObjectRef) -> Owned:
+    """owned: ``refs`` observed, each controlled by ``job``."""
+    return {ref: ObjectState(uid=f"uid-{ref.name}", controller=job.uid) for ref in refs}
+
+
 class Cluster(PlanSink):
     """Cluster: a job, its pods (by name), nodes and the job's other objects (by ObjectRef,
     their bodies); ``step`` plans and applies the plan."""
@@ -373,11 +385,10 @@ class Cluster(PlanSink):
         self._now = 0.0
 
     def plan(self, now: float) -> Plan:
-        owned = frozenset(self.objects)
-        keys = KEYS if needs_ssh_keys(self.job, owned) else None
-        return plan(
-            self.job, [p.view() for p in self.pods.values()], self.nodes, at(now), owned=owned, keys=keys
-        )
+        owned = observed(self.objects)
+        views = [p.view() for p in self.pods.values()]
+        keys = KEYS if needs_ssh_keys(self.job, owned, views) else None
+        return plan(self.job, views, self.nodes, at(now), owned=owned, keys=keys)
 
     def step(self, now: float, *, creates: bool = True, status: bool = True, rest: bool = True) -> Plan:
         """step: plan at ``now`` and apply it; the flags drop parts of it (an executor crash)."""
@@ -456,6 +467,9 @@ class Cluster(PlanSink):
 
     def send_podgroup(self, manifest: Manifest) -> None:
         self.objects[manifest.ref] = manifest.body
+
+    def send_probes(self, manifests: Sequence[Manifest]) -> None:
+        self.send_ensure(manifests)
 
     # Events, metrics and logs leave nothing in the cluster the planner reads.
     def send_nudges(self, nudges: Sequence[PodNudge]) -> None:

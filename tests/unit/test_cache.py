@@ -26,7 +26,7 @@ from aitj.controller.informer import (
 from aitj.controller.written import Written
 from aitj.core import api
 from aitj.core.observed import TRACKING_FINALIZER
-from aitj.core.planner.types import ObjectKind, ObjectRef
+from aitj.core.planner.types import ObjectKind, ObjectRef, ObjectState
 
 NS = "default"
 KEY = (NS, "job")
@@ -109,16 +109,14 @@ def test_nothing_kicks_before_every_kind_is_listed() -> None:
 
 def test_a_snapshot_holds_the_job_its_pods_the_nodes_and_its_objects() -> None:
     cache, _ = synced_cache(pod("p-0", 10), pod("other-0", 11, job="other"))
-    secret = owned_kind(ObjectKind.SECRET)
-    cache.apply(
-        secret,
-        sync(secret, {"metadata": {"name": "job-ssh", "namespace": NS, "labels": {api.LABEL_JOB: "job"}}}),
-    )
+    configmap = owned_kind(ObjectKind.CONFIGMAP)
+    meta = {"name": "job-discovery", "namespace": NS, "uid": "c-1", "labels": {api.LABEL_JOB: "job"}}
+    cache.apply(configmap, sync(configmap, {"metadata": meta}))
     snap = cache.snapshot(KEY)
     assert snap.body is not None and snap.body["metadata"]["resourceVersion"] == "5"
     assert [p.name for p in snap.pods] == ["p-0"]
     assert set(snap.nodes) == {"n1", "n2"}
-    assert snap.owned == frozenset({ObjectRef(ObjectKind.SECRET, "job-ssh")})
+    assert snap.owned == {ObjectRef(ObjectKind.CONFIGMAP, "job-discovery"): ObjectState(uid="c-1")}
 
 
 def test_every_owned_kind_has_a_collection_and_is_listed_by_name_only() -> None:
@@ -291,3 +289,44 @@ def test_the_continue_token_of_a_custom_resource_list_is_at_its_end() -> None:
         b'"metadata":{"continue":"tok","remainingItemCount":1,"resourceVersion":"5"}}'
     )
     assert continue_token(body) == "tok"
+
+
+def owned_body(name: str, uid: str, *, label: bool = True, controller: str = "") -> dict[str, Any]:
+    """owned_body: an object other than a pod as a create or the read after AlreadyExists
+    returns it (metadata only)."""
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "uid": uid, "resourceVersion": "7"}
+    if label:
+        meta["labels"] = {api.LABEL_JOB: "job"}
+    if controller:
+        meta["ownerReferences"] = [{"uid": controller, "controller": True}]
+    return {"metadata": meta}
+
+
+def test_an_object_held_by_another_is_in_the_snapshot_until_the_job_s_own_replaces_it() -> None:
+    cache, kicks = synced_cache()
+    ref = ObjectRef(ObjectKind.CONFIGMAP, "job-discovery")
+    # The read after AlreadyExists: a user's ConfigMap, without the job's label (no watch shows it).
+    cache.written(KEY, Written(owned=[(ObjectKind.CONFIGMAP, owned_body(ref.name, "theirs", label=False))]))
+    assert cache.snapshot(KEY).owned == {ref: ObjectState(uid="theirs", resource_version="7")}
+    # The user deleted it; the probe's create made the job's own.
+    mine = owned_body(ref.name, "mine", controller="uid-job")
+    cache.written(KEY, Written(owned=[(ObjectKind.CONFIGMAP, mine)]))
+    assert cache.snapshot(KEY).owned == {
+        ref: ObjectState(uid="mine", resource_version="7", controller="uid-job")
+    }
+    assert cache.held == {} and kicks == []
+
+
+def test_a_deleted_job_s_secret_and_the_objects_held_under_its_names_are_forgotten() -> None:
+    # Secrets are not watched: no DELETED event will ever remove the job's; its job's does.
+    cache, _ = synced_cache()
+    secret = (ObjectKind.SECRET, owned_body("job-ssh", "s-1", controller="uid-job"))
+    held = (ObjectKind.PDB, owned_body("job-trainer", "theirs", label=False))
+    cache.written(KEY, Written(owned=[secret, held]))
+    assert set(cache.snapshot(KEY).owned) == {
+        ObjectRef(ObjectKind.SECRET, "job-ssh"),
+        ObjectRef(ObjectKind.PDB, "job-trainer"),
+    }
+    cache.apply(JOBS, change(JOBS, "DELETED", job(9)))
+    assert cache.snapshot(KEY).owned == {}
+    assert cache.owned[ObjectKind.SECRET].items == {} and cache.held == {}

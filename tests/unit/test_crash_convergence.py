@@ -184,30 +184,10 @@ def _check_restarts(cluster: Cluster, kind: Kind, stop_after: str | None = None)
     assert sum(e.reason == "TrainingJobRestarting" for e in cluster.events.values()) == kind.restarts
 
 
-# The drift the objects part of issue 24 fixes (section 2, "the status records objects before
-# they are written"): a pass that changes a PDB's minAvailable records it in the status write,
-# which precedes the PDB write; an operator that dies in between leaves the PDB at its old value
-# for ever, the status saying it was written. The lead removes these marks on merge.
-DRIFTED = {
-    (kind, step)
-    for kind in ("scale-out", "scale-in", "scale-out while the scaled-in pod terminates")
-    for step in ("status", "spec_replicas", "deletes", "release")
-}
-
-
-DRIFTS = pytest.mark.xfail(
-    strict=True, reason="issue 24 objects: the status records the PDB's minAvailable before the PDB write"
-)
-
-
 def _cases() -> list[Any]:
     """_cases: every kind of pass, stopped after every step."""
     return [
-        pytest.param(
-            name, field, id=f"{name}, stopped after {field}", marks=[DRIFTS] * ((name, field) in DRIFTED)
-        )
-        for name in KINDS
-        for field in FIELDS
+        pytest.param(name, field, id=f"{name}, stopped after {field}") for name in KINDS for field in FIELDS
     ]
 
 

@@ -65,6 +65,7 @@ EVERYTHING = Plan(
     release=("p-2",),
     budgets=(Manifest(ObjectKind.PDB, "job-trainer", {"spec": {"minAvailable": 2}}),),
     podgroup=Manifest(ObjectKind.VOLCANO_PODGROUP, "job", {"spec": {"minMember": 2}}),
+    probes=(Manifest(ObjectKind.CONFIGMAP, "job-discovery", {"data": {}}),),
     events=(Event("Normal", "Why", "because"),),
     restart_events=(
         Event("Warning", "TrainingJobRestarting", "p-0 failed", "job.uid-1.restart-trainer-0-0"),

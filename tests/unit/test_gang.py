@@ -25,6 +25,7 @@ from tests.unit.builders import (
     name_of,
     node,
     nodes,
+    observed,
     seed_job,
     with_replica,
 )
@@ -59,9 +60,9 @@ class GangCluster(Cluster):
         self.settings = settings
 
     def plan(self, now: float) -> Plan:
-        owned = frozenset(self.objects)
-        keys = KEYS if needs_ssh_keys(self.job, owned) else None
+        owned = observed(self.objects)
         views = [p.view() for p in self.pods.values()]
+        keys = KEYS if needs_ssh_keys(self.job, owned, views) else None
         return plan(self.job, views, self.nodes, at(now), owned=owned, keys=keys, settings=self.settings)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
@@ -206,7 +207,8 @@ def test_a_pass_that_died_after_creating_the_new_gangs_pods_does_not_form_anothe
     cluster.nodes = nodes(node("node-a", "False", since=95))
     first = cluster.plan(100)
     cluster.apply(first, 100, stop_after="creates")  # no status, no deletes
-    cluster.objects[group(0)] = {}  # and the old PodGroup not deleted either
+    # and the old PodGroup not deleted either
+    cluster.objects[group(0)] = {"metadata": {"ownerReferences": [{"uid": job.uid, "controller": True}]}}
     again = cluster.step(101)
     assert all(m.ref != group(2) for m in again.ensure)
     assert {c.body["spec"]["schedulingGroup"]["podGroupName"] for c in again.creates} <= {f"{JOB}-gang-1"}
@@ -264,16 +266,33 @@ def test_explain_with_the_operator_s_settings_and_objects_says_what_its_pass_doe
     # aitj explain derives the operator's Settings and reads the job's objects as its cache
     # does (aitj.controller.settings): then its next pass is the operator's, gang included.
     cluster = GangCluster(on_scheduler(seed_job()))
-    cluster.step(1)  # the gang and the trainers are made; the Secret is then deleted by hand
-    secret = next(ref for ref in cluster.objects if ref.kind is ObjectKind.SECRET)
-    del cluster.objects[secret]
+    cluster.step(1)  # the gang and the trainers are made; the ConfigMap is then deleted by hand
+    configmap = next(ref for ref in cluster.objects if ref.kind is ObjectKind.CONFIGMAP)
+    del cluster.objects[configmap]
     pods = [p.view() for p in cluster.pods.values()]
-    told = explain(cluster.job, pods, cluster.nodes, at(2), settings=GANG, owned=frozenset(cluster.objects))
+    told = explain(cluster.job, pods, cluster.nodes, at(2), settings=GANG, owned=observed(cluster.objects))
     operator = cluster.plan(2)
-    assert [m.ref for m in operator.ensure] == [secret]
-    assert f"create the job's Secret {secret.name} (missing)" in told.next_pass
+    assert [m.ref for m in operator.ensure] == [configmap]
+    assert f"create the job's ConfigMap {configmap.name} (missing)" in told.next_pass
     assert [line for line in told.next_pass if line.startswith("create pod")] == [
         f"create pod {c.name} ({c.replica} {c.index}, generation {c.generation})" for c in operator.creates
     ]
     blind = explain(cluster.job, pods, cluster.nodes, at(2))  # without them: no gang, no objects
-    assert not any("Secret" in line for line in blind.next_pass)
+    assert not any("ConfigMap" in line for line in blind.next_pass)
+
+
+@pytest.mark.parametrize("held", [WORKLOAD, group(0)], ids=["the Workload", "the first PodGroup"])
+def test_a_gang_object_held_by_another_is_tried_again_after_the_status_that_names_it(
+    held: ObjectRef,
+) -> None:
+    # Its create in ``ensure`` would meet the object again and stop the pass before the status
+    # write: the condition naming it would never be written.
+    cluster = GangCluster(on_scheduler(seed_job()))
+    theirs = {"metadata": {"name": held.name, "uid": "theirs"}}
+    cluster.objects[held] = theirs
+    result = cluster.step(1)
+    assert held not in [m.ref for m in result.ensure] and held in [m.ref for m in result.probes]
+    assert result.creates == ()  # the pods would join a gang not the job's
+    condition = cluster.status["conditions"][-1]
+    assert condition["reason"] == "ObjectNotOwned" and held.name in condition["message"]
+    assert cluster.objects[held] == theirs

@@ -56,7 +56,7 @@ def restart_lines(status_written: bool) -> list[MutableMapping[str, Any]]:
     doc["metadata"].update(namespace="team-a", name="bert", uid="uid-1", resourceVersion="7")
     r = Reconciler(
         StatusWriter(status_written),
-        lambda key: Snapshot(doc, [], {}, frozenset()),
+        lambda key: Snapshot(doc, [], {}, {}),
         job_exists=lambda namespace, name: True,
         sources=Sources(
             clock=lambda: NOW,
@@ -107,7 +107,7 @@ def test_a_pass_that_makes_the_ssh_key_pair_logs_no_key_material() -> None:
     doc["metadata"].update(namespace="team-a", uid="uid-1", resourceVersion="7")
     r = Reconciler(
         Chatty(),
-        lambda key: Snapshot(doc, [], {}, frozenset()),
+        lambda key: Snapshot(doc, [], {}, {}),
         job_exists=lambda namespace, name: True,
         sources=Sources(clock=lambda: NOW, keygen=keygen),
     )

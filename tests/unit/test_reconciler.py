@@ -34,7 +34,7 @@ from aitj.core.api import Job, JobStatus, Phase
 from aitj.core.observed import TRACKING_FINALIZER, PodView
 from aitj.core.planner.failed_pass import Report
 from aitj.core.planner.lifecycle import PodRefusal
-from aitj.core.planner.types import ObjectKind, ObjectRef, Owned, Plan, Settings, SshKeys
+from aitj.core.planner.types import ObjectKind, ObjectRef, ObjectState, Owned, Plan, Settings, SshKeys
 from tests.seeds import seed_job
 from tests.unit.builders import as_json
 
@@ -42,6 +42,7 @@ KEY: JobKey = ("default", "test-horovod-elastic")
 NOW = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
 KEYS = SshKeys("private", "public")
 SECRET = ObjectRef(ObjectKind.SECRET, naming.ssh_secret_name(KEY[1]))
+HAS_SECRET: Owned = {SECRET: ObjectState(uid="s-1", controller="uid-1")}  # the job's own
 
 
 def body(**meta: Any) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def reconciler(
     doc: dict[str, Any] | None,
     pods: Sequence[PodView] = (),
     plan: Plan = WRITE,
-    owned: Owned = frozenset({SECRET}),
+    owned: Owned = HAS_SECRET,
     exists: bool = False,
     written: list[tuple[JobKey, Written]] | None = None,
 ) -> tuple[Reconciler, Planner, list[str]]:
@@ -132,7 +133,7 @@ def test_a_kick_plans_the_job_once_and_hands_the_plan_to_the_executor() -> None:
     assert len(planner.calls) == 1
     assert [t.resource_version for t, _ in rec.executed] == ["7"]  # the job's version goes with it
     assert planner.calls[0] == {
-        "owned": frozenset({SECRET}),
+        "owned": HAS_SECRET,
         "keys": None,
         "settings": Settings({"high": "top"}),
     }
@@ -140,7 +141,7 @@ def test_a_kick_plans_the_job_once_and_hands_the_plan_to_the_executor() -> None:
 
 
 def test_a_missing_ssh_secret_gets_a_fresh_key_pair_passed_to_the_planner() -> None:
-    r, planner, made = reconciler(Recorder(), body(), owned=frozenset())
+    r, planner, made = reconciler(Recorder(), body(), owned={})
     asyncio.run(r.kick(KEY))
     assert made == [KEY[1]] and planner.calls[0]["keys"] == KEYS
 

@@ -8,13 +8,19 @@ call anywhere in between is repaired by the next pass, which holds because every
 idempotent:
 
 1. ``ensure``: create each of the job's objects the cache did not hold (Service, ssh Secret,
-   discovery ConfigMap, Volcano PodGroup), rendered. AlreadyExists is success (the cache was
-   only late).
-2. ``removes``: delete each object named (the Service, cleanPodPolicy All). NotFound is success.
+   discovery ConfigMap, Volcano PodGroup), rendered. On AlreadyExists the object's metadata
+   is read: the job's (the cache was only late) is success; one the job does not control
+   stops the pass (ForeignObject), and what was read goes to the cache for the next pass,
+   which plans around it (aitj.core.planner.objects). Nothing is ever written to it.
+2. ``removes``: delete each object named (the Service, cleanPodPolicy All), under the
+   precondition of the uid observed. NotFound, and a uid Conflict (another object under the
+   name since), are success.
 3. ``creates``: create each rendered pod; AlreadyExists is success (pod names are deterministic,
    so a create repeated after a crash meets the pod it made). Any other failure stops the
    pass: the rest of the plan assumes the pods exist.
-4. ``discovery``: replace the discovery ConfigMap with the rendered one (NotFound: create it).
+4. ``discovery``: replace the discovery ConfigMap with the rendered one, at the
+   resourceVersion observed (``Manifest.version``; a Conflict fails the step: the cache was
+   behind); NotFound, or no version: create it as ``ensure`` does.
 5. ``nudges``: set ANNOTATION_HOSTS on each master pod named (uid in the patch: a pod
    replaced since is not touched; NotFound and Conflict are fine). After the ConfigMap: the
    kubelet's sync that the annotation causes must find the new lists.
@@ -23,7 +29,7 @@ idempotent:
    status, so a pass that fails after its creates has said it all the same.
 7. ``status``: write the whole status in one JSON patch that first tests the job's
    resourceVersion is the one the pass planned from; a failed test stops the pass (StaleJob),
-   any other refusal too (StatusRefused: ``calls.version_test_failed`` tells them apart).
+   any other refusal too (StatusRefused: ``answers.version_test_failed`` tells them apart).
    ``Sent.status_written`` says whether it went through (a job found gone: it did not). The
    write that ends the job is preceded by a dry-run create of an Event: refused because the
    namespace is being deleted, it stops the pass (NamespaceTerminating), and the job, deleted
@@ -34,12 +40,17 @@ idempotent:
 9. ``deletes``: delete each pod with the uid precondition and the grace period given;
    NotFound and a uid Conflict count as success.
 10. ``release``: remove observed.TRACKING_FINALIZER from each pod named (NotFound is fine).
-11. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec, or a create when
-    NotFound. After the pods' steps: a budget never delays a replacement.
-12. ``podgroup``: merge-patch the Volcano PodGroup's spec with the rendered one (NotFound:
-    create it). After the pods' steps, like the budgets.
+11. ``budgets``: write each PodDisruptionBudget: a merge patch of its spec and fingerprint
+    under the uid observed (not the version: the disruption controller writes its status at
+    every pod change), or (NotFound, no uid) a create as ``ensure`` does.
+    After the pods' steps: a budget never delays a replacement.
+12. ``podgroup``: likewise the Volcano PodGroup. After the pods' steps, like the budgets.
 13. ``events``: post them on the job (best effort; one with a ``name`` only once).
-14. ``outcome``: count it in metrics and log it.
+14. ``probes``: create again each object held by another under the job's names, as
+    ``ensure`` does (a create never changes an object that exists): the pass that finds the
+    name free makes the job's own; one still held stops the pass (ForeignObject), after the
+    status write and the Events that say so.
+15. ``outcome``: count it in metrics and log it.
 
 Not sent: ``Plan.requeue_after`` is the reconciler's; ``Plan.restarts`` are what the status
 write records, which the reconciler counts, logs and follows once ``Sent`` says the write went
@@ -58,18 +69,25 @@ Stops (``Sent.stopped``, a ``Stop``; each is what the API server said, never a d
 refused call, or one that got no answer (connection refused, dropped, timed out): StepFailed;
 a pod create refused with a 4xx: PodRefused, a StepFailed carrying what was said (for
 ``lifecycle.plan_refused``); a native gang PodGroup refused for want of its Workload:
-GangRefused, a StepFailed; a create refused because the namespace is being deleted:
-NamespaceTerminating; a failed status version test: StaleJob; any other refusal of the status
-write (a schema rule, an admission policy): StatusRefused. The reconciler decides what each
-means: retry with a backoff, fail the job or let its pods go in the next pass, or plan again
-soon. Besides ``execute``, ``report`` sends what ``aitj.core.planner.failed_pass`` says about
-failed passes: an Event and a merge patch of ``status.passFailure`` alone (best effort).
-Metrics are counted only after the call they count succeeded. Calls use
+GangRefused, a StepFailed; an object of the job's names held by another: ForeignObject, a
+StepFailed (retried with a backoff: the next pass sees it held, and says so); a create refused
+because the namespace is being deleted: NamespaceTerminating; a failed status version test:
+StaleJob; any other refusal of the status write (a schema rule, an admission policy):
+StatusRefused. The reconciler decides what each means: retry with a backoff, fail the job or
+let its pods go in the next pass, or plan again soon. Besides ``execute``, ``report`` sends
+what ``aitj.core.planner.failed_pass`` says about failed passes: an Event and a merge patch of
+``status.passFailure`` alone (best effort). Metrics are counted only after the call they count
+succeeded. Calls use
 ``_preload_content=False``: the client would otherwise spend most of its CPU building model
 objects from responses nobody reads.
 
 The executor's pass and the test double (tests/unit/builders.py ``Cluster``) both implement
 ``PlanSink`` (one typed method per step) and are handed the Plan by the same ``walk``.
+
+Modules: ``contract`` (the steps, ``PlanSink``, ``Sent`` and the stops), ``calls`` (one pass's
+calls), ``clients`` (the API clients and per-kind call tables), ``answers`` (what an answer
+says: the returned object, a stale write, an existing object's metadata), ``events`` (Event
+bodies), ``kube_executor`` (``execute`` and ``report``).
 """
 
 from aitj.controller.executor.contract import (
@@ -77,6 +95,7 @@ from aitj.controller.executor.contract import (
     STEPS,
     CreatedPod,
     Executor,
+    ForeignObject,
     GangRefused,
     NamespaceTerminating,
     PlanSink,
@@ -98,6 +117,7 @@ __all__ = [
     "STEPS",
     "CreatedPod",
     "Executor",
+    "ForeignObject",
     "GangRefused",
     "KubeExecutor",
     "NamespaceTerminating",

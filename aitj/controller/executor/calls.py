@@ -5,8 +5,6 @@ through one ``Calls`` per pass."""
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -15,9 +13,11 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
 
 from aitj.controller import metrics
+from aitj.controller.executor.answers import body_of, read_metadata, version_test_failed
 from aitj.controller.executor.clients import CREATE, DELETE, Clients
 from aitj.controller.executor.contract import (
     CreatedPod,
+    ForeignObject,
     GangRefused,
     NamespaceTerminating,
     PlanSink,
@@ -28,11 +28,13 @@ from aitj.controller.executor.contract import (
     StepFailed,
     Target,
 )
+from aitj.controller.executor.events import ending_probe, event_body
 from aitj.controller.gangapi import gang_refused
 from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
 from aitj.core import api
 from aitj.core.observed import ANNOTATION_HOSTS, TRACKING_FINALIZER
+from aitj.core.planner import objects
 from aitj.core.planner.failed_pass import Report
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.types import (
@@ -46,35 +48,7 @@ from aitj.core.planner.types import (
     PodNudge,
     ReplicasPatch,
 )
-from aitj.core.wire import format_time
-
-
-def version_test_failed(e: ApiException) -> bool:
-    """version_test_failed: a 422 answer to the status write's JSON patch is its version test
-    failing, not a refusal of the patched object. Measured on the apiserver (v1.36): a failed
-    ``test`` op cannot be applied, so no object is validated and the Status's ``details`` are
-    empty ({}); a schema rule or a ValidatingAdmissionPolicy refuses the patched object and
-    ``details`` name it (``name``, ``kind``, ``causes``). Text matching is avoided: the
-    failed test's message is a generic one ("the server rejected our request due to an error
-    in our request"). An answer that cannot be read counts as a refusal (backed off, never a
-    loop)."""
-    try:
-        answer = json.loads(e.body or "")
-    except (TypeError, ValueError):
-        return False
-    return isinstance(answer, dict) and answer.get("reason") == "Invalid" and not answer.get("details")
-
-
-def _body(response: Any) -> Mapping[str, Any] | None:
-    """_body: the JSON object a call returned (None when there is none to read)."""
-    data = getattr(response, "data", None)
-    if not isinstance(data, bytes) or not data:
-        return None
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) and "metadata" in value else None
+from aitj.core.wire import format_time, mapping
 
 
 class Calls(PlanSink):
@@ -86,9 +60,9 @@ class Calls(PlanSink):
         self.log = log.bind(namespace=job.namespace, job=job.name)
 
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
-        """send_ensure creates each object; AlreadyExists is success. A native gang PodGroup
-        refused for want of its Workload stops the pass as GangRefused (the reconciler says
-        what that means)."""
+        """send_ensure creates each object; AlreadyExists reads whose it is (``_exists``). A
+        native gang PodGroup refused for want of its Workload stops the pass as GangRefused
+        (the reconciler says what that means)."""
         for m in manifests:
             try:
                 made = self._create(f"{m.kind} {m.name}", self._call(CREATE[m.kind]), m.body)
@@ -96,13 +70,21 @@ class Calls(PlanSink):
                 if m.kind is ObjectKind.GANG_POD_GROUP and gang_refused(e.__cause__):
                     raise GangRefused(str(e)) from e.__cause__
                 raise
-            if not isinstance(made, bool):
+            if made is False:
+                self._exists(m.kind, m.name)
+            elif not isinstance(made, bool):
                 self.written.owned.append((m.kind, made))
 
     def send_removes(self, refs: Sequence[ObjectRef]) -> None:
-        """send_removes deletes each object; NotFound is success."""
+        """send_removes deletes each object under its observed uid; NotFound, and a uid
+        Conflict (another object under the name since), are success."""
         for ref in refs:
-            self._delete(f"{ref.kind} {ref.name}", self._call(DELETE[ref.kind]), ref.name)
+            delete = self._call(DELETE[ref.kind])
+            if ref.uid:
+                opts = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=ref.uid))
+                self._delete(f"{ref.kind} {ref.name}", delete, ref.name, body=opts)
+            else:
+                self._delete(f"{ref.kind} {ref.name}", delete, ref.name)
             self.written.gone_owned.append(ref)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
@@ -127,17 +109,22 @@ class Calls(PlanSink):
                 )
 
     def send_discovery(self, m: Manifest) -> None:
-        """send_discovery replaces the discovery ConfigMap, or creates it when NotFound."""
+        """send_discovery replaces the job's discovery ConfigMap at the version observed; with
+        none observed, or NotFound, creates it (``send_ensure``)."""
+        if not m.version:
+            self.send_ensure((m,))
+            return
+        body = {**m.body, "metadata": {**m.body["metadata"], "resourceVersion": m.version}}
         try:
-            release(
-                self.core.replace_namespaced_config_map(
-                    m.name, self.job.namespace, m.body, _preload_content=False
-                )
+            response = self.core.replace_namespaced_config_map(
+                m.name, self.job.namespace, body, _preload_content=False
             )
         except ApiException as e:
             if e.status != 404:
                 raise StepFailed(f"writing the discovery host list: {error_text(e)}") from e
             self.send_ensure((m,))
+            return
+        self._owned_written(m, response)
 
     def send_nudges(self, nudges: Sequence[PodNudge]) -> None:
         """send_nudges annotates each pod with its digest; NotFound and a uid Conflict are fine
@@ -241,37 +228,26 @@ class Calls(PlanSink):
             self._patch_pod(pod, patch, "releasing pod {}")
 
     def send_budgets(self, manifests: Sequence[Manifest]) -> None:
-        """send_budgets writes each PodDisruptionBudget: patches its spec, creates it when NotFound."""
+        """send_budgets writes each PodDisruptionBudget (``_patch_owned``)."""
         for m in manifests:
-            try:
-                response = self.ex.policy.patch_namespaced_pod_disruption_budget(
-                    m.name, self.job.namespace, {"spec": m.body["spec"]}, _preload_content=False
-                )
-            except ApiException as e:
-                if e.status != 404:
-                    raise StepFailed(f"writing {m.kind} {m.name}: {error_text(e)}") from e
-                self.send_ensure((m,))
-                continue
-            written = _body(response)
-            if written is not None:
-                self.written.owned.append((m.kind, written))
+            self._patch_owned(m, self.ex.policy.patch_namespaced_pod_disruption_budget)
 
     def send_podgroup(self, m: Manifest) -> None:
-        """send_podgroup merge-patches the Volcano PodGroup's spec, creates it when NotFound."""
-        try:
-            response = self.ex.volcano.patch_namespaced_pod_group(
-                m.name,
-                self.job.namespace,
-                {"spec": m.body["spec"]},
-                _content_type="application/merge-patch+json",
-                _preload_content=False,
-            )
-        except ApiException as e:
-            if e.status != 404:
-                raise StepFailed(f"writing {m.kind} {m.name}: {error_text(e)}") from e
-            self.send_ensure((m,))
-            return
-        release(response)
+        """send_podgroup writes the Volcano PodGroup (``_patch_owned``)."""
+        self._patch_owned(m, self.ex.volcano.patch_namespaced_pod_group)
+
+    def send_probes(self, manifests: Sequence[Manifest]) -> None:
+        """send_probes creates each object again (``send_ensure``), every one of them: one
+        still held by another stops the pass (ForeignObject) only once the rest were tried, so
+        a name its holder freed is taken even while another stays held."""
+        held: ForeignObject | None = None
+        for m in manifests:
+            try:
+                self.send_ensure((m,))
+            except ForeignObject as e:
+                held = held or e
+        if held is not None:
+            raise held
 
     def send_events(self, events: Sequence[Event]) -> None:
         """send_events posts each Event (best effort)."""
@@ -293,15 +269,7 @@ class Calls(PlanSink):
         stored; the operator may create Events), which the NamespaceLifecycle admission refuses
         in a namespace being deleted. Any other answer lets the job end."""
         job = self.job
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
-            "involvedObject": {"kind": api.KIND, "name": job.name, "namespace": job.namespace},
-            "type": "Normal",
-            "reason": "Ending",
-            "source": {"component": "aitj-operator"},
-        }
+        body = ending_probe(job)
         try:
             release(
                 self.core.create_namespaced_event(job.namespace, body, dry_run="All", _preload_content=False)
@@ -319,6 +287,51 @@ class Calls(PlanSink):
         )
 
     # ---- pieces ----------------------------------------------------------------------------
+    def _patch_owned(self, m: Manifest, patch: Callable[..., Any]) -> None:
+        """_patch_owned merge-patches the job's object's spec and fingerprint under the uid
+        observed (``Manifest.uid``: another object under the name since is a Conflict, which
+        fails the step); with none observed, or NotFound, creates it (``send_ensure``)."""
+        if not m.uid:
+            self.send_ensure((m,))
+            return
+        meta = mapping(m.body.get("metadata"))
+        body = {
+            "metadata": {"uid": m.uid, "annotations": dict(mapping(meta.get("annotations")))},
+            "spec": m.body["spec"],
+        }
+        try:
+            response = patch(
+                m.name,
+                self.job.namespace,
+                body,
+                _content_type="application/merge-patch+json",
+                _preload_content=False,
+            )
+        except ApiException as e:
+            if e.status != 404:
+                raise StepFailed(f"writing {m.kind} {m.name}: {error_text(e)}") from e
+            self.send_ensure((m,))
+            return
+        self._owned_written(m, response)
+
+    def _owned_written(self, m: Manifest, response: Any) -> None:
+        """_owned_written keeps an object of the job as a write returned it (its new version
+        and fingerprint, for the next pass)."""
+        written = body_of(response)
+        if written is not None:
+            self.written.owned.append((m.kind, written))
+
+    def _exists(self, kind: ObjectKind, name: str) -> None:
+        """_exists: a create of ``kind`` ``name`` met AlreadyExists: read its metadata (never a
+        Secret's data) for the cache, and stop the pass when the job is not its controller."""
+        found = read_metadata(self.ex.api_client, self.job.namespace, kind, name)
+        if found is None:
+            return  # gone since: the next pass makes it
+        self.written.owned.append((kind, found))
+        state = objects.state_of(mapping(found.get("metadata")))
+        if state.controller != self.job.uid:
+            raise ForeignObject(f"{objects.message(ObjectRef(kind, name), state)}")
+
     def _job_path(self) -> tuple[str, str, str, str, str]:
         """_job_path: the custom-object arguments that name the job."""
         return api.GROUP, api.VERSION, self.job.namespace, api.PLURAL, self.job.name
@@ -341,7 +354,7 @@ class Calls(PlanSink):
             if e.status == 403 and "being terminated" in error_text(e):
                 raise NamespaceTerminating(self.job.namespace) from e
             raise StepFailed(f"creating {what}: {error_text(e)}") from e
-        return _body(response) or True
+        return body_of(response) or True
 
     def _delete(
         self, what: str, delete: Callable[..., Any], name: str, *, pod: bool = False, **options: Any
@@ -364,7 +377,7 @@ class Calls(PlanSink):
 
     def _job_written(self, response: Any) -> None:
         """_job_written keeps the job as a write returned it."""
-        body = _body(response)
+        body = body_of(response)
         if body is not None:
             self.written.jobs.append(body)
 
@@ -385,37 +398,15 @@ class Calls(PlanSink):
 
     def _pod_written(self, response: Any) -> None:
         """_pod_written keeps a pod as a call returned it."""
-        body = _body(response)
+        body = body_of(response)
         if body is not None and body.get("kind") == "Pod":
             self.written.pods.append(body)
 
     def _event(self, event: Event) -> None:
         """_event posts a Kubernetes Event on the job (best effort: never fails the pass). With
         a ``name``, once: a second post with the same name finds it there."""
-        job, stamp = self.job, format_time(self.ex.clock())
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": event.name or f"{job.name}.{uuid.uuid4().hex[:12]}",
-                "namespace": job.namespace,
-            },
-            "involvedObject": {
-                "apiVersion": f"{api.GROUP}/{api.VERSION}",
-                "kind": api.KIND,
-                "name": job.name,
-                "namespace": job.namespace,
-                "uid": job.uid,
-            },
-            "type": event.type,
-            "reason": event.reason,
-            "message": event.message[:1024],
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "source": {"component": "aitj-operator"},
-            "reportingComponent": "aitj-operator",
-        }
+        job = self.job
+        body = event_body(job, event, format_time(self.ex.clock()))
         try:
             release(self.core.create_namespaced_event(job.namespace, body, _preload_content=False))
         except ApiException as e:

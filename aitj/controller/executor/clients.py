@@ -68,6 +68,7 @@ class Clients:
     clock for Event timestamps and pod creation times (metrics). Typed as Any: the generated
     client wants model objects, the calls send plain dicts."""
 
+    api_client: Any  # for the raw metadata reads (``kubeclient.raw_get``)
     core: Any
     custom: Any
     policy: Any
@@ -81,6 +82,7 @@ class Clients:
         """of: the clients over ``api_client``."""
         custom = client.CustomObjectsApi(api_client)
         return cls(
+            api_client=api_client,
             core=client.CoreV1Api(api_client),
             custom=custom,
             policy=client.PolicyV1Api(api_client),

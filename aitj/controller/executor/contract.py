@@ -52,6 +52,7 @@ STEPS = (
     Step("budgets"),
     Step("podgroup"),
     Step("events"),
+    Step("probes"),
     Step("outcome"),
 )
 # Plan fields that are not sent: the reconciler's wake-up; the restarts the status write
@@ -79,6 +80,7 @@ class PlanSink(Protocol):
     def send_budgets(self, manifests: Sequence[Manifest]) -> None: ...
     def send_podgroup(self, manifest: Manifest) -> None: ...
     def send_events(self, events: Sequence[Event]) -> None: ...
+    def send_probes(self, manifests: Sequence[Manifest]) -> None: ...
     def send_outcome(self, outcome: Outcome) -> None: ...
 
 
@@ -100,6 +102,7 @@ def walk(plan: Plan, sink: PlanSink, skip: Collection[str] = ()) -> None:
     _step(skip, "budgets", plan.budgets, sink.send_budgets)
     _step(skip, "podgroup", plan.podgroup, sink.send_podgroup)
     _step(skip, "events", plan.events, sink.send_events)
+    _step(skip, "probes", plan.probes, sink.send_probes)
     _step(skip, "outcome", plan.outcome, sink.send_outcome)
 
 
@@ -195,6 +198,12 @@ class PodRefused(StepFailed):
     def __init__(self, message: str, refusal: PodRefusal) -> None:
         super().__init__(message)
         self.refusal = refusal
+
+
+class ForeignObject(StepFailed):
+    """A create met an object of that name the job does not control (its controller
+    ownerReference is not the job's uid): nothing was written to it, and what was read of it
+    is in ``Written.owned`` for the next pass to see (aitj.core.planner.objects)."""
 
 
 class GangRefused(StepFailed):

@@ -55,7 +55,7 @@ def explain(
         )
     else:
         # A missing ssh Secret is planned with a stand-in key pair: nothing here is sent.
-        keys = UNSENT_KEYS if needs_ssh_keys(job, owned) else None
+        keys = UNSENT_KEYS if needs_ssh_keys(job, owned, mine) else None
         result, assessment = plan_and_assessment(
             job, labelled, nodes, now, owned=owned, keys=keys, settings=settings or Settings()
         )

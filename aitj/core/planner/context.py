@@ -26,10 +26,11 @@ from aitj.core.planner.types import Owned, Settings, SshKeys
 class Given:
     """Given: plan's inputs about the world beyond the job's pods, for a live job."""
 
-    owned: Owned | None
+    owned: Owned | None  # the job's own objects (objects.split)
     keys: SshKeys | None
     settings: Settings
     nodes: Mapping[str, NodeView]
+    foreign: Owned  # objects under the job's names held by another
 
 
 def build(
@@ -57,6 +58,7 @@ def build(
         scale=scale,
         now=now,
         owned=given.owned,
+        foreign=given.foreign,
         keys=given.keys,
         settings=given.settings,
         nodes=given.nodes,

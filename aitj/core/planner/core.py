@@ -47,6 +47,7 @@ from aitj.core.planner import (
     disruption_budgets,
     gang,
     hostfiles,
+    objects,
     resources,
     restarts,
     retire,
@@ -57,6 +58,7 @@ from aitj.core.planner import (
 )
 from aitj.core.planner.context import Given
 from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.objects import owned_by as owned_by  # the pods' rule; core.owned_by for its readers
 from aitj.core.planner.outcome import judge
 from aitj.core.planner.part import Context, Part, combine
 from aitj.core.planner.scaling import part as scaling_part
@@ -82,8 +84,9 @@ def plan(
     """plan: what to do for ``job`` given its observed ``pods``, the cluster's ``nodes`` (by
     name; a missing node is gone) and the time ``now``. The same inputs give the same Plan.
 
-    ``owned``: the job's Service, ssh Secret and discovery ConfigMap the cache holds (None: not
-    observed, see ``resources``); ``keys``: a key pair for the ssh Secret when
+    ``owned``: the objects other than pods observed under the job's names, with their state
+    (None: not observed, see ``resources``; only those the job controls are its own:
+    ``objects.split``); ``keys``: a key pair for the ssh Secret when
     ``resources.needs_ssh_keys`` says one is wanted; ``settings``: the operator's own."""
     return plan_and_assessment(job, pods, nodes, now, owned=owned, keys=keys, settings=settings)[0]
 
@@ -110,16 +113,12 @@ def plan_and_assessment(
     # finalizer it may carry.
     mine = [p for p in named if owned_by(job, p)]
     foreign = tuple(p.name for p in named if not owned_by(job, p) and p.tracked)
-    result, a = _plan_mine(job, mine, prev, nodes, now, Given(owned, keys, settings, nodes))
+    # Likewise the job's other objects: those it controls (objects.split).
+    own, held = objects.split(job, owned)
+    result, a = _plan_mine(job, mine, prev, nodes, now, Given(own, keys, settings, nodes, held))
     if foreign:
         result = replace(result, release=tuple(dict.fromkeys(result.release + foreign)))
     return result, a
-
-
-def owned_by(job: Job, pod: PodView) -> bool:
-    """owned_by: ``pod`` is one ``job`` made: the job is its controller, and its name is the one
-    the operator derives from its labels (naming.pod_name)."""
-    return pod.made_by(job.name, job.uid)
 
 
 def _plan_mine(
@@ -193,7 +192,9 @@ PARTS: tuple[Callable[[Context], Part], ...] = (
 def _live(job: Job, prev: JobStatus, a: Assessment, now: datetime, given: Given) -> Plan:
     """_live: the Plan of a pass of a job that goes on: every part's, combined."""
     ctx = context.build(job, prev, a.found, a.scale, a.started, now, given)
-    return combine(prev, [feature(ctx) for feature in PARTS])
+    # Then what the parts' probes say of objects held by another: after every part, since it
+    # edits the current condition and holds back the pods the parts create.
+    return objects.held_back(ctx, combine(prev, [feature(ctx) for feature in PARTS]))
 
 
 # ---------------------------------------------------------------------------------------------

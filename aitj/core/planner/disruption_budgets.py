@@ -1,9 +1,11 @@
 """PodDisruptionBudgets: one per replica type, so a drain takes one pod of each at a time
 (aitj.core.render.pdb says why minAvailable).
 
-Pure. What was last written is kept in ``status.disruptionBudgets`` ({replica: minAvailable}),
-so a budget is rewritten only when the pods it should protect change (a restart that stands, a
-scale), and, once the cache observes budgets in ``owned``, made again when deleted by hand.
+Pure. A budget is rewritten when what it is observed to hold (its fingerprint,
+aitj.core.planner.objects) is not what the pods it should protect call for (a restart that
+stands, a scale), and made again when deleted by hand; ``status.disruptionBudgets``
+({replica: minAvailable}) records what is wanted, for people, and decides only when the
+objects are not observed (``aitj explain``). A budget held by another is never written.
 ``part`` is one of each pass of a job that goes on; a job that finishes removes its budgets
 (aitj.core.planner.core), since it protects nothing any more.
 """
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 
 from aitj.core import render
 from aitj.core.api import Job, JobStatus
+from aitj.core.planner import objects
 from aitj.core.planner.part import Context, Part
 from aitj.core.planner.survey import State
 from aitj.core.planner.types import Manifest, ObjectKind, ObjectRef, Owned, Plan
@@ -28,9 +31,11 @@ def part(ctx: Context) -> Part:
     }
     wanted = wanted_budgets(job, expected)
     recorded = recorded_budgets(ctx.prev)
+    written, probes = objects.probes(budgets(job, wanted, recorded, ctx.owned), ctx.foreign)
     plan = Plan(
-        budgets=budgets(job, wanted, recorded, ctx.owned),
+        budgets=written,
         removes=budget_removes(job, wanted, recorded, ctx.owned),
+        probes=probes,
     )
     return Part(plan, edit=lambda status: status.updated(disruption_budgets=wanted or None))
 
@@ -58,21 +63,36 @@ def recorded_budgets(status: JobStatus) -> dict[str, int]:
 def budgets(
     job: Job, wanted: Mapping[str, int], recorded: Mapping[str, int], owned: Owned | None
 ) -> tuple[Manifest, ...]:
-    """budgets: the budgets to write: those whose minAvailable changed since the status
-    recorded them, and those ``owned`` lacks (None: not observed)."""
-    return tuple(
-        Manifest(ObjectKind.PDB, budget_ref(job, name).name, render.render_pdb(job, name, value))
-        for name, value in sorted(wanted.items())
-        if recorded.get(name) != value or (owned is not None and budget_ref(job, name) not in owned)
-    )
+    """budgets: the budgets to write, stamped (aitj.core.planner.objects): those ``owned``
+    lacks, and those observed holding another spec than the one wanted (their fingerprint),
+    whatever the status recorded; not observed (``owned`` None): those whose minAvailable
+    differs from the one the status recorded."""
+    out = []
+    for name, value in sorted(wanted.items()):
+        body = render.render_pdb(job, name, value)
+        m = objects.stamped(
+            Manifest(ObjectKind.PDB, budget_ref(job, name).name, body), objects.digest(body["spec"]), owned
+        )
+        if owned is None:
+            write = recorded.get(name) != value
+        else:
+            write = m.ref not in owned or objects.stale(owned, m.ref, objects.digest(body["spec"]))
+        if write:
+            out.append(m)
+    return tuple(out)
 
 
 def budget_removes(
     job: Job, wanted: Mapping[str, int], recorded: Mapping[str, int], owned: Owned | None
 ) -> tuple[ObjectRef, ...]:
-    """budget_removes: the budgets recorded or observed that are no longer wanted (the job
-    opted out, or finished: ``wanted`` empty)."""
-    have = {budget_ref(job, name) for name in recorded}
-    have |= {ref for ref in owned or () if ref.kind is ObjectKind.PDB}
+    """budget_removes: the job's budgets observed (not observed: recorded) that are no longer
+    wanted (the job opted out, or finished: ``wanted`` empty), each with the uid observed (the
+    delete's precondition)."""
+    if owned is None:
+        have = {budget_ref(job, name) for name in recorded}
+    else:
+        have = {
+            ObjectRef(ref.kind, ref.name, s.uid) for ref, s in owned.items() if ref.kind is ObjectKind.PDB
+        }
     keep = {budget_ref(job, name) for name in wanted}
-    return tuple(sorted(have - keep, key=lambda ref: ref.name))
+    return tuple(sorted((ref for ref in have if ref not in keep), key=lambda ref: ref.name))

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 
 from aitj.core.api import Job, ReplicaSpec
 from aitj.core.observed import PodView
+from aitj.core.planner import objects
 from aitj.core.planner.part import Context, Part
 from aitj.core.planner.survey import State, Survey
 from aitj.core.planner.types import Gang, Manifest, ObjectKind, ObjectRef, Owned, Plan, Settings
@@ -43,11 +44,13 @@ _KEEPS = (State.PENDING, State.RUNNING)
 
 
 def part(ctx: Context) -> Part:
-    """part: the gang objects the job lacks, and the PodGroups of earlier epochs removed (the
-    pods join the gang by their Placement, aitj.core.planner.creates)."""
+    """part: the gang objects the job lacks (one held by another under its name is tried
+    again after the status write instead: ``objects.probes``), and the PodGroups of earlier
+    epochs removed (the pods join the gang by their Placement, aitj.core.planner.creates)."""
     if ctx.gang is None:
         return Part()
-    return Part(Plan(ensure=ctx.gang.ensure, removes=ctx.gang.removes))
+    made, probes = objects.probes(ctx.gang.ensure, ctx.foreign)
+    return Part(Plan(ensure=made, removes=ctx.gang.removes, probes=probes))
 
 
 def scheduler_name(job: Job) -> str | None:
@@ -108,7 +111,7 @@ def plan_gang(job: Job, found: Survey, owned: Owned | None, settings: Settings) 
     removes = tuple(
         sorted(
             (
-                ref
+                ObjectRef(ref.kind, ref.name, owned[ref].uid)  # the uid: the delete's precondition
                 for ref in owned
                 if ref.kind is ObjectKind.GANG_POD_GROUP
                 and (old := render_gang.pod_group_epoch(job.name, ref.name)) is not None

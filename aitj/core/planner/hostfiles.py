@@ -8,20 +8,20 @@ while it runs, is not being deleted or replaced, and is not a pod of a scale-out
 join together once all of them run). ``status.discoveryHosts`` records the first, which also
 says who is in the worker replicas' host files (the same pods, by index); ``status.hostFiles``
 records only the master replicas' files, so a large job's status does not carry its workers
-twice. The ConfigMap is rewritten when either changes (``part``, one of each pass of a job
-that goes on).
+twice. The ConfigMap is rewritten when what it is observed to hold (its fingerprint,
+aitj.core.planner.objects) is not these lists, whatever the status recorded: a pass whose
+status write was refused after the ConfigMap's, or the reverse, is repaired by the next one
+(``part``, one of each pass of a job that goes on; not observed, as in ``aitj explain``:
+when the lists differ from the status's).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 from aitj.core.api import Job, JobStatus, ReplicaType
-from aitj.core.planner import resources
+from aitj.core.planner import objects, resources
 from aitj.core.planner.part import Context, Part
 from aitj.core.planner.survey import State, Survey
-from aitj.core.planner.types import HostEntry, HostLists, Plan, PodNudge
+from aitj.core.planner.types import HostEntry, HostLists, Owned, Plan, PodNudge
 
 
 def part(ctx: Context) -> Part:
@@ -31,7 +31,8 @@ def part(ctx: Context) -> Part:
     lists = ctx.lists
     if lists is None:
         return Part()
-    discovery = resources.discovery(ctx.job, lists.hosts, lists.running) if changed(ctx.prev, lists) else None
+    rewrite = changed(ctx.prev, lists) if ctx.owned is None else drifted(ctx.job, ctx.owned, lists)
+    discovery = resources.discovery(ctx.job, lists.hosts, lists.running, ctx.owned) if rewrite else None
     plan = Plan(
         discovery=discovery,
         nudges=nudges(ctx.found, lists),
@@ -78,6 +79,13 @@ def changed(prev: JobStatus, lists: HostLists | None) -> bool:
     return hosts_changed(prev, lists) or prev.host_files != lists.masters
 
 
+def drifted(job: Job, owned: Owned, lists: HostLists) -> bool:
+    """drifted: the job's ConfigMap is observed holding other lists than these (its
+    fingerprint, ``objects.ANNOTATION_WRITTEN``): whatever the status recorded, it is
+    rewritten (a missing one is made by ``resources.ensure``)."""
+    return objects.stale(owned, resources.configmap_ref(job), digest(lists))
+
+
 def _pods(lists: HostLists) -> tuple[str, ...]:
     return tuple(h.pod for h in lists.hosts)
 
@@ -86,8 +94,7 @@ def digest(lists: HostLists) -> str:
     """digest: a short fingerprint of what the ConfigMap is rendered from: the host list and
     the master replicas' files (the workers' files hold the host list's pods again, so they
     change with it), as the status records them."""
-    data = json.dumps([[h.pod for h in lists.hosts], lists.masters], sort_keys=True)
-    return hashlib.sha256(data.encode()).hexdigest()[:16]
+    return resources.hosts_digest(_pods(lists), lists.masters)
 
 
 def nudges(found: Survey, lists: HostLists | None) -> tuple[PodNudge, ...]:

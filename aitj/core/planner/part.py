@@ -36,7 +36,8 @@ class Context:
     found: Survey  # every index's verdict (the assessment's survey)
     scale: Scaling  # the scale operations, as the assessment settled them
     now: datetime
-    owned: Owned | None  # the job's objects the cache holds (None: not observed)
+    owned: Owned | None  # the job's own objects the cache holds (None: not observed)
+    foreign: Owned  # objects under the job's names held by another (aitj.core.planner.objects)
     keys: SshKeys | None  # a key pair for a missing ssh Secret
     settings: Settings
     nodes: Mapping[str, NodeView]

@@ -45,14 +45,33 @@ class ObjectKind(enum.StrEnum):
 
 @dataclass(frozen=True)
 class ObjectRef:
-    """ObjectRef: one object of the job's namespace, by kind and name."""
+    """ObjectRef: one object of the job's namespace, by kind and name. ``uid``: the observed
+    object's, when a delete names it (its precondition: an object made since under that name
+    is not deleted); not part of which object the ref names."""
 
     kind: ObjectKind
     name: str
+    uid: str = field(default="", compare=False)
 
 
-# The job's objects (other than pods) the controller's cache holds, found by the job label.
-Owned = frozenset[ObjectRef]
+@dataclass(frozen=True)
+class ObjectState:
+    """ObjectState: what the cache holds of one object besides its name (its metadata only):
+    ``uid`` and ``resource_version``; ``controller``, the uid of its controller ownerReference
+    ("" when none: not the job's); ``digest``, the fingerprint of what the operator last wrote
+    into it (annotation ``objects.ANNOTATION_WRITTEN``; "" when none), which tells a write that
+    landed from one that did not (aitj.core.planner.objects)."""
+
+    uid: str = ""
+    resource_version: str = ""
+    controller: str = ""
+    digest: str = ""
+
+
+# The objects (other than pods) observed under the job's names: those its label picks, and
+# those a create found already there (``aitj.controller.cache``), each with its state. Only
+# those the job controls are its own (``objects.split``).
+Owned = Mapping[ObjectRef, ObjectState]
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,13 @@ class Manifest:
     kind: ObjectKind
     name: str
     body: Mapping[str, Any] = field(repr=False, hash=False)
+    # The resourceVersion of the job's object this rewrites, as observed: the write is made
+    # only if the object is still that version. "": there is none of the job's: create it.
+    version: str = field(default="", compare=False)
+    # The uid of the job's object this rewrites, as observed ("": none, create it). A budget's
+    # or a PodGroup's patch names it rather than the version: their controllers write their
+    # status all the time, and a spec the operator alone writes needs only to be the job's.
+    uid: str = field(default="", compare=False)
 
     @property
     def ref(self) -> ObjectRef:
@@ -263,6 +289,7 @@ class Plan:
     release: tuple[str, ...] = ()  # pod names whose TRACKING_FINALIZER to remove
     budgets: tuple[Manifest, ...] = ()  # PodDisruptionBudgets to write (update, or create)
     podgroup: Manifest | None = None  # the Volcano PodGroup to rewrite (its spec changed); None: unchanged
+    probes: tuple[Manifest, ...] = ()  # objects held by another under the job's names: try the create again
     events: tuple[Event, ...] = ()
     restart_events: tuple[Event, ...] = ()  # named, one per restart: sent before the status
     restarts: tuple[RestartRecord, ...] = ()  # first recorded by this status: counted after it
