@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -49,21 +47,9 @@ def requests(cluster: KubeCluster) -> Counter[tuple[str, str, str, str]]:
 
 
 @pytest.fixture
-def ns(cluster: KubeCluster, crd: None) -> Iterator[str]:
-    """ns: a namespace of the test's own, with its default service account."""
-    name = f"refused-{uuid.uuid4().hex[:6]}"
-    cluster.core.create_namespace({"metadata": {"name": name}})
-    wait_for(
-        lambda: any(
-            sa.metadata.name == "default" for sa in cluster.core.list_namespaced_service_account(name).items
-        ),
-        30,
-        "the default service account",
-    )
-    try:
-        yield name
-    finally:
-        cluster.core.delete_namespace(name)
+def ns(namespace: str, crd: None) -> str:
+    """ns: a namespace of the test's own (the shared ``namespace`` fixture), with the CRD."""
+    return namespace
 
 
 def refuse_running(cluster: KubeCluster, ns: str) -> None:
