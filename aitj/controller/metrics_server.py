@@ -10,11 +10,12 @@ subjectaccessreviews (manifests/base/clusterrole.yaml).
 
 The certificate: ``tls.crt`` and ``tls.key`` from ``--metrics-cert-dir`` when given (a Secret
 mounted there, from cert-manager for instance; read once at start, so a rotated certificate
-takes a restart); else a self-signed one made at start (ECDSA P-256, one year, written to a
-private temporary directory: the Deployment's root filesystem is read-only, /tmp is an
-emptyDir). A Prometheus scraping a self-signed endpoint skips verification
-(manifests/monitoring/servicemonitor.yaml says ``insecureSkipVerify``): the token, not the
-certificate, is what keeps the page private.
+takes a restart); else a self-signed one made at start (ECDSA P-256, one year, held in memory
+once loaded: the files ssl loads it from are written to a private temporary directory, which
+is removed at once; the Deployment's root filesystem is read-only, /tmp is an emptyDir). A
+Prometheus scraping a self-signed endpoint skips verification (manifests/monitoring/
+servicemonitor.yaml says ``insecureSkipVerify``): the token, not the certificate, is what keeps
+the page private.
 
 Insecure: plain HTTP, no authentication, for the local control plane, the tests, the demo, the
 bench and chaos, which read it from 127.0.0.1.
@@ -183,16 +184,20 @@ def _handler(reviewer: Reviewer | None) -> type[BaseHTTPRequestHandler]:
 
 def _tls(endpoint: MetricsEndpoint) -> ssl.SSLContext:
     """_tls: a server context with the mounted certificate, else a self-signed one."""
-    folder = endpoint.cert_dir
-    if folder is None:
-        folder = Path(tempfile.mkdtemp(prefix="aitj-metrics-tls-"))  # mode 0700
-        cert, key = self_signed(endpoint.address)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if endpoint.cert_dir is not None:
+        context.load_cert_chain(endpoint.cert_dir / CERT_FILE, endpoint.cert_dir / KEY_FILE)
+        return context
+    # ssl loads a chain from files only: the self-signed pair is written to a private folder
+    # (mode 0700), loaded, and removed at once, so no key is left behind on disk.
+    cert, key = self_signed(endpoint.address)
+    with tempfile.TemporaryDirectory(prefix="aitj-metrics-tls-") as name:
+        folder = Path(name)
         (folder / CERT_FILE).write_bytes(cert)
         (folder / KEY_FILE).touch(mode=0o600)
         (folder / KEY_FILE).write_bytes(key)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(folder / CERT_FILE, folder / KEY_FILE)
+        context.load_cert_chain(folder / CERT_FILE, folder / KEY_FILE)
     return context
 
 

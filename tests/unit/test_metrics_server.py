@@ -5,6 +5,7 @@ call. Token and access reviews against a real apiserver: tests/e2e/test_metrics_
 from __future__ import annotations
 
 import ssl
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -96,6 +97,22 @@ def test_https_answers_503_when_the_apiserver_cannot_review(secure: int) -> None
 def test_https_does_not_speak_plain_http(secure: int) -> None:
     with pytest.raises((urllib.error.URLError, ConnectionError)):
         urllib.request.urlopen(f"http://127.0.0.1:{secure}/metrics", timeout=10)
+
+
+def test_a_self_signed_certificate_leaves_no_key_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each start makes a new key pair; a folder left per start would pile up private keys.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    port = free_port()
+    server = serve(MetricsEndpoint(port, "127.0.0.1", secure=True), NOWHERE)
+    assert server is not None
+    try:
+        assert status(f"https://127.0.0.1:{port}/metrics", unverified()) == 401  # TLS is served
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_port_zero_serves_nothing() -> None:
