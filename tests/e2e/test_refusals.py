@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from typing import Any
 
 import pytest
 from kubernetes import client
@@ -16,6 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from aitj.core import api
 from tests.clusters import KubeCluster
+from tests.e2e import policies
 from tests.jobs import create_job, events_for, get_job, seed_variant
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
@@ -56,42 +56,8 @@ def refuse_running(cluster: KubeCluster, ns: str) -> None:
     """refuse_running: a ValidatingAdmissionPolicy, bound to ``ns``, that refuses any status
     write leaving a job Running (so the operator's full status write of a job that runs is
     refused, while its Pending or Creating status can still be written)."""
-    admission: Any = client.AdmissionregistrationV1Api(cluster.api)
-    admission.create_validating_admission_policy(
-        {
-            "metadata": {"name": POLICY},
-            "spec": {
-                "failurePolicy": "Fail",
-                "matchConstraints": {
-                    "resourceRules": [
-                        {
-                            "apiGroups": [api.GROUP],
-                            "apiVersions": ["*"],
-                            "operations": ["UPDATE"],
-                            "resources": [f"{api.PLURAL}/status"],
-                        }
-                    ]
-                },
-                "validations": [
-                    {
-                        "expression": "!has(object.status) || !has(object.status.phase) || "
-                        "object.status.phase != 'Running'",
-                        "message": SAID,
-                    }
-                ],
-            },
-        }
-    )
-    admission.create_validating_admission_policy_binding(
-        {
-            "metadata": {"name": POLICY},
-            "spec": {
-                "policyName": POLICY,
-                "validationActions": ["Deny"],
-                "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}},
-            },
-        }
-    )
+    running = "!has(object.status) || !has(object.status.phase) || object.status.phase != 'Running'"
+    policies.apply(cluster, policies.status_refusal(POLICY, ns, running, SAID))
 
 
 def lift(cluster: KubeCluster) -> None:

@@ -8,7 +8,6 @@ test removes the policy's binding."""
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -19,49 +18,13 @@ import pytest
 from aitj.core import api
 from aitj.devcluster import faults
 from tests.clusters import KubeCluster
+from tests.e2e import policies
 from tests.jobs import create_job, events_for, get_job, job_pods, live, seed_variant, wait_phase
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 NAME = "once-job"
-
-
-def refusal(name: str, namespace: str) -> list[dict[str, Any]]:
-    """refusal: a policy that refuses every status write of the namespace's AITrainingJobs, and
-    its binding (deleting the binding lifts it)."""
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [api.GROUP],
-                        "apiVersions": ["*"],
-                        "operations": ["UPDATE"],
-                        "resources": [f"{api.PLURAL}/status"],
-                    }
-                ]
-            },
-            "validations": [{"expression": "false", "message": "test: status writes refused"}],
-        },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name},
-        "spec": {
-            "policyName": name,
-            "validationActions": ["Deny"],
-            "matchResources": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
-            },
-        },
-    }
-    return [policy, binding]
 
 
 def status_writable(cluster: KubeCluster, namespace: str) -> bool:
@@ -108,8 +71,8 @@ def test_a_restart_whose_status_write_failed_and_whose_operator_was_killed_is_re
     create_job(cluster, namespace, seed_variant(NAME))
     wait_phase(cluster, namespace, NAME, "Running")
     trainers = by_index(cluster, namespace)
-    cluster.kubectl(
-        "apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in refusal(refused, namespace))
+    policies.apply(
+        cluster, policies.status_refusal(refused, namespace, "false", "test: status writes refused")
     )
     wait_for(lambda: not status_writable(cluster, namespace), 30, "status writes refused")
 
