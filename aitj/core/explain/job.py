@@ -16,6 +16,7 @@ from aitj.core.explain.verdicts import Judge, cleanup, foreign, ignored
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import Plan, Settings, SshKeys
 from aitj.core.planner.core import plan_and_assessment
+from aitj.core.planner.objects import pods_of
 from aitj.core.planner.resources import needs_ssh_keys
 from aitj.core.planner.types import Owned
 
@@ -37,14 +38,10 @@ def explain(
     the operator's (its priority classes and node fault signals, what the cluster serves);
     ``owned``: the job's objects other than pods, as the operator's cache holds them (None:
     not known, and none are planned), so that the next pass is the operator's own."""
-    labelled = sorted(
-        (p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)),
-        key=lambda p: (_replica_order(job, p.replica), p.index if p.index is not None else -1, p.generation),
-    )
     # Only the pods the job made are judged; the planner is handed every labelled pod, as the
     # operator's is, so that what it plans for the others (their finalizer back) is shown.
-    mine = [p for p in labelled if p.made_by(job.name, job.uid)]
-    strangers = [p for p in labelled if not p.made_by(job.name, job.uid)]
+    mine, strangers = pods_of(job, sorted(pods, key=lambda p: _pod_order(job, p)))
+    labelled = [*mine, *strangers]
     status = job.status
     degraded: DegradedView | None = None
     recovery: tuple[str, ...] = ()
@@ -93,6 +90,11 @@ UNSENT_KEYS = SshKeys(
     "-----BEGIN PRIVATE KEY-----\n(made by the operator)\n-----END PRIVATE KEY-----\n",
     "ssh-ed25519 (made by the operator)",
 )
+
+
+def _pod_order(job: Job, p: PodView) -> tuple[int, int, int]:
+    """_pod_order: replicas in the spec's order, then by index and generation."""
+    return _replica_order(job, p.replica), p.index if p.index is not None else -1, p.generation
 
 
 def _replica_order(job: Job, replica: str | None) -> int:

@@ -104,15 +104,14 @@ def plan_and_assessment(
     """plan_and_assessment: ``plan``, and the Assessment it was made from (None for a job that
     has finished: its cleanup assesses nothing). ``aitj explain`` reads both."""
     prev = job.status
-    named = [p for p in pods if p.job == job.name and p.namespace in ("", job.namespace)]
     # A job's pods are the ones it made: controlled by it (its uid) and named as the operator
     # names them. Labels alone prove nothing: anyone who may create pods in the namespace can
     # set them, and a pod counted by label could supersede a real one, join the host list, or
     # end the job. Nor is a pod of an earlier job of that name (deleted and created again
     # while its pods were still terminating) this job's. Any other pod only gets back the
     # finalizer it may carry.
-    mine = [p for p in named if owned_by(job, p)]
-    foreign = tuple(p.name for p in named if not owned_by(job, p) and p.tracked)
+    mine, others = objects.pods_of(job, pods)
+    foreign = tuple(p.name for p in others if p.tracked)
     # Likewise the job's other objects: those it controls (objects.split).
     own, held = objects.split(job, owned)
     result, a = _plan_mine(job, mine, prev, nodes, now, Given(own, keys, settings, nodes, held))

@@ -71,6 +71,18 @@ def owned_by(job: Job, pod: PodView) -> bool:
     return pod.made_by(job.name, job.uid)
 
 
+def pods_of(job: Job, pods: Sequence[PodView]) -> tuple[list[PodView], list[PodView]]:
+    """pods_of: of ``pods``, those carrying the job's label in its namespace, in their order,
+    split in those the job made (``owned_by``) and the others, each judged once (the rule
+    hashes a name: once per pod per pass is enough)."""
+    mine: list[PodView] = []
+    others: list[PodView] = []
+    for p in pods:
+        if p.job == job.name and p.namespace in ("", job.namespace):
+            (mine if owned_by(job, p) else others).append(p)
+    return mine, others
+
+
 def split(job: Job, owned: Owned | None) -> tuple[Owned | None, Owned]:
     """split: of the objects observed under the job's names, those the job controls (None:
     not observed) and those held by another (a user's, another job's, an earlier job's of the
