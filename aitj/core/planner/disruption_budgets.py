@@ -70,13 +70,12 @@ def budgets(
     out = []
     for name, value in sorted(wanted.items()):
         body = render.render_pdb(job, name, value)
-        m = objects.stamped(
-            Manifest(ObjectKind.PDB, budget_ref(job, name).name, body), objects.digest(body["spec"]), owned
-        )
+        fingerprint = objects.digest(body["spec"])
+        m = objects.stamped(Manifest(ObjectKind.PDB, budget_ref(job, name).name, body), fingerprint, owned)
         if owned is None:
             write = recorded.get(name) != value
         else:
-            write = m.ref not in owned or objects.stale(owned, m.ref, objects.digest(body["spec"]))
+            write = m.ref not in owned or objects.stale(owned, m.ref, fingerprint)
         if write:
             out.append(m)
     return tuple(out)

@@ -81,8 +81,9 @@ def part(ctx: Context) -> Part:
     when its rendered spec changed, which ``status.volcanoPodGroup`` records."""
     hosts, running = (ctx.lists.hosts, ctx.lists.running) if ctx.lists is not None else ((), None)
     podgroup, spec = podgroup_rewrite(ctx.job, ctx.prev, ctx.owned, ctx.settings)
-    pods = [s.pod for s in ctx.found.slots if s.pod is not None] + [t.pod for t in ctx.found.retirees]
-    secret = secret_made(ctx.job, pods)
+    # The survey holds the job's own pods only (core.plan_and_assessment judged their maker):
+    # any of them means its Secret was made (``secret_made``).
+    secret = bool(ctx.found.retirees) or any(s.pod is not None for s in ctx.found.slots)
     wanted = ensure(ctx.job, ctx.owned, ctx.keys, hosts, running, secret=secret) + podgroups(
         ctx.job, ctx.owned, ctx.settings
     )
