@@ -17,6 +17,7 @@ from typing import Any
 from aitj.core import api
 from aitj.core.observed import PodView
 from aitj.core.render import gpus
+from aitj.core.telemetry import own_pods
 from aitj.core.wire import as_int, as_list, mapping, parse_time
 
 
@@ -133,12 +134,9 @@ def current_condition(job: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _own_pods(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[PodView]:
-    """_own_pods: the pods the job made (docs/semantics.md section 1): a pod that only carries
-    its labels is not counted, as the operator does not count it."""
-    meta = mapping(job.get("metadata"))
-    name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
-    views = [PodView.from_dict(p) for p in pods]
-    return [v for v in views if v.made_by(name, uid)]
+    """_own_pods: the pods the job made (docs/semantics.md section 1), as the operator counts
+    them (``telemetry.own_pods``): a pod that only carries its labels is not counted."""
+    return own_pods(job, [PodView.from_dict(p) for p in pods])
 
 
 def replica_rows(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[ReplicaRow]:
