@@ -14,7 +14,7 @@ COMPILE    = $(BIN)/uv pip compile pyproject.toml --universal --python-version 3
              --custom-compile-command 'make lock' --quiet
 
 .PHONY: install lock image lint unit test e2e demo bench chaos build-cluster cluster-up cluster-down clean \
-        dashboards dashboards-pictures real-nodes demo-real
+        dashboards dashboards-pictures real-nodes demo-real bench-real
 
 # Installs exactly the locked versions (hash-checked, no resolution), then aitj itself.
 $(STAMP): pyproject.toml $(TEST_LOCK)
@@ -85,6 +85,14 @@ demo-real: build-cluster
 # bench/ (results.json, table.md, PNG plots). QUICK=1: 200 pods, about 5 minutes.
 bench: build-cluster
 	$(BIN)/aitj bench $(if $(QUICK),--quick)
+
+# The recovery users feel (root): the seed's Horovod elastic training on two real nodes, made to
+# lose a worker (force and graceful deletes) and scaled 3 -> 5 -> 3, ROUNDS times each, timed from
+# its own output: until it runs again, until it is back at full width, the steps redone.
+# Writes bench-real/ (table.md, results.json). About 2 minutes a round.
+bench-real: build-cluster
+	AITJ_BENCH_REAL_ROUNDS=$(or $(ROUNDS),5) AITJ_BENCH_REAL_OUT=$(CURDIR)/bench-real \
+	  $(BIN)/pytest -m e2e tests/e2e/real/test_training_recovery.py -s -p no:cacheprovider
 
 # The Grafana dashboards, the alert rules and the monitoring manifests, from aitj/tools/dashboards.
 dashboards: $(STAMP)

@@ -1,0 +1,81 @@
+"""What a training's own output says, as timed events: the pure reading of a launcher's log.
+
+The input is ``kubectl logs --timestamps`` of a launcher: every line starts with the time the
+container runtime received it (RFC 3339, nanoseconds), then what the program printed. Our
+training scripts (the Horovod image's pytorch_synthetic_benchmark_elastic.py, and any that keeps
+its format) print, per rank::
+
+    [12:00:01] <host> rank <r>/<size>: step <s>/<total> loss <x>
+    [12:00:01] <host> rank <r>/<size>: reset: world size now <size>, resuming at step <s>
+
+``horovodrun`` prefixes each with ``[<rank>]<stdout>:``. Other lines are skipped. The clock is
+the runtime's, on the launcher's node: the same clock as the fault's on a one-machine cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+_PROGRESS = re.compile(
+    r"\] (?P<host>\S+) rank (?P<rank>\d+)/(?P<size>\d+): "
+    r"(?:step (?P<step>\d+)/\d+|reset: world size now \d+, resuming at step (?P<resume>\d+))"
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """Step: rank ``rank`` of a world of ``size`` completed step ``step`` at ``t`` (epoch s)."""
+
+    t: float
+    host: str
+    rank: int
+    size: int
+    step: int
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Reset: the world re-formed at ``t`` with ``size`` ranks, resuming at step ``resume``
+    (the last committed step), as rank ``rank`` on ``host`` saw it."""
+
+    t: float
+    host: str
+    rank: int
+    size: int
+    resume: int
+
+
+Event = Step | Reset
+
+
+def runtime_time(stamp: str) -> float:
+    """runtime_time: epoch seconds of a container runtime's RFC 3339 stamp
+    (``2026-11-25T11:52:28.243919000Z``); nanoseconds are cut to microseconds."""
+    head, _, frac = stamp.rstrip("Z").partition(".")
+    micros = (frac + "000000")[:6]
+    return datetime.fromisoformat(f"{head}.{micros}+00:00").timestamp()
+
+
+def parse_line(line: str) -> Event | None:
+    """parse_line: the Step or Reset a timestamped log line reports, else None."""
+    stamp, _, text = line.partition(" ")
+    found = _PROGRESS.search(text)
+    if found is None:
+        return None
+    try:
+        t = runtime_time(stamp)
+    except ValueError:
+        return None
+    host, rank, size = found["host"], int(found["rank"]), int(found["size"])
+    if found["step"] is not None:
+        return Step(t, host, rank, size, int(found["step"]))
+    return Reset(t, host, rank, size, int(found["resume"]))
+
+
+def parse(lines: Iterable[str]) -> list[Event]:
+    """parse: the events of a log, in time order."""
+    events = [e for e in (parse_line(line) for line in lines) if e is not None]
+    return sorted(events, key=lambda e: e.t)

@@ -1,0 +1,170 @@
+"""The recovery a user feels, read from a launcher's log (aitj.tools.trainbench): table tests
+over log lines as horovodrun and the kubelet write them."""
+
+from __future__ import annotations
+
+import pytest
+
+from aitj.tools.trainbench.recovery import Fault, healed, pace, recovery
+from aitj.tools.trainbench.report import rows, table
+from aitj.tools.trainbench.timeline import Reset, Step, parse, parse_line, runtime_time
+
+T0 = runtime_time("2026-11-25T11:52:00.000000000Z")
+
+
+def stamp(seconds: float) -> str:
+    whole, frac = divmod(round(seconds * 1000), 1000)
+    return f"2026-11-25T11:52:{whole:02d}.{frac:03d}123456Z"
+
+
+def step(at: float, rank: int, size: int, n: int, host: str = "h-0") -> str:
+    return f"{stamp(at)} [{rank}]<stdout>:[11:52:00] {host} rank {rank}/{size}: step {n}/1000 loss 0.1"
+
+
+def reset(at: float, rank: int, size: int, resume: int, host: str = "h-0") -> str:
+    return (
+        f"{stamp(at)} [{rank}]<stdout>:[11:52:00] {host} rank {rank}/{size}: "
+        f"reset: world size now {size}, resuming at step {resume}"
+    )
+
+
+def test_runtime_stamps_keep_microseconds() -> None:
+    assert runtime_time("2026-11-25T11:52:28.243919999Z") - runtime_time(
+        "2026-11-25T11:52:28Z"
+    ) == pytest.approx(0.243919, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        (step(1, 0, 3, 40), Step(T0 + 1, "h-0", 0, 3, 40)),
+        (reset(2.5, 1, 2, 50), Reset(T0 + 2.5, "h-0", 1, 2, 50)),
+        # horovodrun's own lines, Gloo's debug lines and a bare rank line are not progress.
+        (f"{stamp(1)} INFO:root:record state: h-1.job[0] = FAILURE", None),
+        (f"{stamp(1)} [0]<stdout>:[11:52:00] h-0 rank 0/3: start: 1000 steps, batch 32 per worker", None),
+        ("no stamp [0]<stdout>:[11:52:00] h-0 rank 0/3: step 4/10 loss 1", None),
+    ],
+)
+def test_a_line_is_a_step_a_reset_or_nothing(line: str, want: object) -> None:
+    got = parse_line(line)
+    if isinstance(want, Step | Reset):
+        assert got is not None and got.t == pytest.approx(want.t, abs=1e-3)
+        assert got.__class__ is want.__class__ and got.__dict__ | {"t": 0} == want.__dict__ | {"t": 0}
+    else:
+        assert got is None
+
+
+# A force delete at 10 s: the ring re-forms at 2 (12 s, resuming at the commit of step 50 after
+# step 57 was done), steps at width 2, then the replacement joins (15 s), steps at width 3.
+FORCE = [
+    step(9, 0, 3, 50),
+    step(10.5, 0, 3, 57),
+    reset(12, 0, 2, 50),
+    reset(12.01, 1, 2, 50, host="h-2"),
+    step(13, 0, 2, 60),
+    reset(15, 0, 3, 60),
+    step(16, 2, 3, 70, host="h-new"),
+    step(16.1, 0, 3, 70),
+]
+
+
+@pytest.mark.parametrize(
+    ("lines", "width", "until", "again", "full", "redone", "resets"),
+    [
+        (FORCE, 3, 17, 3.0, 6.0, 7, 2),
+        # Wanted at width 2 (a scale-in): full width is the first step after the reset to 2.
+        (FORCE[:5], 2, 14, 3.0, 3.0, 7, 1),
+        # A ring stuck on a dead peer: a step just after the fault, then nothing.
+        (FORCE[:2], 3, 17, None, None, 0, 0),
+        # Re-formed at width 2, then stuck: running again for a while, never at full width.
+        (FORCE[:5], 2, 60, 3.0, None, 7, 1),
+        # Re-formed, but never at the width wanted.
+        (FORCE[:5], 3, 14, 3.0, None, 7, 1),
+        # No reset at all (a fault training does not feel): the next step at width counts.
+        ([step(9, 0, 3, 50), step(11, 0, 3, 60)], 3, 12, 1.0, 1.0, 0, 0),
+        # ... unless training stopped after it.
+        ([step(9, 0, 3, 50), step(11, 0, 3, 60)], 3, 30, None, None, 0, 0),
+    ],
+)
+def test_recovery_reads_running_again_full_width_and_steps_redone(
+    lines: list[str],
+    width: int,
+    until: float,
+    again: float | None,
+    full: float | None,
+    redone: int,
+    resets: int,
+) -> None:
+    got = recovery(parse(lines), Fault("force delete", T0 + 10, width, until=T0 + until))
+    assert got.running_again == (None if again is None else pytest.approx(again, abs=1e-3))
+    assert got.full_width == (None if full is None else pytest.approx(full, abs=1e-3))
+    assert (got.steps_redone, got.resets) == (redone, resets)
+
+
+def test_events_after_the_window_belong_to_the_next_fault() -> None:
+    got = recovery(parse(FORCE), Fault("force delete", T0 + 10, 3, until=T0 + 14))
+    assert got.running_again == pytest.approx(3.0, abs=1e-3)
+    assert (got.full_width, got.resets) == (None, 1)
+
+
+@pytest.mark.parametrize(
+    ("lines", "until", "want"),
+    [
+        # rank 0 at 9 (the last before the fault), 10.5, 13, 16.1, read until 17: the longest
+        # gap is 13 -> 16.1, while the replacement joined.
+        (FORCE, 17, 3.1),
+        # stuck after 10.5 and read until 60: the pause runs to the end of the window.
+        (FORCE[:2], 60, 49.5),
+        # one step line in all: nothing to measure.
+        (FORCE[:1], 9.5, None),
+    ],
+)
+def test_the_longest_pause_runs_from_the_last_step_before_the_fault(
+    lines: list[str], until: float, want: float | None
+) -> None:
+    got = recovery(parse(lines), Fault("force delete", T0 + 10, 3, until=T0 + until)).longest_pause
+    assert got == (None if want is None else pytest.approx(want, abs=1e-3))
+
+
+def test_pace_counts_rank_0_progress_at_the_width_each_step_ran() -> None:
+    got = pace(parse(FORCE), T0, T0 + 20, batch=32)
+    assert got is not None
+    # rank 0: 50 -> 57 -> 60 -> 70 over 7.1 s: 20 steps; samples 7*32*3 + 3*32*2 + 10*32*3.
+    assert got.steps_per_second == pytest.approx(20 / 7.1, rel=1e-3)
+    assert got.samples_per_second == pytest.approx((672 + 192 + 960) / 7.1, rel=1e-3)
+    assert pace(parse(FORCE[:1]), T0, T0 + 20, batch=32) is None
+
+
+def test_the_table_counts_unrecovered_faults_apart_from_the_percentiles() -> None:
+    ok = recovery(parse(FORCE), Fault("force delete", T0 + 10, 3, until=T0 + 17))
+    stuck = recovery(parse(FORCE[:2]), Fault("force delete", T0 + 10, 3, until=T0 + 60))
+    (row,) = rows([ok, stuck])
+    assert row == {
+        "fault": "force delete",
+        "n": 2,
+        "running_again_p50_p99": "3.0 / 3.0 s",
+        "full_width_p50_p99": "6.0 / 6.0 s",
+        "longest_pause_p50_p99": "3.1 / 49.5 s",
+        "steps_redone_p50_max": "0 / 7",
+        "not_recovered": 1,
+    }
+    assert "| force delete | 2 |" in table([ok, stuck], None, None)
+
+
+@pytest.mark.parametrize(
+    ("lines", "width", "want"),
+    [
+        (FORCE, 3, True),
+        # Steps at width 3 right after the fault are the old world's, before it noticed.
+        (FORCE[:2], 3, False),
+        # Re-formed at 2 only.
+        (FORCE[:5], 3, False),
+        (FORCE[:5], 2, True),
+        # Re-formed at 3, no step yet.
+        (FORCE[:6], 3, False),
+    ],
+)
+def test_healed_wants_a_reset_at_the_width_and_a_step_after_it(
+    lines: list[str], width: int, want: bool
+) -> None:
+    assert healed(parse(lines), Fault("force delete", T0 + 10, width, until=T0 + 60)) is want
