@@ -1,0 +1,78 @@
+"""A training job's progress read from its launcher's log while faults are made on it
+(aitj.tools.trainbench), for the Horovod seed test and make bench-real."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable
+
+from aitj.tools.trainbench.recovery import Fault, Recovery, healed, recovery
+from aitj.tools.trainbench.timeline import Event, parse
+from tests.clusters import KubeCluster
+from tests.e2e.real.jobs import pods_by_index
+from tests.jobs import patch_job
+from tests.waiting import wait_for
+
+# Some steps at the wanted width after a fault heals, so the next starts from steady training.
+SETTLE_SECONDS = 3
+
+
+class Training:
+    """Training: a job's launcher log, read as events, and the faults made on it."""
+
+    def __init__(self, cluster: KubeCluster, namespace: str, job: str, launcher: str) -> None:
+        self.cluster, self.namespace, self.job, self.launcher = cluster, namespace, job, launcher
+        self.recoveries: list[Recovery] = []
+
+    def log(self) -> str:
+        return self.cluster.kubectl(
+            "logs", "--timestamps", "-n", self.namespace, self.launcher, check=False
+        ).stdout
+
+    def events(self) -> list[Event]:
+        return parse(self.log().splitlines())
+
+    def fault(self, kind: str, width: int, act: Callable[[], None], heal_seconds: float) -> Recovery:
+        """fault does ``act``, waits until training healed at ``width`` (recovery.healed), at
+        most ``heal_seconds``, and keeps what the log says of it."""
+        t = time.time()
+        act()
+        with contextlib.suppress(AssertionError):  # not healed in time: counted below
+            wait_for(
+                lambda: healed(self.events(), Fault(kind, t, width, until=t)),
+                heal_seconds,
+                f"training back at width {width} after a {kind}",
+                interval=1,
+            )
+        time.sleep(SETTLE_SECONDS)
+        got = recovery(self.events(), Fault(kind, t, width, until=time.time()))
+        print(
+            f"{kind}: running again after {got.running_again}, full width after {got.full_width}, "
+            f"longest pause {got.longest_pause}, steps redone {got.steps_redone}, resets {got.resets}",
+            flush=True,
+        )
+        self.recoveries.append(got)
+        return got
+
+    def delete_trainer(self, *, force: bool, replicas: int) -> Callable[[], None]:
+        """delete_trainer: a fault that deletes one Running trainer of the ``replicas`` the job
+        wants, chosen at random (not one a scale-in is letting go, which trains no more)."""
+
+        def act() -> None:
+            pods = pods_by_index(self.cluster, self.namespace, self.job, "trainer")
+            victim = random.choice([p for i, p in pods.items() if i < replicas])
+            args = ["delete", "pod", "-n", self.namespace, victim.metadata.name, "--wait=false"]
+            self.cluster.kubectl(*args, *(["--force", "--grace-period=0"] if force else []))
+
+        return act
+
+    def scale_trainers(self, replicas: int) -> Callable[[], None]:
+        """scale_trainers: a fault that sets the trainers' replicas."""
+
+        def act() -> None:
+            spec = {"spec": {"replicaSpecs": {"trainer": {"replicas": replicas}}}}
+            patch_job(self.cluster, self.namespace, self.job, spec)
+
+        return act
