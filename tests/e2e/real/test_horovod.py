@@ -1,7 +1,9 @@
 """The seed job as it is, on real nodes: Horovod's image, the job barrier, ssh, the discovery
-script and elastic training from start to Succeeded. Only the name and namespace differ from
+script and elastic training from start to Succeeded, through a force-deleted worker and a
+scale-out 3 -> 5 -> 3. Only the name and namespace differ from
 manifests/examples/horovod-elastic.yaml (the namespace's annotations put its pods on the real
-nodes). Times are printed (pytest -s), never asserted."""
+nodes). Times are printed (pytest -s), never asserted; the steps redone after each fault are
+read from the training's own output (make bench-real measures the same faults many times)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,14 @@ import pytest
 from tests.clusters import KubeCluster
 from tests.e2e.real import nodes
 from tests.e2e.real.jobs import pods_by_index
+from tests.e2e.real.training import Training
 from tests.jobs import create_job, job_pods, phase, seed_variant
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
+
+COMMIT_EVERY = 10  # the training script's --batches-per-commit, which the seed leaves at its default
 
 
 def test_the_seed_job_trains_to_the_end_through_the_barrier_ssh_and_the_discovery_script(
@@ -62,6 +67,19 @@ def test_the_seed_job_trains_to_the_end_through_the_barrier_ssh_and_the_discover
 
     wait_for(lambda: "rank 0/3" in logs() and "step 10/1000" in logs(), 240, "training at full width")
     training = time.monotonic()
+
+    # A worker lost, then two more and two fewer: training goes on from its last commit (the
+    # script commits every 10 steps), at the width each time asks for. A ring that waits on
+    # a dead peer waits Gloo's timeout (the seed's 300 s), hence the long heal time.
+    run = Training(real_cluster, ns, job, launcher.metadata.name)
+    for kind, width, act in (
+        ("force delete", 3, run.delete_trainer(force=True, replicas=3)),
+        ("scale-out 3 to 5", 5, run.scale_trainers(5)),
+        ("scale-in 5 to 3", 3, run.scale_trainers(3)),
+    ):
+        got = run.fault(kind, width, act, heal_seconds=360)
+        assert got.full_width is not None, f"training not back at width {width} after the {kind}"
+        assert got.steps_redone <= COMMIT_EVERY * got.resets, got
     wait_for(lambda: phase(real_cluster, ns, job) == "Succeeded", 600, f"{job} Succeeded", 2)
     done = time.monotonic()
     text = logs()

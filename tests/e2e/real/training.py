@@ -19,6 +19,10 @@ from tests.waiting import wait_for
 SETTLE_SECONDS = 3
 
 
+def _s(seconds: float | None) -> str:
+    return "never" if seconds is None else f"{seconds:.1f}s"
+
+
 class Training:
     """Training: a job's launcher log, read as events, and the faults made on it."""
 
@@ -49,8 +53,8 @@ class Training:
         time.sleep(SETTLE_SECONDS)
         got = recovery(self.events(), Fault(kind, t, width, until=time.time()))
         print(
-            f"{kind}: running again after {got.running_again}, full width after {got.full_width}, "
-            f"longest pause {got.longest_pause}, steps redone {got.steps_redone}, resets {got.resets}",
+            f"{kind}: running again after {_s(got.running_again)}, full width after {_s(got.full_width)}, "
+            f"longest pause {_s(got.longest_pause)}, steps redone {got.steps_redone}, resets {got.resets}",
             flush=True,
         )
         self.recoveries.append(got)
