@@ -89,7 +89,7 @@ bench: build-cluster
 # The recovery users feel (root): the seed's Horovod elastic training on two real nodes, made to
 # lose a worker (force and graceful deletes) and scaled 3 -> 5 -> 3, ROUNDS times each, timed from
 # its own output: until it runs again, until it is back at full width, the steps redone.
-# Writes bench-real/ (table.md, results.json). About 2 minutes a round. GLOO_TIMEOUT=30 runs
+# Writes bench-real/ (table.md, results.json). About 40 s a round, 2 minutes of set-up. GLOO_TIMEOUT=30 runs
 # it with HOROVOD_GLOO_TIMEOUT_SECONDS=30 instead of the seed's 300 (into bench-real/gloo-30/).
 bench-real: build-cluster
 	AITJ_BENCH_REAL_ROUNDS=$(or $(ROUNDS),5) \
