@@ -87,10 +87,11 @@ bench: build-cluster
 	$(BIN)/aitj bench $(if $(QUICK),--quick)
 
 # The recovery users feel (root): the seed's Horovod elastic training on two real nodes, made to
-# lose a worker (force and graceful deletes) and scaled 3 -> 5 -> 3, ROUNDS times each, timed from
-# its own output: until it runs again, until it is back at full width, the steps redone.
-# Writes bench-real/ (table.md, results.json). About 40 s a round, 2 minutes of set-up. GLOO_TIMEOUT=30 runs
-# it with HOROVOD_GLOO_TIMEOUT_SECONDS=30 instead of the seed's 300 (into bench-real/gloo-30/).
+# lose a worker (force and graceful deletes, a SIGKILL matched by an exit-code rule) and scaled
+# 3 -> 5 -> 3, ROUNDS times each, timed from its own output: until it runs again, until it is
+# back at full width, the steps redone. Writes bench-real/ (table.md, results.json). About 45 s
+# a round after 2 minutes of set-up. GLOO_TIMEOUT=30 runs it with HOROVOD_GLOO_TIMEOUT_SECONDS=30
+# instead of the seed's 300 (into bench-real/gloo-30/).
 bench-real: build-cluster
 	AITJ_BENCH_REAL_ROUNDS=$(or $(ROUNDS),5) \
 	  AITJ_BENCH_REAL_OUT=$(CURDIR)/bench-real$(if $(GLOO_TIMEOUT),/gloo-$(GLOO_TIMEOUT)) \

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import random
+import signal
 import time
 from collections.abc import Callable
 
@@ -12,6 +14,7 @@ from aitj.tools.trainbench.recovery import Fault, Recovery, healed, recovery
 from aitj.tools.trainbench.timeline import Event, parse
 from tests.clusters import KubeCluster
 from tests.e2e.real.jobs import pods_by_index
+from tests.e2e.real.nodes import pod_processes
 from tests.jobs import patch_job
 from tests.waiting import wait_for
 
@@ -72,6 +75,21 @@ class Training:
 
         return act
 
+    def kill_trainer(self, *, replicas: int) -> Callable[[], None]:
+        """kill_trainer: a fault that SIGKILLs every process of one Running trainer's pod but
+        its sandbox, from the machine, as the OOM killer does: the container exits with 137
+        (128 + 9), which the kubelet reports and a rule may match. The pod stays; it fails."""
+
+        def act() -> None:
+            pods = pods_by_index(self.cluster, self.namespace, self.job, "trainer")
+            victim = random.choice([p for i, p in pods.items() if i < replicas])
+            for pid in pod_processes(victim.metadata.uid):
+                with contextlib.suppress(OSError):  # gone already, or the sandbox's pause
+                    if not _is_pause(pid):
+                        os.kill(pid, signal.SIGKILL)
+
+        return act
+
     def scale_trainers(self, replicas: int) -> Callable[[], None]:
         """scale_trainers: a fault that sets the trainers' replicas."""
 
@@ -80,3 +98,10 @@ class Training:
             patch_job(self.cluster, self.namespace, self.job, spec)
 
         return act
+
+
+def _is_pause(pid: int) -> bool:
+    """_is_pause: the sandbox's process (the pause image's sleep), which holds the pod's
+    network; killing it would be a sandbox fault, not a container's exit."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return b"2147483647" in f.read()
