@@ -82,8 +82,9 @@ HOROVOD = Spec(
 )
 # Our training image (docs/training.md): Debian's CPU torch 1.13.1 (gloo, torchrun), OpenMPI 4.1
 # with mpi4py, sshd, and /opt/aitj/train.py and torchrun_launcher.py, for the MPI and torchrun
-# examples. OpenMPI runs as root without asking, and keeps to what works in a pod: no tree
-# spawn (a trainer would ssh to another), no single-copy shared memory (CMA needs ptrace).
+# examples. OpenMPI runs as root without asking, and keeps to what works in a pod: hosts by the
+# names given (it would cut `<pod>.<job>` to `<pod>`, which no pod resolves), no tree spawn (a
+# trainer would ssh to another), no single-copy shared memory (CMA needs ptrace).
 TRAIN = Spec(
     name="train",
     ref=f"{OWN_HOST}/aitj/train:1",
@@ -96,6 +97,7 @@ TRAIN = Spec(
             "OMP_NUM_THREADS=1",
             "OMPI_ALLOW_RUN_AS_ROOT=1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+            "OMPI_MCA_orte_keep_fqdn_hostnames=1",
             "OMPI_MCA_plm_rsh_no_tree_spawn=1",
             "OMPI_MCA_btl_vader_single_copy_mechanism=none",
         ),
