@@ -18,11 +18,23 @@ trainer over ssh, as horovodrun runs its workers.
   host is listed is started again after ``--retry-seconds`` (a new pod's name may not resolve
   yet, or its sshd may not listen yet).
 
+- **A trainer gone is forgotten at once**: torch 1.13 keeps a member that left without a word
+  (a force-deleted pod, or an agent ended by a signal) in a completed rendezvous round until its
+  heartbeat is 15 s old (5 s x 3, not settable there), and the others' next round waits for
+  that. The launcher knows sooner: when a host leaves the list, it removes that host's agents
+  from the rendezvous state in its store, as torch's own sanitizer would 15 s later, with the
+  same compare-and-set the agents use. The state is torch 1.13's (``_RendezvousState``,
+  pickled and base64-encoded at ``torch.rendezvous.<rdzv_id>``): this part is for this image's
+  torch, and does nothing if it finds anything else.
+
 Everything the sessions print reaches the launcher's own output, each line as it comes.
 """
 
 import argparse
+import base64
 import datetime
+import pickle
+import re
 import signal
 import socket
 import subprocess
@@ -59,9 +71,11 @@ def listed():
 
 
 def run():
-    sessions, failed_at = {}, {}
+    sessions, failed_at, known = {}, {}, set()
     while True:
         hosts = listed()
+        forget(known - set(hosts))
+        known &= set(hosts)
         for host, proc in list(sessions.items()):
             code = proc.poll()
             if code == 0:
@@ -79,7 +93,43 @@ def run():
             if host not in sessions and time.monotonic() - failed_at.get(host, 0) >= args.retry_seconds:
                 say(f"{host}: session started")
                 sessions[host] = subprocess.Popen(["ssh", host, *command], stdin=subprocess.DEVNULL)
+                known.add(host)
         time.sleep(args.poll)
+
+
+def forget(hosts):
+    """forget removes the agents of ``hosts`` from the rendezvous state (the docstring above
+    says why); a conflict with an agent's own write is tried again."""
+    if not hosts or RDZV_KEY is None:
+        return
+    names = {host.split(".")[0] for host in hosts}
+    for _ in range(20):
+        token = STORE.get(RDZV_KEY)
+        if token == NULL_STATE:
+            return
+        try:
+            state = pickle.loads(base64.b64decode(token))
+            gone = {n for n in {*state.participants, *state.wait_list, *state.last_heartbeats}
+                    if n.fqdn.split(".")[0] in names}
+        except Exception as error:  # not the state this was written for: leave it to torch
+            say(f"rendezvous state not understood, left alone: {error!r}")
+            return
+        if not gone:
+            return
+        for node in gone:
+            state.participants.pop(node, None)
+            state.wait_list.discard(node)
+            state.last_heartbeats.pop(node, None)
+        # What torch's _remove_participant_epilogue does when a member leaves.
+        if state.complete and not state.participants:
+            state.complete = False
+            state.round += 1
+        elif not state.complete and not state.participants:
+            state.deadline = None
+        desired = base64.b64encode(pickle.dumps(state))
+        if STORE.compare_set(RDZV_KEY, token, desired) == desired:
+            say(f"rendezvous: forgot {', '.join(sorted(map(repr, gone)))}")
+            return
 
 
 def stop(host):
@@ -108,4 +158,11 @@ signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 STORE = TCPStore(socket.gethostname(), args.port, is_master=True, wait_for_workers=False,
                  timeout=datetime.timedelta(seconds=60))
 say(f"rendezvous store on port {args.port}")
+# The rendezvous' key, from the command's --rdzv_id (or --rdzv-id); c10d's backend starts it
+# with this null value, so a get never waits for a key that is not there yet.
+NULL_STATE = b"Y2FuaW1hZGFt"
+_ID = next((m[1] for m in (re.fullmatch(r"--rdzv[_-]id=(.+)", a) for a in command) if m), None)
+RDZV_KEY = None if _ID is None else f"torch.rendezvous.{_ID}"
+if RDZV_KEY is not None:
+    STORE.compare_set(RDZV_KEY, "", NULL_STATE.decode())
 sys.exit(run())
