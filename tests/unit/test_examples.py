@@ -1,13 +1,16 @@
-"""The example the demo applies is the CCE seed manifest, byte for byte."""
+"""The example the demo applies is the CCE seed manifest, byte for byte; the MPI and torchrun
+examples (docs/training.md) parse and run our training image."""
 
 from __future__ import annotations
 
 import hashlib
 
+import pytest
 import yaml
 
 from aitj.core.api import parse_job
-from tests.seeds import SEED_MANIFEST
+from aitj.devcluster.images.specs import TRAIN
+from tests.seeds import REPO, SEED_MANIFEST
 
 # sha256 of the CCE seed document's AITrainingJob manifest (its indentation restored), as users
 # copy it: CCE manifests must apply unchanged, so the example must never be edited.
@@ -23,3 +26,15 @@ def test_the_demo_example_parses() -> None:
         yaml.safe_load(SEED_MANIFEST.read_text()) | {"metadata": {"name": "test-horovod-elastic", "uid": "u"}}
     )
     assert [r.name for r in job.spec.replicas] == ["trainer", "launcher"]
+
+
+@pytest.mark.parametrize(("file", "framework"), [("mpi.yaml", "mpi"), ("torchrun.yaml", "pytorch")])
+def test_the_training_examples_parse_and_run_the_train_image(file: str, framework: str) -> None:
+    doc = yaml.safe_load((REPO / "manifests" / "examples" / file).read_text())
+    job = parse_job(doc | {"metadata": {"name": doc["metadata"]["name"], "uid": "u"}})
+    assert job.spec.framework_type == framework
+    assert {r.name for r in job.spec.replicas} == {"trainer", "launcher"}
+    images = {
+        c["image"] for r in doc["spec"]["replicaSpecs"].values() for c in r["template"]["spec"]["containers"]
+    }
+    assert images == {TRAIN.ref}

@@ -43,6 +43,17 @@ def test_runtime_stamps_keep_microseconds() -> None:
         (f"{stamp(1)} INFO:root:record state: h-1.job[0] = FAILURE", None),
         (f"{stamp(1)} [0]<stdout>:[11:52:00] h-0 rank 0/3: start: 1000 steps, batch 32 per worker", None),
         ("no stamp [0]<stdout>:[11:52:00] h-0 rank 0/3: step 4/10 loss 1", None),
+        # train.py's lines (MPI and torchrun), unprefixed, with its rate and checksum after the loss.
+        (
+            f"{stamp(1)} [11:52:00] t-1 rank 2/5: step 40/3000 loss 0.1 samples/s 3000 checksum -1.25",
+            Step(T0 + 1, "t-1", 2, 5, 40),
+        ),
+        (
+            f"{stamp(2.5)} [11:52:00] t-1 rank 0/2: reset: world size now 2, resuming at step 20",
+            Reset(T0 + 2.5, "t-1", 0, 2, 20),
+        ),
+        # torchrun_launcher.py's own lines are not progress.
+        (f"{stamp(1)} [11:52:00] launcher: t-1.job: session started", None),
     ],
 )
 def test_a_line_is_a_step_a_reset_or_nothing(line: str, want: object) -> None:

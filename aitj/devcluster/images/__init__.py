@@ -9,6 +9,8 @@ imports the CLI). What is built, and from what (docs/images.md has the sizes and
 - ``horovod`` (the seed's ``registry.baidubce.com/cce-plugin-dev/horovod:master-0.2.0``):
   bookworm, Debian's CPU torch 1.13.1, Horovod 0.28.1 from PyPI with gloo, sshd, and our
   elastic training script at the seed's path;
+- ``train`` (``registry.aitj.local/aitj/train:1``): bookworm, Debian's CPU torch 1.13.1,
+  OpenMPI with mpi4py, sshd, and our training script and torchrun launcher (docs/training.md);
 - ``jobbarrier`` (the seed's ``registry.baidubce.com/cce-plugin-dev/jobbarrier:v0.9-1``):
   aitj from this checkout, running ``aitj barrier``;
 - ``python`` (``registry.aitj.local/aitj/python:3.11-bookworm``): the operator image's base;

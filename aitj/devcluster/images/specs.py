@@ -80,6 +80,40 @@ HOROVOD = Spec(
     packages=("python3", "python3-torch", "openssh-server", "openssh-client", "bash", "procps"),
     build_packages=("python3-venv", "python3-dev", "libtorch-dev", "pybind11-dev", "g++", "cmake", "make"),
 )
+# Our training image (docs/training.md): Debian's CPU torch 1.13.1 (gloo, torchrun), OpenMPI 4.1
+# with mpi4py, sshd, and /opt/aitj/train.py and torchrun_launcher.py, for the MPI and torchrun
+# examples. OpenMPI runs as root without asking, and keeps to what works in a pod: hosts by the
+# names given (it would cut `<pod>.<job>` to `<pod>`, which no pod resolves), no tree spawn (a
+# trainer would ssh to another), no single-copy shared memory (CMA needs ptrace).
+TRAIN = Spec(
+    name="train",
+    ref=f"{OWN_HOST}/aitj/train:1",
+    kind="debian",
+    process=Process(
+        cmd=("/bin/bash",),
+        env=(
+            f"PATH={BASE_PATH}",
+            "PYTHONUNBUFFERED=1",
+            "OMP_NUM_THREADS=1",
+            "OMPI_ALLOW_RUN_AS_ROOT=1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+            "OMPI_MCA_orte_keep_fqdn_hostnames=1",
+            "OMPI_MCA_plm_rsh_no_tree_spawn=1",
+            "OMPI_MCA_btl_vader_single_copy_mechanism=none",
+        ),
+        exposed_ports=("22/tcp",),
+    ),
+    packages=(
+        "python3",
+        "python3-torch",
+        "python3-mpi4py",
+        "openmpi-bin",
+        "openssh-server",
+        "openssh-client",
+        "bash",
+        "procps",
+    ),
+)
 JOBBARRIER = Spec(
     name="jobbarrier",
     ref="registry.baidubce.com/cce-plugin-dev/jobbarrier:v0.9-1",
@@ -104,7 +138,7 @@ PYTHON = Spec(
 )
 OPERATOR = Spec(name="operator", ref=f"{OWN_HOST}/aitj:dev", kind="dockerfile", source=True, base="python")
 
-SPECS: dict[str, Spec] = {s.name: s for s in (PAUSE, BUSYBOX, HOROVOD, JOBBARRIER, PYTHON, OPERATOR)}
+SPECS: dict[str, Spec] = {s.name: s for s in (PAUSE, BUSYBOX, HOROVOD, TRAIN, JOBBARRIER, PYTHON, OPERATOR)}
 # What `aitj cluster build --real-nodes` wants first: the sandbox image and a small test image.
 SMALL = ("pause", "busybox")
 

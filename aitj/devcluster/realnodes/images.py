@@ -15,8 +15,9 @@ from aitj.devcluster import images as images_mod
 from aitj.devcluster.versions import cache_dir
 
 # What `aitj cluster up --real-nodes` makes sure of: the sandbox image, a small image for
-# tests, and the seed's two images (the operator's own is built by `aitj cluster build`).
-NODE_IMAGES = ("pause", "busybox", "horovod", "jobbarrier")
+# tests, the seed's two images and our training image (the operator's own is built by
+# `aitj cluster build`).
+NODE_IMAGES = ("pause", "busybox", "horovod", "jobbarrier", "train")
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,16 @@
 
 The input is ``kubectl logs --timestamps`` of a launcher: every line starts with the time the
 container runtime received it (RFC 3339, nanoseconds), then what the program printed. Our
-training scripts (the Horovod image's pytorch_synthetic_benchmark_elastic.py, and any that keeps
-its format) print, per rank::
+training scripts (the Horovod image's pytorch_synthetic_benchmark_elastic.py, the train image's
+train.py for MPI and torchrun, and any that keeps their format) print, per rank::
 
     [12:00:01] <host> rank <r>/<size>: step <s>/<total> loss <x>
     [12:00:01] <host> rank <r>/<size>: reset: world size now <size>, resuming at step <s>
 
-``horovodrun`` prefixes each with ``[<rank>]<stdout>:``. Other lines are skipped. The clock is
+train.py adds ``samples/s <n> checksum <c>`` after the loss, which is not read here; it prints
+the reset line at every start, since each restart of ``mpiexec`` or of torchrun's workers is a
+new world. ``horovodrun`` prefixes each line with ``[<rank>]<stdout>:``; ``mpiexec`` and the
+ssh sessions of torchrun_launcher.py pass them as they are. Other lines are skipped. The clock is
 the runtime's, on the launcher's node: the same clock as the fault's on a one-machine cluster.
 """
 

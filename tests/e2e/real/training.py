@@ -1,21 +1,26 @@
 """A training job's progress read from its launcher's log while faults are made on it
-(aitj.tools.trainbench), for the Horovod seed test and make bench-real."""
+(aitj.tools.trainbench), for the Horovod seed test, make bench-real, and the MPI and torchrun
+examples' tests (heals_through_faults)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import random
+import re
 import signal
 import time
 from collections.abc import Callable
 
+import yaml
+
 from aitj.tools.trainbench.recovery import Fault, Recovery, healed, recovery
-from aitj.tools.trainbench.timeline import Event, parse
+from aitj.tools.trainbench.timeline import Event, Reset, Step, parse
 from tests.clusters import KubeCluster
 from tests.e2e.real.jobs import pods_by_index
 from tests.e2e.real.nodes import pod_processes
-from tests.jobs import patch_job
+from tests.jobs import Doc, create_job, patch_job, phase
+from tests.seeds import REPO
 from tests.waiting import wait_for
 
 # Some steps at the wanted width after a fault heals, so the next starts from steady training.
@@ -98,6 +103,51 @@ class Training:
             patch_job(self.cluster, self.namespace, self.job, spec)
 
         return act
+
+
+def example_job(file: str, name: str, steps: int) -> Doc:
+    """example_job: manifests/examples/``file`` named ``name``, its launcher's training
+    ``steps`` long (train.py's ``--steps``)."""
+    doc: Doc = yaml.safe_load((REPO / "manifests" / "examples" / file).read_text())
+    doc["metadata"]["name"] = name
+    doc["metadata"].pop("namespace", None)
+    (container,) = doc["spec"]["replicaSpecs"]["launcher"]["template"]["spec"]["containers"]
+    container["command"][-1], found = re.subn(r"--steps[ =]\d+", f"--steps={steps}", container["command"][-1])
+    assert found == 1, container["command"]
+    return doc
+
+
+def heals_through_faults(
+    cluster: KubeCluster, namespace: str, doc: Doc, *, checkpoint_every: int, heal_seconds: float
+) -> Training:
+    """heals_through_faults runs the job ``doc`` (3 trainers, 1 to 5) to Succeeded through a
+    force-deleted trainer and a scale 3 to 5 to 3, each healed at full width with at most
+    ``checkpoint_every`` steps redone per re-forming, and never from step 0 again. Times are
+    printed, not asserted."""
+    job = doc["metadata"]["name"]
+    created = time.monotonic()
+    create_job(cluster, namespace, doc)
+    launcher = wait_for(
+        lambda: pods_by_index(cluster, namespace, job, "launcher").get(0), 300, "the launcher"
+    )
+    run = Training(cluster, namespace, job, launcher.metadata.name)
+    wait_for(
+        lambda: any(isinstance(e, Step) and e.size == 3 and e.step >= 20 for e in run.events()),
+        180,
+        "training at width 3",
+    )
+    print(f"{job}: training at width 3 {time.monotonic() - created:.1f}s after the job was created")
+    run.fault("force delete", 3, run.delete_trainer(force=True, replicas=3), heal_seconds)
+    run.fault("scale-out 3 to 5", 5, run.scale_trainers(5), heal_seconds)
+    run.fault("scale-in 5 to 3", 3, run.scale_trainers(3), heal_seconds)
+    for got in run.recoveries:
+        assert got.full_width is not None, f"not back at full width: {got}\n{run.log()[-4000:]}"
+        assert got.steps_redone <= checkpoint_every * got.resets, got
+    restarts = [e for e in run.events() if isinstance(e, Reset) and e.rank == 0]
+    assert all(r.resume > 0 for r in restarts[1:]), f"training started again from step 0: {restarts}"
+    wait_for(lambda: phase(cluster, namespace, job) == "Succeeded", 300, f"{job} Succeeded", 2)
+    print(f"{job}: Succeeded {time.monotonic() - created:.1f}s after the job was created", flush=True)
+    return run
 
 
 def _is_pause(pid: int) -> bool:

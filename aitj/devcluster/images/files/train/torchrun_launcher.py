@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""aitj's torchrun launcher: hosts the c10d rendezvous store and runs torchrun on every listed
+trainer over ssh, as horovodrun runs its workers.
+
+    torchrun_launcher.py [--port 29400] [--hosts /etc/edl/hosts] -- <command run on each trainer>
+
+- **The store**: a TCPStore server on ``--port``, in this process, for as long as the launcher
+  runs. torchrun's c10d rendezvous backend keeps the rendezvous state in it; a trainer's loss
+  (its agent with it) never loses the rendezvous, since no trainer hosts it. The command should
+  point ``--rdzv-endpoint`` here and say ``is_host=false`` in ``--rdzv-conf``.
+- **The trainers**: every ``--poll`` seconds the launcher reads Horovod's host file (plugin
+  discovery; the operator nudges the launcher's kubelet, so a change shows within about a
+  second) and runs ``ssh <host> <command>`` for each listed host with no session yet, and ends
+  the session (and the agent) of a host no longer listed. New agents join the rendezvous; torchrun's agents
+  then restart their workers with the new membership (train.py resumes from its checkpoint).
+- **The end**: when a session exits 0 (its agent's workers finished), the others get
+  ``--finish-seconds`` to finish too, and the launcher exits 0. A session that fails while its
+  host is listed is started again after ``--retry-seconds`` (a new pod's name may not resolve
+  yet, or its sshd may not listen yet).
+
+- **A trainer gone is forgotten at once**: torch 1.13 keeps a member that left without a word
+  (a force-deleted pod, or an agent ended by a signal) in a completed rendezvous round until its
+  heartbeat is 15 s old (5 s x 3, not settable there), and the others' next round waits for
+  that. The launcher knows sooner: when a host leaves the list, it removes that host's agents
+  from the rendezvous state in its store, as torch's own sanitizer would 15 s later, with the
+  same compare-and-set the agents use. The state is torch 1.13's (``_RendezvousState``,
+  pickled and base64-encoded at ``torch.rendezvous.<rdzv_id>``): this part is for this image's
+  torch, and does nothing if it finds anything else.
+
+Everything the sessions print reaches the launcher's own output, each line as it comes.
+"""
+
+import argparse
+import base64
+import datetime
+import pickle
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from torch.distributed import TCPStore
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--port", type=int, default=29400, help="the rendezvous store's port")
+parser.add_argument("--hosts", default="/etc/edl/hosts", help="the trainers, one host[:slots] a line")
+parser.add_argument("--poll", type=float, default=0.2, help="seconds between reads of --hosts")
+parser.add_argument("--retry-seconds", type=float, default=1.0, help="before a failed session is run again")
+parser.add_argument("--finish-seconds", type=float, default=20.0, help="for the others, once one finished")
+parser.add_argument("command", nargs=argparse.REMAINDER, help="run on each trainer over ssh, after --")
+args = parser.parse_args()
+command = args.command[1:] if args.command[:1] == ["--"] else args.command
+if not command:
+    parser.error("give the command to run on each trainer after --")
+
+
+def say(message):
+    sys.stdout.write(f"[{time.strftime('%H:%M:%S')}] launcher: {message}\n")  # one write, one line
+    sys.stdout.flush()
+
+
+def listed():
+    try:
+        text = Path(args.hosts).read_text()
+    except OSError:
+        return []
+    return [line.split(":")[0] for line in text.split() if line]
+
+
+def run():
+    sessions, failed_at, known = {}, {}, set()
+    while True:
+        hosts = listed()
+        forget(known - set(hosts))
+        known &= set(hosts)
+        for host, proc in list(sessions.items()):
+            code = proc.poll()
+            if code == 0:
+                return finish(sessions, host)
+            if code is not None:
+                say(f"{host}: session ended with {code}")
+                del sessions[host]
+                failed_at[host] = time.monotonic()
+            elif host not in hosts:
+                say(f"{host}: no longer listed, session ended")
+                proc.terminate()
+                del sessions[host]
+                stop(host)
+        for host in hosts:
+            if host not in sessions and time.monotonic() - failed_at.get(host, 0) >= args.retry_seconds:
+                say(f"{host}: session started")
+                sessions[host] = subprocess.Popen(["ssh", host, *command], stdin=subprocess.DEVNULL)
+                known.add(host)
+        time.sleep(args.poll)
+
+
+def forget(hosts):
+    """forget removes the agents of ``hosts`` from the rendezvous state (the docstring above
+    says why); a conflict with an agent's own write is tried again."""
+    if not hosts or RDZV_KEY is None:
+        return
+    names = {host.split(".")[0] for host in hosts}
+    for _ in range(20):
+        token = STORE.get(RDZV_KEY)
+        if token == NULL_STATE:
+            return
+        try:
+            state = pickle.loads(base64.b64decode(token))
+            gone = {n for n in {*state.participants, *state.wait_list, *state.last_heartbeats}
+                    if n.fqdn.split(".")[0] in names}
+        except Exception as error:  # not the state this was written for: leave it to torch
+            say(f"rendezvous state not understood, left alone: {error!r}")
+            return
+        if not gone:
+            return
+        for node in gone:
+            state.participants.pop(node, None)
+            state.wait_list.discard(node)
+            state.last_heartbeats.pop(node, None)
+        # What torch's _remove_participant_epilogue does when a member leaves.
+        if state.complete and not state.participants:
+            state.complete = False
+            state.round += 1
+        elif not state.complete and not state.participants:
+            state.deadline = None
+        desired = base64.b64encode(pickle.dumps(state))
+        if STORE.compare_set(RDZV_KEY, token, desired) == desired:
+            say(f"rendezvous: forgot {', '.join(sorted(map(repr, gone)))}")
+            return
+
+
+def stop(host):
+    """stop ends torchrun's agent on a host no longer listed, in the background: ending the ssh
+    session alone would leave it running (no terminal, no hangup), and a scale-in's pod may live
+    a little longer. SIGTERM: an agent ended by a signal leaves the rendezvous open for the
+    others (torch.distributed.launcher.api). A host force-deleted does not answer: no matter."""
+    subprocess.Popen(["ssh", "-o", "ConnectTimeout=2", host, "pkill", "-TERM", "-f", "torch.distributed.run"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def finish(sessions, first):
+    say(f"{first}: finished")
+    deadline = time.monotonic() + args.finish_seconds
+    for host, proc in sessions.items():
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            say(f"{host}: still running, ended")
+            proc.terminate()
+    return 0
+
+
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+# Kept for the process's life: the store's server runs as long as this object lives.
+STORE = TCPStore(socket.gethostname(), args.port, is_master=True, wait_for_workers=False,
+                 timeout=datetime.timedelta(seconds=60))
+say(f"rendezvous store on port {args.port}")
+# The rendezvous' key, from the command's --rdzv_id (or --rdzv-id); c10d's backend starts it
+# with this null value, so a get never waits for a key that is not there yet.
+NULL_STATE = b"Y2FuaW1hZGFt"
+_ID = next((m[1] for m in (re.fullmatch(r"--rdzv[_-]id=(.+)", a) for a in command) if m), None)
+RDZV_KEY = None if _ID is None else f"torch.rendezvous.{_ID}"
+if RDZV_KEY is not None:
+    STORE.compare_set(RDZV_KEY, "", NULL_STATE.decode())
+sys.exit(run())
