@@ -1,4 +1,4 @@
-"""A restarted operator at scale, on the real control plane: with 2,000 pods (250 jobs of 8
+"""A restarted operator at scale, on the real control plane: with 1,000 pods (125 jobs of 8
 trainers on extra kwok nodes), an operator stopped with SIGTERM exits without a traceback, and
 once started again it replaces a pod force-deleted while it was down. It proves the restart
 works at all; how fast it is, at 10,000 pods, is hack/perf_scale.py's and ``make bench``'s."""
@@ -21,7 +21,7 @@ from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
-JOBS, TRAINERS, EXTRA_NODES = 250, 8, 16
+JOBS, TRAINERS, EXTRA_NODES = 125, 8, 10
 
 
 def small_job(name: str) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def _items(response: Any) -> list[dict[str, Any]]:
     return items
 
 
-def test_a_restarted_operator_replaces_a_pod_deleted_while_it_was_down_at_2000_pods(
+def test_a_restarted_operator_replaces_a_pod_deleted_while_it_was_down_at_1000_pods(
     cluster: KubeCluster, namespace: str, live_operator: OperatorProcess, extra_nodes: list[str]
 ) -> None:
     custom: Any = client.CustomObjectsApi(cluster.api)
