@@ -21,13 +21,10 @@ import pytest
 
 from aitj.tools.trainbench import report
 from aitj.tools.trainbench.recovery import pace
-from aitj.tools.trainbench.timeline import Step
 from tests.clusters import KubeCluster
-from tests.e2e.real.jobs import pods_by_index
-from tests.e2e.real.training import Training
-from tests.jobs import Doc, create_job, seed_variant, set_path
+from tests.e2e.real.training import started
+from tests.jobs import Doc, seed_variant, set_path
 from tests.operator_process import OperatorProcess
-from tests.waiting import wait_for
 
 ROUNDS = int(os.environ.get("AITJ_BENCH_REAL_ROUNDS", "1"))
 OUT = Path(os.environ.get("AITJ_BENCH_REAL_OUT", "bench-real"))
@@ -61,16 +58,7 @@ def test_the_seed_training_recovers_from_each_fault_and_the_time_it_takes_is_mea
     command = set_path(
         "spec.replicaSpecs.launcher.template.spec.containers.0.command", ["/bin/bash", "-c", COMMAND]
     )
-    create_job(real_cluster, ns, seed_variant(job, command=command, rule=restart_on_137))
-    launcher = wait_for(
-        lambda: pods_by_index(real_cluster, ns, job, "launcher").get(0), 300, "the launcher Running"
-    )
-    run = Training(real_cluster, ns, job, launcher.metadata.name)
-    wait_for(
-        lambda: any(isinstance(e, Step) and e.size == 3 and e.step >= 50 for e in run.events()),
-        240,
-        "training at width 3",
-    )
+    run = started(real_cluster, ns, seed_variant(job, command=command, rule=restart_on_137), width=3, step=50)
     time.sleep(20)
     baseline = pace(run.events(), time.time() - 20, time.time(), BATCH)
 

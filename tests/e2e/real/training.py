@@ -117,6 +117,23 @@ def example_job(file: str, name: str, steps: int) -> Doc:
     return doc
 
 
+def started(cluster: KubeCluster, namespace: str, doc: Doc, *, width: int, step: int) -> Training:
+    """started creates the job ``doc`` and returns its Training once the launcher runs and its
+    log shows a step at or past ``step`` at ``width``."""
+    job = doc["metadata"]["name"]
+    create_job(cluster, namespace, doc)
+    launcher = wait_for(
+        lambda: pods_by_index(cluster, namespace, job, "launcher").get(0), 300, "the launcher Running"
+    )
+    run = Training(cluster, namespace, job, launcher.metadata.name)
+    wait_for(
+        lambda: any(isinstance(e, Step) and e.size == width and e.step >= step for e in run.events()),
+        240,
+        f"training at width {width}",
+    )
+    return run
+
+
 def heals_through_faults(
     cluster: KubeCluster, namespace: str, doc: Doc, *, checkpoint_every: int, heal_seconds: float
 ) -> Training:
@@ -126,16 +143,7 @@ def heals_through_faults(
     printed, not asserted."""
     job = doc["metadata"]["name"]
     created = time.monotonic()
-    create_job(cluster, namespace, doc)
-    launcher = wait_for(
-        lambda: pods_by_index(cluster, namespace, job, "launcher").get(0), 300, "the launcher"
-    )
-    run = Training(cluster, namespace, job, launcher.metadata.name)
-    wait_for(
-        lambda: any(isinstance(e, Step) and e.size == 3 and e.step >= 20 for e in run.events()),
-        180,
-        "training at width 3",
-    )
+    run = started(cluster, namespace, doc, width=3, step=20)
     print(f"{job}: training at width 3 {time.monotonic() - created:.1f}s after the job was created")
     run.fault("force delete", 3, run.delete_trainer(force=True, replicas=3), heal_seconds)
     run.fault("scale-out 3 to 5", 5, run.scale_trainers(5), heal_seconds)
