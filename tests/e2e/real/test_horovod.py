@@ -72,14 +72,7 @@ def test_the_seed_job_trains_to_the_end_through_the_barrier_ssh_and_the_discover
     # script commits every 10 steps), at the width each time asks for. A ring that waits on
     # a dead peer waits Gloo's timeout (the seed's 300 s), hence the long heal time.
     run = Training(real_cluster, ns, job, launcher.metadata.name)
-    for kind, width, act in (
-        ("force delete", 3, run.delete_trainer(force=True, replicas=3)),
-        ("scale-out 3 to 5", 5, run.scale_trainers(5)),
-        ("scale-in 5 to 3", 3, run.scale_trainers(3)),
-    ):
-        got = run.fault(kind, width, act, heal_seconds=360)
-        assert got.full_width is not None, f"training not back at width {width} after the {kind}"
-        assert got.steps_redone <= COMMIT_EVERY * got.resets, got
+    run.heals_from_a_loss_and_a_scale(redo_bound=COMMIT_EVERY, heal_seconds=360)
     wait_for(lambda: phase(real_cluster, ns, job) == "Succeeded", 600, f"{job} Succeeded", 2)
     done = time.monotonic()
     text = logs()

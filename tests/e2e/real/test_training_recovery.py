@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ import pytest
 from aitj.tools.trainbench import report
 from aitj.tools.trainbench.recovery import pace
 from tests.clusters import KubeCluster
-from tests.e2e.real.training import started
+from tests.e2e.real.training import Training, started
 from tests.jobs import Doc, seed_variant, set_path
 from tests.operator_process import OperatorProcess
 
@@ -33,9 +34,16 @@ GLOO_TIMEOUT = int(os.environ.get("AITJ_BENCH_REAL_GLOO_TIMEOUT", "300"))
 # How long a fault may take to heal before it counts as not recovered: beyond Gloo's timeout,
 # so a ring that waits on a lost peer until Gloo gives up is measured as such.
 HEAL_SECONDS = GLOO_TIMEOUT + 60
-KINDS = 5  # the faults of a round, below
+# A round: each fault (its name, the width training comes back to, how it is made).
+ROUND: tuple[tuple[str, int, Callable[[Training], Callable[[], None]]], ...] = (
+    ("force delete", 3, lambda run: run.delete_trainer(force=True, replicas=3)),
+    ("graceful delete", 3, lambda run: run.delete_trainer(force=False, replicas=3)),
+    ("exit code 137 (rule)", 3, lambda run: run.kill_trainer(replicas=3)),
+    ("scale-out 3 to 5", 5, lambda run: run.scale_trainers(5)),
+    ("scale-in 5 to 3", 3, lambda run: run.scale_trainers(3)),
+)
 # pytest's timeout: set-up, then every fault at its worst (each is waited on HEAL_SECONDS at most).
-TIMEOUT = 600 + ROUNDS * KINDS * (HEAL_SECONDS + 10)
+TIMEOUT = 600 + ROUNDS * len(ROUND) * (HEAL_SECONDS + 10)
 pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.timeout(TIMEOUT)]
 COMMAND = (
     f"export HOROVOD_GLOO_TIMEOUT_SECONDS={GLOO_TIMEOUT} && horovodrun -np 3 --min-np=1 --max-np=5 --verbose "
@@ -64,11 +72,8 @@ def test_the_seed_training_recovers_from_each_fault_and_the_time_it_takes_is_mea
 
     faults_from = time.time()
     for _ in range(ROUNDS):
-        run.fault("force delete", 3, run.delete_trainer(force=True, replicas=3), HEAL_SECONDS)
-        run.fault("graceful delete", 3, run.delete_trainer(force=False, replicas=3), HEAL_SECONDS)
-        run.fault("exit code 137 (rule)", 3, run.kill_trainer(replicas=3), HEAL_SECONDS)
-        run.fault("scale-out 3 to 5", 5, run.scale_trainers(5), HEAL_SECONDS)
-        run.fault("scale-in 5 to 3", 3, run.scale_trainers(3), HEAL_SECONDS)
+        for kind, width, make in ROUND:
+            run.fault(kind, width, make(run), HEAL_SECONDS)
     under_faults = pace(run.events(), faults_from, time.time(), BATCH)
 
     facts = {

@@ -104,6 +104,19 @@ class Training:
 
         return act
 
+    def heals_from_a_loss_and_a_scale(self, *, redo_bound: int, heal_seconds: float) -> None:
+        """heals_from_a_loss_and_a_scale: a force-deleted trainer, then a scale 3 to 5 to 3,
+        each healed at full width with at most ``redo_bound`` steps redone per re-forming (the
+        training's commit or checkpoint interval). Times are printed, not asserted."""
+        for kind, width, act in (
+            ("force delete", 3, self.delete_trainer(force=True, replicas=3)),
+            ("scale-out 3 to 5", 5, self.scale_trainers(5)),
+            ("scale-in 5 to 3", 3, self.scale_trainers(3)),
+        ):
+            got = self.fault(kind, width, act, heal_seconds)
+            assert got.full_width is not None, f"not back at full width: {got}\n{self.log()[-4000:]}"
+            assert got.steps_redone <= redo_bound * got.resets, got
+
 
 def example_job(file: str, name: str, steps: int) -> Doc:
     """example_job: manifests/examples/``file`` named ``name``, its launcher's training
@@ -145,12 +158,7 @@ def heals_through_faults(
     created = time.monotonic()
     run = started(cluster, namespace, doc, width=3, step=20)
     print(f"{job}: training at width 3 {time.monotonic() - created:.1f}s after the job was created")
-    run.fault("force delete", 3, run.delete_trainer(force=True, replicas=3), heal_seconds)
-    run.fault("scale-out 3 to 5", 5, run.scale_trainers(5), heal_seconds)
-    run.fault("scale-in 5 to 3", 3, run.scale_trainers(3), heal_seconds)
-    for got in run.recoveries:
-        assert got.full_width is not None, f"not back at full width: {got}\n{run.log()[-4000:]}"
-        assert got.steps_redone <= checkpoint_every * got.resets, got
+    run.heals_from_a_loss_and_a_scale(redo_bound=checkpoint_every, heal_seconds=heal_seconds)
     restarts = [e for e in run.events() if isinstance(e, Reset) and e.rank == 0]
     assert all(r.resume > 0 for r in restarts[1:]), f"training started again from step 0: {restarts}"
     wait_for(lambda: phase(cluster, namespace, job) == "Succeeded", 300, f"{job} Succeeded", 2)
