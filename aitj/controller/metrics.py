@@ -16,7 +16,8 @@ fails a test. Label values are constants, listed in ``LABEL_VALUES`` where the s
 condition reasons. A family labelled ``replica`` (a name the user chooses) is per job.
 docs/metrics.md says what each family means and when each counter moves.
 
-Per-job series (the counters labelled ``namespace`` and ``job``) are moved through ``per_job``,
+Per-job series (the counters, the summary and the gauge labelled ``namespace`` and ``job``; not
+the scrape-time gauges, which the collector computes from the cache) are moved through ``per_job``,
 which remembers their label sets so that ``forget_job`` removes them when the job is deleted.
 ``aitj_jobs_finished_total`` is per namespace: moved through ``job_finished``, its series of a
 namespace are removed once every job they counted is deleted, so a deleted namespace leaves
@@ -30,8 +31,10 @@ import enum
 import importlib.metadata
 import threading
 from dataclasses import dataclass
+from typing import TypeVar
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram, Summary
+from prometheus_client.metrics import MetricWrapperBase
 
 from aitj.core.api import Phase, RestartScope
 from aitj.core.planner.types import DeleteReason
@@ -52,6 +55,7 @@ class Kind(enum.StrEnum):
     COUNTER = "counter"
     GAUGE = "gauge"
     HISTOGRAM = "histogram"
+    SUMMARY = "summary"  # without quantiles: ``_sum`` and ``_count`` only
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,8 @@ class Family:
         """series_names: the names a query may use for this family."""
         if self.kind is Kind.HISTOGRAM:
             return (f"{self.name}_bucket", f"{self.name}_sum", f"{self.name}_count")
+        if self.kind is Kind.SUMMARY:
+            return (f"{self.name}_sum", f"{self.name}_count")
         return (self.name,)
 
 
@@ -91,6 +97,21 @@ CATALOGUE: tuple[Family, ...] = (
         Kind.HISTOGRAM,
         "From the fault observed by the operator to the replacement pod Running.",
         ("cause", "scope"),
+    ),
+    # Per job, the recovery as the job's own dashboard shows it: a summary without quantiles
+    # (two series per job; a histogram's buckets per job would be a dozen and more) and the last
+    # one's seconds. docs/metrics.md says where it ends and why it has no other label.
+    Family(
+        "aitj_job_recovery_seconds",
+        Kind.SUMMARY,
+        "From the fault observed by the operator to the replacements Running and listed for discovery.",
+        JOB,
+    ),
+    Family(
+        "aitj_job_last_recovery_seconds",
+        Kind.GAUGE,
+        "The job's last recovery, as aitj_job_recovery_seconds measures it.",
+        JOB,
     ),
     Family(
         "aitj_fault_detection_seconds",
@@ -172,19 +193,26 @@ def _histogram(name: str, buckets: tuple[float, ...]) -> Histogram:
     return Histogram(name, family.help, family.labels, buckets=buckets)
 
 
+def _summary(name: str) -> Summary:
+    family = BY_NAME[name]
+    return Summary(name, family.help, family.labels)  # prometheus_client's: no quantiles
+
+
 def _gauge(name: str) -> Gauge:
     family = BY_NAME[name]
     return Gauge(name, family.help, family.labels)
 
 
-# Each counter and histogram child keeps its ``_created`` time: Prometheus scrapes OpenMetrics,
-# reads it as the series' start (created-timestamp-zero-ingestion) and stores a 0 there, so the
-# first increment of a labelled counter, which appears already at 1, counts in increase()
-# (docs/dashboards.md). Without it a job's only scale-out reads 0 on the dashboards.
+# Each counter, histogram and summary child keeps its ``_created`` time: Prometheus scrapes
+# OpenMetrics, reads it as the series' start (created-timestamp-zero-ingestion) and stores a 0
+# there, so the first increment of a labelled counter, which appears already at 1, counts in
+# increase() (docs/dashboards.md). Without it a job's only scale-out reads 0 on the dashboards.
 BUILD_INFO = _gauge("aitj_build_info")
 LEADER = _gauge("aitj_leader")
 RESTARTS = _counter("aitj_restarts_total")
 RECOVERY = _histogram("aitj_recovery_seconds", RECOVERY_BUCKETS)
+JOB_RECOVERY = _summary("aitj_job_recovery_seconds")
+JOB_LAST_RECOVERY = _gauge("aitj_job_last_recovery_seconds")
 FAULT_DETECTION = _histogram("aitj_fault_detection_seconds", DETECTION_BUCKETS)
 JOBS_FINISHED = _counter("aitj_jobs_finished_total")
 SCALING_OPERATIONS = _counter("aitj_scaling_operations_total")
@@ -198,17 +226,18 @@ PODS_DELETED = _counter("aitj_pods_deleted_total")
 
 
 # The per-job children made through ``per_job``, by (namespace, job), for ``forget_job``.
-_PER_JOB: dict[tuple[str, str], set[tuple[Counter, tuple[str, ...]]]] = {}
+_PER_JOB: dict[tuple[str, str], set[tuple[MetricWrapperBase, tuple[str, ...]]]] = {}
 _PER_JOB_LOCK = threading.Lock()  # passes of different jobs run in threads at once
+M = TypeVar("M", bound=MetricWrapperBase)
 
 
-def per_job(counter: Counter, namespace: str, job: str, *rest: str) -> Counter:
-    """per_job: the child of a per-job counter (its labels start with namespace and job),
-    remembered so that ``forget_job`` removes it."""
+def per_job(metric: M, namespace: str, job: str, *rest: str) -> M:
+    """per_job: the child of a per-job counter, summary or gauge (its labels start with
+    namespace and job), remembered so that ``forget_job`` removes it."""
     labels = (namespace, job, *rest)
     with _PER_JOB_LOCK:
-        _PER_JOB.setdefault((namespace, job), set()).add((counter, labels))
-    return counter.labels(*labels)
+        _PER_JOB.setdefault((namespace, job), set()).add((metric, labels))
+    return metric.labels(*labels)
 
 
 def forget_job(namespace: str, job: str) -> None:
@@ -216,9 +245,9 @@ def forget_job(namespace: str, job: str) -> None:
     them go stale), so the page does not grow with every job ever run."""
     with _PER_JOB_LOCK:
         made = _PER_JOB.pop((namespace, job), set())
-    for counter, labels in made:
-        with contextlib.suppress(KeyError):  # never incremented: no child to remove
-            counter.remove(*labels)
+    for metric, labels in made:
+        with contextlib.suppress(KeyError):  # never moved: no child to remove
+            metric.remove(*labels)
     _forget_finished(namespace, job)
 
 

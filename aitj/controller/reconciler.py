@@ -322,7 +322,8 @@ class Reconciler:
         """_recorded: what the pass's calls did that metrics and logs follow: the pods created
         end fault detection; a status write that went through finishes the scale operations
         whose ``scaleHistory`` entries it adds, and records the Plan's restarts (counted,
-        logged and followed until their replacements run: ``self.recoveries``)."""
+        logged and followed until their replacements run and are listed for discovery:
+        ``self.recoveries``, with the clock read now, after the calls)."""
         bound = log.bind(namespace=key[0], job=key[1])
         if sent.status_written and plan.status is not None:
             before = target.status if isinstance(target, api.Job) else None
@@ -331,7 +332,7 @@ class Reconciler:
                 bound.info(
                     "scaling finished", replica=s.replica, direction=s.direction.value, result=s.result.value
                 )
-        self.recoveries.passed(bound, key, target, plan, sent)
+        self.recoveries.passed(bound, key, target, plan, sent, self.clock())
 
     async def _failed(self, key: JobKey, state: _JobState, error: Exception) -> None:
         """_failed: count and log a pass that failed, plan the job again after a backoff

@@ -9,8 +9,12 @@ that went through recorded are counted, logged with the job's context and begun
 it before planning; every pod change kicks a pass, so a replacement reaching Running is seen by
 the pass its watch event starts), and it observes each recovery once, when all the indexes its
 restart took down run again; only the pods the job made count (``telemetry.own_pods``), so a
-pod that only carries the job's labels ends no recovery. It forgets a job when the job is
-deleted (nothing is observed for it), and drops the recoveries of a job that finished first.
+pod that only carries the job's labels ends no recovery. A recovery observed there then waits
+for its job's own figure (``aitj_job_recovery_seconds``, ``aitj_job_last_recovery_seconds``):
+the end of that pass, or of the first later one, once its steps leave the discovery ConfigMap
+holding the lists of a snapshot in which the replacements ran (``recovery_time.listed``;
+``passed`` is handed the clock read when the executor returned). It forgets a job when the job
+is deleted (nothing is observed for it), and drops the recoveries of a job that finished first.
 
 Exactly once: a restart is handed here by the one pass whose status write first records it
 (the restart ledger's ``recorded`` marks, docs/semantics.md "Each restart is recorded once");
@@ -49,6 +53,8 @@ class Recoveries:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: dict[JobKey, list[Recovery]] = {}
+        # Replacements Running, waiting for the end of the pass that lists them for discovery.
+        self._listing: dict[JobKey, list[Recovery]] = {}
 
     def begin(
         self,
@@ -93,11 +99,13 @@ class Recoveries:
     def seen(self, key: JobKey, body: Mapping[str, Any], pods: Sequence[PodView], now: dt.datetime) -> None:
         """seen: the job as a pass sees it at ``now``; observes the recoveries it finishes."""
         with self._lock:
+            if phase_of(body.get("status")) in api.FINISHED_PHASES:
+                # It ended before its replacements ran (or were listed): nothing to observe.
+                self._pending.pop(key, None)
+                self._listing.pop(key, None)
+                return
             pending = self._pending.get(key)
             if not pending:
-                return
-            if phase_of(body.get("status")) in api.FINISHED_PHASES:
-                del self._pending[key]  # it ended before its replacements ran: nothing to observe
                 return
             desired = desired_replicas(body)
             pods = own_pods(body, pods)  # a pod that only carries the job's labels ends nothing
@@ -108,6 +116,7 @@ class Recoveries:
                     _detected(later)
                 if recovery_time.finished(later, desired):
                     _observe(key, later)
+                    self._listing.setdefault(key, []).append(later)
                 else:
                     left.append(later)
             if left:
@@ -115,26 +124,45 @@ class Recoveries:
             else:
                 del self._pending[key]
 
-    def passed(self, log: FilteringBoundLogger, key: JobKey, job: object, plan: Plan, sent: Sent) -> None:
-        """passed: what the executor's calls did for ``plan`` (``sent``): each pod created ends
-        the fault detection of a recovery waiting for it; the restarts the status write
-        recorded, if it went through (not when it failed or found the job gone), are recorded
-        here (``record_restarts``)."""
+    def passed(
+        self, log: FilteringBoundLogger, key: JobKey, job: object, plan: Plan, sent: Sent, now: dt.datetime
+    ) -> None:
+        """passed: what the executor's calls did for ``plan`` (``sent``), returned at ``now``:
+        each pod created ends the fault detection of a recovery waiting for it; the restarts the
+        status write recorded, if it went through (not when it failed or found the job gone), are
+        recorded here (``record_restarts``); the recoveries whose replacements run end for the
+        job once the pass has listed them (``listed``)."""
         for c in sent.created:
             self.created(key, c.replica, c.index, c.generation, c.at)
         if sent.status_written and plan.status is not None and plan.restarts:
             created = {(c.replica, c.index): (c.generation, c.at) for c in sent.created}
             record_restarts(log, key, job, plan.status, plan.restarts, created, self)
+        if recovery_time.listed(plan, sent.stopped is None or sent.status_written):
+            self.listed(key, now)
+
+    def listed(self, key: JobKey, now: dt.datetime) -> None:
+        """listed: a pass of the job ended at ``now`` with its replacements listed for discovery:
+        the recoveries waiting for that end, in the job's figures."""
+        with self._lock:
+            done = self._listing.pop(key, [])
+        for recovery in sorted(done, key=lambda r: r.record.time):  # the last decided is the last
+            _listed(key, recovery, now)
 
     def forget(self, key: JobKey) -> None:
         """forget: the job is deleted; its recoveries are dropped unobserved."""
         with self._lock:
             self._pending.pop(key, None)
+            self._listing.pop(key, None)
 
     def pending(self, key: JobKey) -> tuple[Recovery, ...]:
         """pending: the job's recoveries under way (for tests and ``aitj`` diagnostics)."""
         with self._lock:
             return tuple(self._pending.get(key, ()))
+
+    def listing(self, key: JobKey) -> tuple[Recovery, ...]:
+        """listing: the job's recoveries whose replacements run, waiting to be listed (for tests)."""
+        with self._lock:
+            return tuple(self._listing.get(key, ()))
 
 
 def _detected(recovery: Recovery) -> None:
@@ -152,6 +180,14 @@ def _observe(key: JobKey, recovery: Recovery) -> None:
     lost = recovery.lost_gpu_seconds()
     if lost > 0:
         metrics.per_job(metrics.LOST_GPU_SECONDS, *key, cause).inc(lost)
+
+
+def _listed(key: JobKey, recovery: Recovery, now: dt.datetime) -> None:
+    """_listed: the recovery as the job's dashboard shows it, ended when its replacements were
+    listed for discovery (``now``)."""
+    seconds = recovery.seconds_until(now)
+    metrics.per_job(metrics.JOB_RECOVERY, *key).observe(seconds)
+    metrics.per_job(metrics.JOB_LAST_RECOVERY, *key).set(seconds)
 
 
 def record_restarts(

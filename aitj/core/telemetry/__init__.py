@@ -9,7 +9,8 @@ table-tested:
 - ``gauges``: a job's phase, its replicas by state and its restart budgets, from the job's
   body and its pods (computed at scrape time);
 - ``recovery_time``: a restart followed from the pass that decided it to its replacements Running
-  (recovery time, fault detection, GPU time lost);
+  (recovery time, fault detection, GPU time lost), and to the end of the pass that listed them
+  for discovery (the job's own recovery figure);
 - ``scaling``: the scale operations a status write finished.
 """
 

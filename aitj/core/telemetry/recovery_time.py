@@ -9,7 +9,12 @@ every pass (``advance``), and observes the figures once it is ``finished``:
 - fault detection: from the fault's own time (``Failure.at``; none when the cluster gives none)
   to the create of the failed index's replacement;
 - GPU time lost: for each restarted pod, its GPUs times the seconds from the fault
-  (``Failure.at``, else the decision) to its replacement Running.
+  (``Failure.at``, else the decision) to its replacement Running;
+- the job's recovery: from the decision to the end of the first pass, from the one that saw the
+  last replacement Running on, after which the discovery ConfigMap holds that pass's lists
+  (``listed``): the replacements Running and listed for discovery, the end the operator
+  itself can see. What comes after (the training noticing the new host, the ring re-forming)
+  happens inside the pods (docs/metrics.md).
 
 What "replaced" means follows the restart's scope (``aitj.core.planner.survey``): scope Pod
 renews one index, so its newest pod must be of a later generation than the failed one; scope
@@ -27,7 +32,7 @@ from datetime import datetime
 from aitj.core.api import Job, RestartScope
 from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger, pod_epoch
-from aitj.core.planner.types import RestartRecord
+from aitj.core.planner.types import ObjectKind, Plan, RestartRecord
 from aitj.core.render import gpus
 from aitj.core.telemetry.gauges import newest
 
@@ -80,6 +85,11 @@ class Recovery:
     def recovery_seconds(self) -> float:
         """recovery_seconds: from the decision to the last replacement seen Running."""
         end = max((t for _, t in self.running), default=self.record.time)
+        return max((end - self.record.time).total_seconds(), 0.0)
+
+    def seconds_until(self, end: datetime) -> float:
+        """seconds_until: from the decision to ``end`` (the job's recovery: ``end`` is when the
+        replacements were listed for discovery)."""
         return max((end - self.record.time).total_seconds(), 0.0)
 
     def lost_gpu_seconds(self) -> float:
@@ -142,3 +152,17 @@ def finished(recovery: Recovery, desired: Mapping[str, int]) -> bool:
         elif sum(1 for replica, _ in seen if replica == a.replica) < desired.get(a.replica, 0):
             return False
     return True
+
+
+def listed(plan: Plan, carried_out: bool) -> bool:
+    """listed: after the pass that planned ``plan``, the discovery ConfigMap holds the lists
+    that pass planned from its snapshot and the launchers were nudged to read them: the pass
+    carried its steps out through the status write, which comes after those two
+    (``carried_out``), or had neither to send (the ConfigMap already held these lists; a job
+    without plugin.discovery has none). A pass that stopped before its status write is taken as
+    not having listed them, even if its ConfigMap write went through: the next pass, which finds
+    the ConfigMap holding the lists, ends the recovery, a pass late."""
+    if carried_out:
+        return True
+    to_write = plan.discovery is not None or any(m.kind is ObjectKind.CONFIGMAP for m in plan.ensure)
+    return not to_write and not plan.nudges
