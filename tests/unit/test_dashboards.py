@@ -83,13 +83,7 @@ def test_every_family_of_the_catalogue_is_on_a_dashboard_or_in_a_rule() -> None:
     used = {name for _, expr, _ in every_expression() for name in usage(expr).selectors}
     missing = [f.name for f in CATALOGUE if not set(f.series_names()) & used]
     # Pods created and deleted are in the operator's logs and events; no panel needs them.
-    assert missing == [
-        "aitj_job_recovery_seconds",  # the job dashboard's recovery panel comes next
-        "aitj_job_last_recovery_seconds",
-        "aitj_fault_detection_seconds",
-        "aitj_pods_created_total",
-        "aitj_pods_deleted_total",
-    ]
+    assert missing == ["aitj_fault_detection_seconds", "aitj_pods_created_total", "aitj_pods_deleted_total"]
 
 
 @pytest.mark.parametrize("board", DASHBOARDS, ids=lambda b: b.uid)
