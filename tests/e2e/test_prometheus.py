@@ -187,17 +187,19 @@ def test_every_panel_and_alert_evaluates_on_a_real_prometheus_after_a_scenario(
                 f"{where}: no data ({series})"
             )
 
-    # The recovery histogram counts each restart once: as many as the counter and the job's status.
+    # The recovery histogram counts each restart once, and so does the job's own recovery
+    # figure: as many as the counter and the job's status.
     performed = restarts(cluster, namespace)
     mine_only = f'{{namespace="{namespace}"}}'
     counted = value(api_.query(f"sum(aitj_restarts_total{mine_only})", at=end))
     observed = value(api_.query("sum(aitj_recovery_seconds_count)", at=end)) - recovered_before
+    listed = value(api_.query(f"sum(aitj_job_recovery_seconds_count{mine_only})", at=end))
     assert performed >= 4  # one force delete, one exit code, a node's trainers, a drained node's
     by_cause = api_.query(f"sum by (cause) (aitj_restarts_total{mine_only})", at=end)
     causes = {s["metric"]["cause"] for s in by_cause}
     # A drain's evictions count as nodeNotReady: the cordoned node is node maintenance (policy.py).
     assert causes == {"PodForceDeleted", "exitCode", "nodeNotReady"}, causes
-    assert counted == observed == performed, (performed, counted, observed)
+    assert counted == observed == listed == performed, (performed, counted, observed, listed)
     scalings = api_.query(f"sum by (direction) (aitj_scaling_operations_total{mine_only})", at=end)
     assert {s["metric"]["direction"]: float(s["value"][1]) for s in scalings} == {"out": 1.0, "in": 1.0}
 
