@@ -131,13 +131,17 @@ class Recoveries:
         each pod created ends the fault detection of a recovery waiting for it; the restarts the
         status write recorded, if it went through (not when it failed or found the job gone), are
         recorded here (``record_restarts``); the recoveries whose replacements run end for the
-        job once the pass has listed them (``listed``)."""
+        job once a pass that planned it has listed them (``listed``)."""
         for c in sent.created:
             self.created(key, c.replica, c.index, c.generation, c.at)
         if sent.status_written and plan.status is not None and plan.restarts:
             created = {(c.replica, c.index): (c.generation, c.at) for c in sent.created}
             record_restarts(log, key, job, plan.status, plan.restarts, created, self)
-        if recovery_time.listed(plan, sent.stopped is None or sent.status_written):
+        # Only a pass that planned the job has lists (not the Plans of a job being deleted or
+        # of a spec that does not parse, made for a ``lifecycle.JobRef``).
+        if isinstance(job, api.Job) and recovery_time.listed(
+            plan, sent.stopped is None or sent.status_written
+        ):
             self.listed(key, now)
 
     def listed(self, key: JobKey, now: dt.datetime) -> None:

@@ -15,6 +15,7 @@ from aitj.controller.executor import Sent, StaleJob, StepFailed
 from aitj.controller.logs import log
 from aitj.controller.recovery_metrics import Recoveries, record_restarts
 from aitj.core.api import RestartScope
+from aitj.core.planner.lifecycle import JobRef
 from aitj.core.planner.types import Manifest, ObjectKind, Plan, PodNudge
 from aitj.core.telemetry import Recovery, recovery_time
 from tests.unit.builders import Cluster, at, event_rule, launcher, name_of, running_seed, seed_job, trainer
@@ -187,6 +188,9 @@ def test_a_deleted_or_finished_job_ends_no_recovery_and_its_series_go() -> None:
     force_delete(c, tracker)
     c.run_all(103)
     see(c, tracker, 104)
+    # A pass that did not plan the job (it is being deleted) lists nothing.
+    tracker.passed(log, KEY, JobRef(*KEY, "uid"), Plan(), Sent(), at(104))
+    assert figures() == (0, 0, 0) and len(tracker.listing(KEY)) == 1
     tracker.forget(KEY)  # deleted between the pass's snapshot and its end
     tracker.passed(log, KEY, c.job, Plan(), Sent(), at(105))
     assert figures() == (0, 0, 0)
