@@ -19,6 +19,7 @@ from aitj.tools.chaos.schedule import FaultKind
     epilog=example(
         "aitj chaos -n team-a -l app=mnist --duration 300 --dry-run",
         "aitj chaos -n team-a -l app=mnist --duration 600 --seed 7 --json chaos.json --timeline chaos.png",
+        "aitj chaos -n team-a -l app=mnist --progress --fault force-delete --fault scale-up --timeline t.png",
     ),
 )
 @kubeconfig_option
@@ -56,6 +57,14 @@ from aitj.tools.chaos.schedule import FaultKind
     help="Exit codes for exit-code faults (default 137).",
 )
 @click.option(
+    "--replica",
+    "replicas",
+    multiple=True,
+    metavar="NAME",
+    help="Pod faults hit pods of this replica only (repeatable; default: any), e.g. trainer: a "
+    "launcher whose rules do not restart it ends the job when it is deleted.",
+)
+@click.option(
     "--operators",
     default=0,
     show_default=True,
@@ -86,6 +95,27 @@ from aitj.tools.chaos.schedule import FaultKind
     show_default=True,
     type=float,
     help="Seconds a disturbed job may take to be back.",
+)
+@click.option(
+    "--progress",
+    is_flag=True,
+    help="Also read each job's training from its launcher's log (step lines): after every fault it "
+    "must step past where it was within --progress-bound, and never start again from step 0 unless "
+    "the job restarted whole (scope All).",
+)
+@click.option(
+    "--progress-bound",
+    default=120.0,
+    show_default=True,
+    type=click.FloatRange(1),
+    help="Seconds after a fault within which the training must complete a new step.",
+)
+@click.option(
+    "--batch-size",
+    default=32,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Samples per rank and step, for the samples per second of --progress.",
 )
 @click.option(
     "--delete-jobs", is_flag=True, help="Delete the jobs at the end and check nothing they owned is left."
@@ -122,6 +152,7 @@ def chaos(
     allow_drain: bool,
     kinds: tuple[str, ...],
     exit_codes: tuple[int, ...],
+    replicas: tuple[str, ...],
     operators: int,
     leader_elect: bool,
     operator_pid_file: Path | None,
@@ -129,6 +160,9 @@ def chaos(
     operator_namespace: str,
     operator_selector: str,
     recovery_bound: float,
+    progress: bool,
+    progress_bound: float,
+    batch_size: int,
     delete_jobs: bool,
     json_path: Path | None,
     timeline_path: Path | None,
@@ -157,6 +191,7 @@ def chaos(
         allow_drain=allow_drain,
         kinds=tuple(FaultKind(k) for k in kinds),
         exit_codes=exit_codes or (137,),
+        replicas=replicas,
         operators=operators,
         leader_elect=leader_elect,
         operator_pid_file=operator_pid_file,
@@ -164,6 +199,9 @@ def chaos(
         operator_namespace=operator_namespace,
         operator_selector=operator_selector,
         recovery_bound=recovery_bound,
+        progress=progress,
+        progress_bound=progress_bound,
+        batch_size=batch_size,
         delete_jobs=delete_jobs,
         json_path=json_path,
         timeline_path=timeline_path,

@@ -240,6 +240,19 @@ def test_a_pod_stuck_terminating_is_reported_and_one_that_goes_is_not() -> None:
     assert [v.message.split(" Terminating")[0] for v in check.violations] == [f"pod {stuck.name}"]
 
 
+def test_a_pod_within_its_own_long_grace_period_is_not_stuck_but_past_it_is() -> None:
+    # A trainer no rule replaces ends on the kubelet's clock (the seed's: 300 s).
+    h, _ = steady_start()
+    slow = Pod("trainer", 1).running(node="node-a")
+    h.pod(1, slow).pod(2, slow.deleted(2, grace=300)).pod(303, slow, gone=True)
+    assert terminating(h.end(400), Bounds(terminating=90)).violations == []
+    h2, _ = steady_start()
+    stuck = Pod("trainer", 1).running(node="node-a")
+    h2.pod(1, stuck).pod(2, stuck.deleted(2, grace=300)).pod(340, stuck, gone=True)
+    (v,) = terminating(h2.end(400), Bounds(terminating=90)).violations
+    assert "Terminating for 338s (bound 330s)" in v.message
+
+
 def test_objects_left_after_a_job_is_deleted_are_reported() -> None:
     history = History(
         deleted_jobs=[KEY], leftovers=[Leftover(KEY, "service", JOB), Leftover(KEY, "pod", "p")]

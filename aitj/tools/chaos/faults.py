@@ -40,6 +40,7 @@ class Context:
     local: LocalCluster | None
     operators: Operators
     exit_codes: tuple[int, ...] = (137,)
+    replicas: tuple[str, ...] = ()  # pod faults hit pods of these replicas only (default: any)
     operator_namespace: str = "aitj-system"
     operator_selector: str = "app.kubernetes.io/name=aitj"
     node_hold: float = 8.0  # a NotReady node or a cordon lasts this long
@@ -56,13 +57,18 @@ def steady_jobs(world: World, jobs: set[JobKey]) -> list[JobKey]:
     return sorted(k for k in jobs if k in world.jobs and steady(world, k, none))
 
 
-def _pods(world: World, jobs: list[JobKey]) -> list[PodView]:
+def pod_targets(world: World, jobs: list[JobKey], replicas: tuple[str, ...] = ()) -> list[PodView]:
+    """pod_targets: the Running current pods of ``jobs`` a pod fault may hit, of ``replicas``
+    only if given, by namespace and name (``Planned.pick`` indexes them)."""
     return sorted(
         (
             p
             for k in jobs
             for p in world.pods_of(k)
-            if world.current(p) and world.live(p) and p.phase == "Running"
+            if world.current(p)
+            and world.live(p)
+            and p.phase == "Running"
+            and (not replicas or p.replica in replicas)
         ),
         key=lambda p: (p.namespace, p.name),
     )
@@ -108,9 +114,10 @@ def _carry_out(
     free: list[JobKey],
 ) -> None:
     if p.kind in POD_FAULTS:
-        pods = _pods(world, free)
+        pods = pod_targets(world, free, ctx.replicas)
         if not pods:
-            raise NoTarget("no Running pod of a job not already disturbed")
+            of = f" of replica {'/'.join(ctx.replicas)}" if ctx.replicas else ""
+            raise NoTarget(f"no Running pod{of} of a job not already disturbed")
         pod = pods[p.pick % len(pods)]
         rec.target, rec.jobs, rec.pods = (
             f"{pod.namespace}/{pod.name}",

@@ -17,6 +17,7 @@ from typing import Any
 from aitj.core import api
 from aitj.core.observed import NodeView, PodView
 from aitj.tools.chaos.schedule import FaultKind
+from aitj.tools.trainbench.timeline import Event
 
 Obj = Mapping[str, Any]
 JobKey = tuple[str, str]  # (namespace, name)
@@ -106,6 +107,20 @@ def job_sample(t: float, etype: str, obj: Obj) -> JobSample:
     )
 
 
+@dataclass(frozen=True)
+class ProgressSample:
+    """ProgressSample: a step or a re-forming that job ``key``'s training printed, read from its
+    launcher pod ``pod``'s log (``aitj chaos --progress``), its time on the history's clock."""
+
+    key: JobKey
+    pod: str
+    event: Event
+
+    @property
+    def t(self) -> float:
+        return self.event.t
+
+
 @dataclass
 class FaultRecord:
     """FaultRecord: one fault as carried out. ``pods``: uids of the pods it aimed at (a pod
@@ -164,6 +179,7 @@ class History:
     probes: list[Probe] = field(default_factory=list)
     restarts: list[OperatorRestart] = field(default_factory=list)
     leftovers: list[Leftover] = field(default_factory=list)
+    progress: list[ProgressSample] = field(default_factory=list)  # only with --progress
     deleted_jobs: list[JobKey] = field(default_factory=list)
     deleting_from: float | None = None  # when the command began deleting the jobs
     end: float = 0.0

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from aitj.controller.kubeclient import api_client
 from aitj.devcluster.cluster import LocalCluster, free_base
-from aitj.tools.chaos import bed, faults, report
+from aitj.tools.chaos import bed, faults, progress, report
 from aitj.tools.chaos.invariants import Bounds
 from aitj.tools.chaos.operators import Operator, Operators
 from aitj.tools.chaos.run import Options, Result, run
@@ -35,6 +35,7 @@ class Settings:
     allow_drain: bool = False
     kinds: tuple[FaultKind, ...] = ()
     exit_codes: tuple[int, ...] = (137,)
+    replicas: tuple[str, ...] = ()
     operators: int = 0
     leader_elect: bool = False
     operator_pid_file: Path | None = None
@@ -42,6 +43,9 @@ class Settings:
     operator_namespace: str = "aitj-system"
     operator_selector: str = "app.kubernetes.io/name=aitj"
     recovery_bound: float = 90.0
+    progress: bool = False
+    progress_bound: float = 120.0
+    batch_size: int = 32
     delete_jobs: bool = False
     json_path: Path | None = None
     timeline_path: Path | None = None
@@ -92,6 +96,7 @@ def run_chaos(s: Settings, console: Console) -> int:
             cluster if local else None,
             ops,
             exit_codes=s.exit_codes,
+            replicas=s.replicas,
             operator_namespace=s.operator_namespace,
             operator_selector=s.operator_selector,
         )
@@ -128,6 +133,7 @@ def options(s: Settings, plan: list[Planned]) -> Options:
         Bounds(recovery=s.recovery_bound),
         delete_jobs=s.delete_jobs,
         min_gap=s.interval / 2,
+        training=progress.Settings(s.progress_bound, s.batch_size) if s.progress else None,
     )
 
 

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from aitj.tools.bench.stats import percentile
+from aitj.tools.chaos import progress
+from aitj.tools.chaos.history import ProgressSample
 from aitj.tools.chaos.invariants import job_name
 from aitj.tools.chaos.run import Result
 from aitj.tools.chaos.schedule import FaultKind
@@ -55,6 +57,7 @@ def summary(result: Result) -> dict[str, Any]:
         "violations": [asdict(v) for c in result.checks for v in c.violations],
         "operator_restarts": [asdict(r) for r in h.restarts],
         "samples": {"pods": len(h.pods), "nodes": len(h.nodes), "jobs": len(h.jobs), "probes": len(h.probes)},
+        "training": progress.summary(h, result.training) if result.training else None,
     }
 
 
@@ -85,10 +88,33 @@ def print_table(result: Result, console: Console) -> None:
     for c in s["invariants"]:
         inv.add_row(c["name"], str(c["checks"]), str(c["violations"]))
     console.print(inv)
+    if s["training"] is not None:
+        console.print(_training_table(s["training"]))
     for v in s["violations"][:30]:
         console.print(f"VIOLATION t+{v['t']:.1f}s {v['invariant']}: {v['job']} {v['message']}", markup=False)
     if len(s["violations"]) > 30:
         console.print(f"... and {len(s['violations']) - 30} more (see --json)")
+
+
+def _training_table(training: dict[str, dict[str, Any]]) -> Table:
+    """_training_table: per job, what its training did (progress.summary)."""
+    t = Table(title="training (from each launcher's log)")
+    cols = ("job", "last step", "re-formed", "samples/s", "faults", "stepped past", "p50 s", "p99 s", "max s")
+    for col in cols:
+        t.add_column(col, justify="left" if col == "job" else "right", no_wrap=col == "job")
+    for job, j in training.items():
+        t.add_row(
+            job,
+            str(j["last_step"]),
+            str(j["reformed"]),
+            _s(j["samples_per_s_median"]),
+            str(j["faults"]),
+            str(j["stepped_past"]),
+            _s(j["past_p50_s"]),
+            _s(j["past_p99_s"]),
+            _s(j["past_max_s"]),
+        )
+    return t
 
 
 def write_json(result: Result, path: Path) -> None:
@@ -105,7 +131,8 @@ def write_json(result: Result, path: Path) -> None:
 
 def plot_timeline(result: Result, path: Path) -> None:
     """plot_timeline: one row per job; each fault a marker at its time (colour by kind), a bar
-    from it to its recovery, a red cross at each violation."""
+    from it to its recovery, a red cross at each violation. With --progress, a second panel
+    below: each job's training samples per second, the faults as lines of the same colours."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
@@ -114,10 +141,29 @@ def plot_timeline(result: Result, path: Path) -> None:
     h = result.history
     jobs = sorted({job_name(k) for f in h.faults for k in f.jobs} | {job_name(j.key) for j in h.jobs})
     rows = ["(cluster)", *jobs]
-    y = {name: i for i, name in enumerate(rows)}
     cmap = plt.get_cmap("tab20")
     colours = {kind: cmap(i) for i, kind in enumerate(FaultKind)}
-    fig, ax = plt.subplots(figsize=(12, 1.2 + 0.45 * len(rows)))
+    height = 1.2 + 0.45 * len(rows)
+    if result.training is None:
+        fig, ax = plt.subplots(figsize=(12, height))
+    else:
+        fig, (ax, pace_ax) = plt.subplots(
+            2, 1, figsize=(12, height + 3.5), sharex=True, height_ratios=(height, 3.5)
+        )
+        _plot_pace(result, result.training, pace_ax, colours)
+    _plot_faults(result, rows, ax, colours)
+    done = sum(1 for f in h.faults if f.error is None)
+    ax.set_title(
+        f"aitj chaos: {done} faults ({len(h.faults) - done} refused), {result.violations} violations"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_faults(result: Result, rows: list[str], ax: Any, colours: dict[FaultKind, Any]) -> None:
+    h = result.history
+    y = {name: i for i, name in enumerate(rows)}
     took = {r.n: r.seconds for r in result.recoveries}
     used: set[FaultKind] = set()
     for f in h.faults:
@@ -141,10 +187,24 @@ def plot_timeline(result: Result, path: Path) -> None:
     )
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    done = sum(1 for f in h.faults if f.error is None)
-    ax.set_title(
-        f"aitj chaos: {done} faults ({len(h.faults) - done} refused), {result.violations} violations"
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+
+
+def _plot_pace(result: Result, settings: progress.Settings, ax: Any, colours: dict[FaultKind, Any]) -> None:
+    """_plot_pace: samples per second of each job's training over time (progress.pace), and
+    a vertical line at each fault."""
+    by_job: dict[str, list[ProgressSample]] = {}
+    for s in sorted(result.history.progress, key=lambda s: s.t):
+        by_job.setdefault(job_name(s.key), []).append(s)
+    for name, samples in sorted(by_job.items()):
+        points = [(t, r) for t, r in progress.pace(samples, settings.batch) if t >= 0]
+        if points:
+            ax.plot([t for t, _ in points], [r for _, r in points], lw=1.2, label=name)
+    for f in result.history.faults:
+        if f.error is None:
+            ax.axvline(f.t, color=colours[f.kind], lw=1, alpha=0.8)
+    ax.set_ylabel("samples/s")
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("seconds since the watch started (lines: faults, coloured by kind as above)")
+    ax.grid(alpha=0.3)
+    if by_job:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)

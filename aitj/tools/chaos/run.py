@@ -14,7 +14,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from aitj.core import api
-from aitj.tools.chaos import faults
+from aitj.tools.chaos import faults, progress
 from aitj.tools.chaos.expect import Expected, expected_restarts
 from aitj.tools.chaos.history import FaultRecord, History, JobKey, Leftover, OperatorRestart, Probe
 from aitj.tools.chaos.invariants import HOLD, Bounds, Check, Recovery, check_all, steady
@@ -39,6 +39,7 @@ class Options:
     target_wait: float = 60.0  # a fault with no eligible target yet waits this long, then is skipped
     warmup: float = 180.0  # jobs steady before the first fault
     settle: float = 150.0  # jobs steady and no pod Terminating after the last one
+    training: progress.Settings | None = None  # read the trainings' progress (--progress)
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Result:
     recoveries: list[Recovery]
     plan: tuple[Planned, ...]
     skipped: list[tuple[Planned, str]] = field(default_factory=list)
+    training: progress.Settings | None = None
 
     @property
     def violations(self) -> int:
@@ -60,6 +62,11 @@ class _Loop:
         self.ctx, self.opts, self.say = ctx, opts, say
         self.history = History()
         self.watch = Watch(watch_api, self.history, opts.namespace, opts.selector)
+        self.reader = (
+            progress.Reader(watch_api, self.history, time.time() - self.watch.now())
+            if opts.training is not None
+            else None
+        )
         self.world = World()
         self._seen = [0, 0, 0]
         self.lasting: list[FaultRecord] = []  # faults to heal
@@ -93,6 +100,8 @@ class _Loop:
     def tick(self) -> None:
         """tick: catch up with the watch, heal what is due, restart a killed operator, probe."""
         self.refresh()
+        if self.reader is not None:
+            self.reader.aim(progress.launchers(self.world, sorted(self.jobs())))
         t = self.now()
         self.heal(t)
         self.supervise(t)
@@ -162,12 +171,28 @@ class _Loop:
         self.say(f"not steady within {timeout:.0f}s ({what}); the checks will say why")
         return False
 
+    def wait_progress(self, settings: progress.Settings) -> None:
+        """wait_progress: until every training read has stepped past where it was at the last
+        fault, at most the bound after it (the training check judges what was seen)."""
+        last = max((f.t for f in self.history.faults), default=None)
+        if last is None:
+            return
+        while self.now() < last + settings.bound:
+            self.tick()
+            if progress.caught_up(self.history, last, sorted(self.jobs())):
+                return
+            time.sleep(1.0)
+
     def fault(self, p: Planned) -> None:
         give_up = self.now() + self.opts.target_wait
         while True:
             self.tick()
             try:
-                busy = set(self.cooling) | {k for rec in self.lasting for k in rec.jobs}
+                # A finished job is no target: nothing in it recovers (its pods stay or go by
+                # cleanPodPolicy, deleted with their own grace period, which the operator
+                # does not shorten).
+                ended = {k for k, s in self.world.jobs.items() if s.phase in api.FINISHED_PHASES}
+                busy = set(self.cooling) | {k for rec in self.lasting for k in rec.jobs} | ended
                 ok = [k for k in faults.steady_jobs(self.world, self.jobs()) if k not in busy]
                 free = sorted(self.jobs() - busy)
                 rec = faults.carry_out(self.ctx, self.world, p, ok, self.jobs(), self.now(), free)
@@ -253,6 +278,8 @@ def run(ctx: faults.Context, watch_api: client.ApiClient, opts: Options, say: Sa
     """run: the whole chaos run; the Result holds the history and every check."""
     loop = _Loop(ctx, watch_api, opts, say)
     loop.watch.start()
+    if loop.reader is not None:
+        loop.reader.start()
     try:
         loop.refresh()
         say(f"watching {len(loop.jobs())} jobs; waiting for them to be steady")
@@ -271,10 +298,16 @@ def run(ctx: faults.Context, watch_api: client.ApiClient, opts: Options, say: Sa
             loop.heal_now = True
             loop.tick()
         loop.sleep_until(loop.now() + 2 * HOLD)  # the last recovery holds (invariants.HOLD)
+        if opts.training is not None:
+            loop.wait_progress(opts.training)
         if opts.delete_jobs:
             loop.delete_jobs()
     finally:
         loop.watch.stop()
+        if loop.reader is not None:
+            loop.reader.stop()
     expected = expected_restarts(loop.history)
     checks, recs = check_all(loop.history, expected, opts.bounds)
-    return Result(loop.history, expected, checks, recs, opts.plan, loop.skipped)
+    if opts.training is not None:
+        checks += progress.checks(loop.history, opts.training)
+    return Result(loop.history, expected, checks, recs, opts.plan, loop.skipped, opts.training)
