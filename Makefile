@@ -87,11 +87,14 @@ bench: build-cluster
 	$(BIN)/aitj bench $(if $(QUICK),--quick)
 
 # The recovery users feel (root): the seed's Horovod elastic training on two real nodes, made to
-# lose a worker (force and graceful deletes, a SIGKILL matched by an exit-code rule) and scaled
-# 3 -> 5 -> 3, ROUNDS times each, timed from its own output: until it runs again, until it is
-# back at full width, the steps redone. Writes bench-real/ (table.md, results.json). About 45 s
-# a round after 2 minutes of set-up. GLOO_TIMEOUT=30 runs it with HOROVOD_GLOO_TIMEOUT_SECONDS=30
-# instead of the seed's 300 (into bench-real/gloo-30/).
+# lose a worker (force and graceful deletes, a SIGKILL matched by an exit-code rule), scaled
+# 3 -> 5 -> 3 and hit by node faults (kubelet stopped, containerd down, drain), then the MPI and
+# torchrun examples through the same worker faults and scales, ROUNDS times each, timed from
+# their own output: until training runs again, until it is back at full width, the steps redone.
+# Writes bench-real/ (Horovod) and bench-real/mpi/, bench-real/torchrun/ (table.md,
+# results.json). About 6 minutes a round (4 of them Horovod's), 5 more for each Gloo stall, after
+# 2 minutes of set-up. GLOO_TIMEOUT=30 runs it with HOROVOD_GLOO_TIMEOUT_SECONDS=30 instead of
+# the seed's 300 (into bench-real/gloo-30/).
 bench-real: build-cluster
 	AITJ_BENCH_REAL_ROUNDS=$(or $(ROUNDS),5) \
 	  AITJ_BENCH_REAL_OUT=$(CURDIR)/bench-real$(if $(GLOO_TIMEOUT),/gloo-$(GLOO_TIMEOUT)) \

@@ -7,7 +7,7 @@ import pytest
 
 from aitj.tools.trainbench.recovery import Fault, healed, pace, recovery
 from aitj.tools.trainbench.report import rows, table
-from aitj.tools.trainbench.timeline import Reset, Step, parse, parse_line, runtime_time
+from aitj.tools.trainbench.timeline import Reset, Step, parse, parse_line, ring, runtime_time
 
 T0 = runtime_time("2026-11-25T11:52:00.000000000Z")
 
@@ -179,3 +179,27 @@ def test_healed_wants_a_reset_at_the_width_and_a_step_after_it(
     lines: list[str], width: int, want: bool
 ) -> None:
     assert healed(parse(lines), Fault("force delete", T0 + 10, width, until=T0 + 60)) is want
+
+
+@pytest.mark.parametrize(
+    ("lines", "after", "want"),
+    [
+        # The world of rank 0's latest step: an old host's earlier lines are not in it.
+        (
+            [
+                *(step(1, r, 3, 30, h) for r, h in enumerate(["old", "b", "c"])),
+                *(step(5 + r / 10, r, 3, 40, h) for r, h in enumerate(["new", "b", "c"])),
+            ],
+            0,
+            ["b", "c", "new"],
+        ),
+        # Two pods for one index, both printing: both are in the ring (a world of 4).
+        ([step(2, r, 4, 50, h) for r, h in enumerate(["old", "new", "b", "c"])], 0, ["b", "c", "new", "old"]),
+        # Nothing after the time asked: no ring known.
+        ([step(1, 0, 3, 30, "a")], 2, []),
+    ],
+)
+def test_the_ring_is_the_hosts_of_rank_0s_latest_step(
+    lines: list[str], after: float, want: list[str]
+) -> None:
+    assert ring(parse(lines), T0 + after) == want

@@ -82,3 +82,13 @@ def parse(lines: Iterable[str]) -> list[Event]:
     """parse: the events of a log, in time order."""
     events = [e for e in (parse_line(line) for line in lines) if e is not None]
     return sorted(events, key=lambda e: e.t)
+
+
+def ring(events: Iterable[Event], after: float) -> list[str]:
+    """ring: the hosts of the world that completed rank 0's latest step after ``after`` (every
+    rank prints that step), sorted: which pods train, whatever the API says of them."""
+    steps = [e for e in events if isinstance(e, Step) and e.t >= after]
+    latest = max((e for e in steps if e.rank == 0), key=lambda e: e.t, default=None)
+    if latest is None:
+        return []
+    return sorted({e.host for e in steps if e.step == latest.step and e.size == latest.size})

@@ -56,3 +56,30 @@ def stop_kubelet(cluster: KubeCluster, node: str) -> None:
 
 def continue_kubelet(cluster: KubeCluster, node: str) -> None:
     os.kill(kubelet_pid(cluster, node), signal.SIGCONT)
+
+
+def stop_containerd(cluster: KubeCluster, node: str) -> None:
+    """stop_containerd ends the node's containerd (SIGTERM to its process group). The
+    containers go on running in their shims, which containerd started in groups of their own;
+    the kubelet, alive, reports the node NotReady once the runtime has not answered for 30 s
+    ("container runtime is down")."""
+    assert cluster.local is not None
+    cluster.local.stop(f"containerd/{node}")
+
+
+def start_containerd(cluster: KubeCluster, node: str) -> None:
+    """start_containerd starts the node's containerd again, as it was started; it finds its
+    shims, and the kubelet its containers."""
+    assert cluster.local is not None
+    cluster.local.start(f"containerd/{node}")
+
+
+def cordon(cluster: KubeCluster, node: str, *, on: bool) -> None:
+    """cordon marks the node unschedulable (``on``) or schedulable again, as kubectl cordon and
+    uncordon do."""
+    cluster.core.patch_node(node, {"spec": {"unschedulable": on or None}})
+
+
+def is_ready(cluster: KubeCluster, node: str) -> bool:
+    conditions = cluster.core.read_node(node).status.conditions or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)

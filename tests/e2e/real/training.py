@@ -46,18 +46,30 @@ class Training:
     def events(self) -> list[Event]:
         return parse(self.log().splitlines())
 
-    def fault(self, kind: str, width: int, act: Callable[[], None], heal_seconds: float) -> Recovery:
-        """fault does ``act``, waits until training healed at ``width`` (recovery.healed), at
-        most ``heal_seconds``, and keeps what the log says of it."""
+    def fault(
+        self,
+        kind: str,
+        width: int,
+        act: Callable[[], None],
+        heal_seconds: float,
+        *,
+        over: Callable[[], bool] | None = None,
+    ) -> Recovery:
+        """fault does ``act``, waits until training healed at ``width`` (recovery.healed) after
+        ``act`` returned (a drain's act returns once its last eviction went through), or until
+        ``over()`` when given (the end of a fault that may not disturb training at all), at most
+        ``heal_seconds``, and keeps what the log says of it, timed from the start of ``act``."""
         t = time.time()
         act()
+        done = time.time()
+
+        def settled() -> bool:
+            if over is not None:
+                return over()
+            return healed(self.events(), Fault(kind, done, width, until=done))
+
         with contextlib.suppress(AssertionError):  # not healed in time: counted below
-            wait_for(
-                lambda: healed(self.events(), Fault(kind, t, width, until=t)),
-                heal_seconds,
-                f"training back at width {width} after a {kind}",
-                interval=1,
-            )
+            wait_for(settled, heal_seconds, f"training back at width {width} after a {kind}", interval=1)
         time.sleep(SETTLE_SECONDS)
         got = recovery(self.events(), Fault(kind, t, width, until=time.time()))
         print(
@@ -68,13 +80,18 @@ class Training:
         self.recoveries.append(got)
         return got
 
-    def delete_trainer(self, *, force: bool, replicas: int) -> Callable[[], None]:
+    def delete_trainer(
+        self, *, force: bool, replicas: int, off_node: str | None = None
+    ) -> Callable[[], None]:
         """delete_trainer: a fault that deletes one Running trainer of the ``replicas`` the job
-        wants, chosen at random (not one a scale-in is letting go, which trains no more)."""
+        wants, chosen at random (not one a scale-in is letting go, which trains no more), and
+        not on ``off_node`` if given."""
 
         def act() -> None:
             pods = pods_by_index(self.cluster, self.namespace, self.job, "trainer")
-            victim = random.choice([p for i, p in pods.items() if i < replicas])
+            victim = random.choice(
+                [p for i, p in pods.items() if i < replicas and p.spec.node_name != off_node]
+            )
             args = ["delete", "pod", "-n", self.namespace, victim.metadata.name, "--wait=false"]
             self.cluster.kubectl(*args, *(["--force", "--grace-period=0"] if force else []))
 
