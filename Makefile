@@ -14,7 +14,7 @@ COMPILE    = $(BIN)/uv pip compile pyproject.toml --universal --python-version 3
              --custom-compile-command 'make lock' --quiet
 
 .PHONY: install lock image lint unit test e2e demo bench chaos build-cluster cluster-up cluster-down clean \
-        dashboards dashboards-pictures real-nodes demo-real bench-real
+        dashboards dashboards-pictures real-nodes demo-real bench-real chaos-real
 
 # Installs exactly the locked versions (hash-checked, no resolution), then aitj itself.
 $(STAMP): pyproject.toml $(TEST_LOCK)
@@ -125,6 +125,16 @@ chaos: build-cluster
 	$(BIN)/aitj chaos --bed chaos --bed-jobs 6 --down --operators $(OPERATORS) $(if $(LEADER_ELECT),--leader-elect) \
 	  -n chaos -l chaos.aitj.dev/bed=true --seed 14 --duration 600 --interval 10 --allow-drain --delete-jobs \
 	  --json $(CHAOS_OUT)/chaos.json --timeline $(CHAOS_OUT)/timeline.png
+
+# Training through chaos (root): the seed's Horovod elastic training on two real nodes, and
+# `aitj chaos --progress` against it for ten minutes (force and graceful deletes, evictions,
+# replicas edits, one every 20 s): the operator's invariants from the command's watch, and the
+# training's from its launcher's log (it steps past where it was within 60 s of every fault
+# and never starts again from step 0). Writes chaos-real/ (chaos.json, timeline.png: samples
+# per second with each fault marked). A one-minute version runs in make test.
+chaos-real: build-cluster
+	AITJ_CHAOS_REAL_DURATION=$(or $(DURATION),600) AITJ_CHAOS_REAL_INTERVAL=20 AITJ_CHAOS_REAL_OUT=$(CURDIR)/chaos-real \
+	  $(BIN)/pytest -m e2e tests/e2e/real/test_chaos_real.py -s -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
