@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kubernetes.client import V1Eviction, V1ObjectMeta
 from kubernetes.client.exceptions import ApiException
 
 from aitj.core import api
+from aitj.devcluster import faults as dev
 from aitj.tools.trainbench.timeline import ring, runtime_time
 from tests.e2e.real import nodes
 from tests.e2e.real.jobs import pods_by_index
@@ -71,35 +71,36 @@ class NodeFaults:
 
     def kubelet_stopped(self) -> None:
         """The node's kubelet frozen (SIGSTOP) until training is back at full width, then let go."""
-        old = self._place()
-        self.run.fault(
-            "kubelet stopped", WIDTH, lambda: nodes.stop_kubelet(self.cluster, OTHER_NODE), self.heal_seconds
-        )
-        self._seen("kubelet stopped", old)
-        self.run.fault(
-            "kubelet back (old pods end)",
-            WIDTH,
+        self._lost_and_back(
+            "kubelet stopped",
+            "kubelet back",
+            lambda: nodes.stop_kubelet(self.cluster, OTHER_NODE),
             lambda: nodes.continue_kubelet(self.cluster, OTHER_NODE),
-            AFTERMATH_SECONDS,
-            over=lambda: self._ended(old),
         )
-        self._ended_note("kubelet back", old)
 
     def runtime_down(self) -> None:
         """The node's containerd ended, its kubelet alive, until training is back at full
         width; then containerd started again."""
-        old = self._place()
-        stop = lambda: nodes.stop_containerd(self.cluster, OTHER_NODE)  # noqa: E731
-        self.run.fault("node NotReady (containerd down)", WIDTH, stop, self.heal_seconds)
-        self._seen("node NotReady (containerd down)", old)
-        self.run.fault(
-            "containerd back (old pods end)",
-            WIDTH,
+        self._lost_and_back(
+            "node NotReady (containerd down)",
+            "containerd back",
+            lambda: nodes.stop_containerd(self.cluster, OTHER_NODE),
             lambda: nodes.start_containerd(self.cluster, OTHER_NODE),
-            AFTERMATH_SECONDS,
-            over=lambda: self._ended(old),
         )
-        self._ended_note("containerd back", old)
+
+    def _lost_and_back(
+        self, kind: str, back: str, lose: Callable[[], None], restore: Callable[[], None]
+    ) -> None:
+        """_lost_and_back: OTHER_NODE lost by ``lose`` until training healed, what training saw
+        of its old pods noted; then ``restore``, measured as a fault of its own ("<back> (old
+        pods end)") until the node is Ready and the old pods are gone."""
+        old = self._place()
+        self.run.fault(kind, WIDTH, lose, self.heal_seconds)
+        self._seen(kind, old)
+        self.run.fault(
+            f"{back} (old pods end)", WIDTH, restore, AFTERMATH_SECONDS, over=lambda: self._ended(old)
+        )
+        self._ended_note(back, old)
 
     def drain(self) -> None:
         """The node cordoned and the job's pods on it evicted, as kubectl drain does, until
@@ -113,11 +114,8 @@ class NodeFaults:
         nodes.cordon(self.cluster, OTHER_NODE, on=True)
         while left := self._job_pods_there():
             for pod in left:
-                body = V1Eviction(metadata=V1ObjectMeta(name=pod.metadata.name, namespace=self.run.namespace))
                 try:
-                    self.cluster.core.create_namespaced_pod_eviction(
-                        pod.metadata.name, self.run.namespace, body
-                    )
+                    dev.evict(self.cluster.api, self.run.namespace, pod.metadata.name)
                 except ApiException as e:
                     if e.status != 429:  # 429: the disruption budget refuses it for now
                         raise
