@@ -67,6 +67,6 @@ def build(
         records=records,
         ledger=rule_budgets.prune(job, found.ledger.recording(records), now),
         shortfalls=tuple(s.shortfall for s in found.slots if s.shortfall is not None),
-        lists=hostfiles.host_lists(job, found, joining),
+        lists=hostfiles.host_lists(job, found, joining, prev, now),
         gang=gang.plan_gang(job, found, given.owned, given.settings),
     )

@@ -5,7 +5,8 @@ Pure. Two lists live in the discovery ConfigMap (``aitj.core.render.discovery``)
 host list, the Running workers (docs/semantics.md, section 10), and Volcano's host files, each
 replica's Running pods (``aitj.core.render.volcano``). Both follow one rule: a pod is in them
 while it runs, is not being deleted or replaced, and is not a pod of a scale-out in flight (those
-join together once all of them run). ``status.discoveryHosts`` records the first, which also
+join together once all of them run), nor a pod whose wave still starts (``held``: pods that
+start running together join together). ``status.discoveryHosts`` records the first, which also
 says who is in the worker replicas' host files (the same pods, by index); ``status.hostFiles``
 records only the master replicas' files, so a large job's status does not carry its workers
 twice. The ConfigMap is rewritten when what it is observed to hold (its fingerprint,
@@ -16,6 +17,8 @@ when the lists differ from the status's).
 """
 
 from __future__ import annotations
+
+from datetime import datetime, timedelta
 
 from aitj.core.api import Job, JobStatus, ReplicaType
 from aitj.core.planner import objects, resources
@@ -38,14 +41,37 @@ def part(ctx: Context) -> Part:
         nudges=nudges(ctx.found, lists),
         hosts=lists.hosts if hosts_changed(ctx.prev, lists) else None,
     )
-    return Part(plan, edit=lambda status: record(status, lists))
+    wake = () if lists.wake is None else (lists.wake,)
+    return Part(plan, edit=lambda status: record(status, lists), wake=wake)
 
 
-def host_lists(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> HostLists | None:
-    """host_lists: the lists of this pass (None without plugin.discovery)."""
+# Horovod elastic (0.28) can lose a worker that joins its host list while it re-forms around
+# another: its driver tells rank 0 of the change, and rank 0's reset, still under way, then
+# empties its queue of such messages (horovod.common.elastic.State.on_reset); changes are also
+# stamped to the whole second, so a second one within the same second is ignored. The worker then
+# stays out of the ring until the list changes again (minutes, in make bench-real, when a node
+# holding two trainers was lost and their replacements ran 0.25 s apart). So workers that start
+# running together join the list together: a worker that runs and is not listed yet waits while
+# another worker created in the same wave (within WAVE of it) is still starting, for at most HOLD
+# after it ran (a straggler pulling its image does not keep the others out). One node's loss,
+# or several deletes at once, make one change to the list, not one per replacement.
+WAVE = timedelta(seconds=5)
+HOLD = timedelta(seconds=5)
+
+
+def host_lists(
+    job: Job, found: Survey, joining: frozenset[tuple[str, int]], prev: JobStatus, now: datetime
+) -> HostLists | None:
+    """host_lists: the lists of this pass (None without plugin.discovery), the workers whose
+    wave still starts held out of them."""
     if not job.spec.discovery:
         return None
-    listed = [s for s in found.slots if s.state is State.RUNNING and (s.replica.name, s.index) not in joining]
+    waiting = held(found, joining, frozenset(prev.discovery_hosts or ()), now)
+    listed = [
+        s
+        for s in found.slots
+        if s.state is State.RUNNING and (s.replica.name, s.index) not in joining and s.name not in waiting
+    ]
     hosts = tuple(
         HostEntry(s.name, s.replica.name, s.index)
         for s in listed
@@ -56,7 +82,33 @@ def host_lists(job: Job, found: Survey, joining: frozenset[tuple[str, int]]) -> 
         for r in job.spec.replicas
     }
     masters = {r.name: running[r.name] for r in job.spec.replicas if r.replica_type is ReplicaType.MASTER}
-    return HostLists(hosts, running, masters)
+    wake = min(waiting.values(), default=None)
+    return HostLists(hosts, running, masters, held=tuple(sorted(waiting)), wake=wake)
+
+
+def held(
+    found: Survey, joining: frozenset[tuple[str, int]], listed: frozenset[str], now: datetime
+) -> dict[str, float]:
+    """held: the Running workers not in the list yet (``listed``: the previous pass's) that wait
+    for their wave, each with the seconds it may still wait (see WAVE and HOLD)."""
+    workers = [
+        s
+        for s in found.slots
+        if s.replica.replica_type is ReplicaType.WORKER and (s.replica.name, s.index) not in joining
+    ]
+    pending = [s.pod for s in workers if s.state is State.PENDING and s.pod is not None]
+    starting = [p.created for p in pending if p.created is not None and p.deleted_at is None]
+    waits: dict[str, float] = {}
+    for s in workers:
+        pod = s.pod
+        if s.state is not State.RUNNING or pod is None or pod.name in listed:
+            continue
+        if pod.created is None or pod.running_since is None:
+            continue
+        left = (HOLD - (now - pod.running_since)).total_seconds()
+        if left > 0 and any(abs(created - pod.created) <= WAVE for created in starting):
+            waits[pod.name] = left
+    return waits
 
 
 def record(status: JobStatus, lists: HostLists | None) -> JobStatus:

@@ -194,11 +194,15 @@ class HostLists:
     """HostLists: plugin.discovery's lists of a pass (aitj.core.planner.hostfiles):
     ``hosts``, Horovod's list (workers); ``running``, each replica's pods in its Volcano host
     file (every replica, in index order); ``masters``, the master replicas' part of
-    ``running`` (what ``status.hostFiles`` records)."""
+    ``running`` (what ``status.hostFiles`` records); ``held``, the Running workers kept out
+    of both until their wave runs, and ``wake``, seconds until the first of them joins anyway
+    (None when none is held)."""
 
     hosts: tuple[HostEntry, ...]
     running: Mapping[str, tuple[str, ...]]
     masters: Mapping[str, tuple[str, ...]]
+    held: tuple[str, ...] = ()
+    wake: float | None = None
 
 
 @dataclass(frozen=True)
