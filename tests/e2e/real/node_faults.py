@@ -66,8 +66,14 @@ class NodeFaults:
         self.cluster = run.cluster
         self.notes: list[str] = []
 
-    def all(self) -> tuple[Callable[[], None], ...]:
-        return (self.kubelet_stopped, self.runtime_down, self.drain)
+    def all(self, only: str = "") -> tuple[Callable[[], None], ...]:
+        """all: the node faults whose name contains ``only`` (every one by default)."""
+        faults = {
+            "kubelet stopped": self.kubelet_stopped,
+            "node NotReady (containerd down)": self.runtime_down,
+            "drain": self.drain,
+        }
+        return tuple(make for name, make in faults.items() if only in name)
 
     def kubelet_stopped(self) -> None:
         """The node's kubelet frozen (SIGSTOP) until training is back at full width, then let go."""

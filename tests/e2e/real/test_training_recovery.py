@@ -9,7 +9,8 @@ asserted is that training came back after every fault.
 - the MPI and torchrun examples (manifests/examples/mpi.yaml, torchrun.yaml, with the same rule
   for 137), through ROUND, into AITJ_BENCH_REAL_OUT/mpi and /torchrun.
 
-AITJ_BENCH_REAL_ROUNDS (default 1) is how many times each fault is made;
+AITJ_BENCH_REAL_ROUNDS (default 1) is how many times each fault is made; AITJ_BENCH_REAL_ONLY,
+if set, keeps only the faults whose name contains it (``make bench-real ONLY="at once"``);
 AITJ_BENCH_REAL_GLOO_TIMEOUT (default the seed's 300) is HOROVOD_GLOO_TIMEOUT_SECONDS, how long a
 rank waits on a peer before Gloo gives up.
 """
@@ -47,11 +48,14 @@ EXAMPLE_HEAL_SECONDS = 180
 # A round: each fault (its name, the width training comes back to, how it is made).
 ROUND: tuple[tuple[str, int, Callable[[Training], Callable[[], None]]], ...] = (
     ("force delete", 3, lambda run: run.delete_trainer(force=True, replicas=3)),
+    ("two force deletes at once", 3, lambda run: run.delete_trainers_at_once(count=2, replicas=3)),
     ("graceful delete", 3, lambda run: run.delete_trainer(force=False, replicas=3)),
     ("exit code 137 (rule)", 3, lambda run: run.kill_trainer(replicas=3)),
     ("scale-out 3 to 5", 5, lambda run: run.scale_trainers(5)),
     ("scale-in 5 to 3", 3, lambda run: run.scale_trainers(3)),
 )
+ONLY = os.environ.get("AITJ_BENCH_REAL_ONLY", "")
+ROUND = tuple(fault for fault in ROUND if ONLY in fault[0])
 NODE_FAULTS = 3  # kubelet stopped, node NotReady, drain: each up to 3 moves, the fault and its end
 # pytest's timeout: set-up, then every fault at its worst (each is waited on HEAL_SECONDS at most).
 TIMEOUT = 600 + ROUNDS * (len(ROUND) + 5 * NODE_FAULTS) * (HEAL_SECONDS + 10)
@@ -137,7 +141,7 @@ def test_the_seed_training_recovers_from_each_fault_and_the_time_it_takes_is_mea
         for _ in range(ROUNDS):
             for kind, width, make in ROUND:
                 run.fault(kind, width, make(run), HEAL_SECONDS)
-            for node_fault in node_faults.all():
+            for node_fault in node_faults.all(ONLY):
                 node_fault()
 
     facts = {

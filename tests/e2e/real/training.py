@@ -97,6 +97,19 @@ class Training:
 
         return act
 
+    def delete_trainers_at_once(self, *, count: int, replicas: int) -> Callable[[], None]:
+        """delete_trainers_at_once: a fault that force-deletes ``count`` Running trainers of the
+        ``replicas`` the job wants in one call, as a lost node's pods are replaced together:
+        their replacements make one wave (docs/pods.md, "Workers join in waves")."""
+
+        def act() -> None:
+            pods = pods_by_index(self.cluster, self.namespace, self.job, "trainer")
+            victims = random.sample([p.metadata.name for i, p in pods.items() if i < replicas], count)
+            args = ["delete", "pod", "-n", self.namespace, *victims, "--wait=false"]
+            self.cluster.kubectl(*args, "--force", "--grace-period=0")
+
+        return act
+
     def kill_trainer(self, *, replicas: int) -> Callable[[], None]:
         """kill_trainer: a fault that SIGKILLs every process of one Running trainer's pod but
         its sandbox, from the machine, as the OOM killer does: the container exits with 137
