@@ -6,8 +6,9 @@ most, and a worker of another wave keeps no one out."""
 
 from __future__ import annotations
 
+from aitj.core.explain import explain
 from aitj.core.planner.hostfiles import HOLD
-from tests.unit.builders import Cluster, Pod, name_of, seed_job
+from tests.unit.builders import Cluster, Pod, at, name_of, seed_job, views
 
 OLD = [name_of("trainer", i) for i in range(3)]
 NEW = [name_of("trainer", i, 1) for i in range(3)]
@@ -43,6 +44,8 @@ def test_replacements_of_one_wave_join_the_list_in_one_change() -> None:
     first = cluster.step(102)
     assert hosts(cluster) == [OLD[1]] and first.discovery is None  # the list is not rewritten
     assert first.requeue_after == HOLD.total_seconds()  # the hold's end plans the job again
+    said = explain(cluster.job, views(cluster.pods.values()), cluster.nodes, at(102)).next_pass
+    assert f"leave {NEW[0]} out of the host list until the others of its wave run" in " ".join(said)
     cluster.pods[NEW[2]].running(102.25)
     second = cluster.step(102.25)
     assert hosts(cluster) == [NEW[0], OLD[1], NEW[2]] and second.discovery is not None

@@ -55,7 +55,7 @@ idempotent:
 Not sent: ``Plan.requeue_after`` is the reconciler's; ``Plan.restarts`` are what the status
 write records, which the reconciler counts, logs and follows once ``Sent`` says the write went
 through (``aitj.controller.recovery_metrics``; docs/semantics.md, "Each restart is recorded
-once"); ``Plan.hosts`` and ``Plan.shortfalls`` are for people. Nor does the executor compare
+once"); ``Plan.hosts``, ``Plan.held`` and ``Plan.shortfalls`` are for people. Nor does the executor compare
 statuses: which scale operations a status write finishes is the reconciler's to count.
 
 What the calls did is returned in ``Sent``: the pods created (and when, for fault detection),

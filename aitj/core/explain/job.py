@@ -172,6 +172,11 @@ def _other_lines(result: Plan) -> list[str]:
     lines: list[str] = []
     if result.hosts is not None:
         lines.append(f"rewrite the discovery host list: [{' '.join(h.pod for h in result.hosts)}]")
+    if result.held:
+        lines.append(
+            f"leave {', '.join(result.held)} out of the host list until the others of its wave "
+            "run (5 s at most: Horovod adds a wave in one reset)"
+        )
     if result.removes:
         lines.append("delete the job's Service (cleanPodPolicy All)")
     lines += [f"event {e.type} {e.reason}: {e.message}" for e in result.restart_events + result.events]

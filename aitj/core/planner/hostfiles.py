@@ -40,6 +40,7 @@ def part(ctx: Context) -> Part:
         discovery=discovery,
         nudges=nudges(ctx.found, lists),
         hosts=lists.hosts if hosts_changed(ctx.prev, lists) else None,
+        held=lists.held,
     )
     wake = () if lists.wake is None else (lists.wake,)
     return Part(plan, edit=lambda status: record(status, lists), wake=wake)

@@ -276,11 +276,12 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Plan:
-    """Plan: what one pass should do. Each field but ``hosts``, ``shortfalls`` and
+    """Plan: what one pass should do. Each field but ``hosts``, ``held``, ``shortfalls`` and
     ``requeue_after`` is a step of ``aitj.controller.executor.STEPS``; empty (or None) means
-    nothing to do. ``hosts`` and ``shortfalls`` are for people: what ``discovery`` lists, and
-    why indices run without a Running pod (a backoff, a used-up rule budget, an excluded node;
-    aitj.core.planner.rule_budgets)."""
+    nothing to do. ``hosts``, ``held`` and ``shortfalls`` are for people: what ``discovery``
+    lists, the Running workers it leaves out until their wave runs (aitj.core.planner.hostfiles),
+    and why indices run without a Running pod (a backoff, a used-up rule budget, an excluded
+    node; aitj.core.planner.rule_budgets)."""
 
     ensure: tuple[Manifest, ...] = ()  # the job's objects the cache does not hold: create them
     removes: tuple[ObjectRef, ...] = ()  # delete (the Service, cleanPodPolicy All)
@@ -299,5 +300,6 @@ class Plan:
     restarts: tuple[RestartRecord, ...] = ()  # first recorded by this status: counted after it
     outcome: Outcome | None = None
     hosts: tuple[HostEntry, ...] | None = None  # what ``discovery`` lists, for people
+    held: tuple[str, ...] = ()  # Running workers left out of the lists until their wave runs (for people)
     requeue_after: float | None = None  # seconds: plan the job again then even if nothing changes
     shortfalls: tuple[Shortfall, ...] = ()  # indices held back, and why (not sent: for people)
