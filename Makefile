@@ -94,8 +94,8 @@ bench: build-cluster
 # Writes bench-real/ (Horovod) and bench-real/mpi/, bench-real/torchrun/ (table.md,
 # results.json). About 6 minutes a round (4 of them Horovod's), 5 more for each Gloo stall, after
 # 2 minutes of set-up. GLOO_TIMEOUT=30 runs it with HOROVOD_GLOO_TIMEOUT_SECONDS=30 instead of
-# the seed's 300 (into bench-real/gloo-30/). ONLY="at once" makes only the faults whose name
-# contains it; OUT=dir writes there instead.
+# the seed's 300 (into bench-real/gloo-30/). ONLY="at once,kubelet" makes only the faults
+# whose name contains one of its words; OUT=dir writes there instead.
 bench-real: build-cluster
 	AITJ_BENCH_REAL_ROUNDS=$(or $(ROUNDS),5) \
 	  AITJ_BENCH_REAL_OUT=$(or $(OUT),$(CURDIR)/bench-real$(if $(GLOO_TIMEOUT),/gloo-$(GLOO_TIMEOUT))) \
