@@ -7,7 +7,8 @@ asserted is that training came back after every fault.
 - the seed's Horovod elastic training (its trainers also restarted on exit code 137), through
   ROUND and the node faults of node_faults.py, into AITJ_BENCH_REAL_OUT itself;
 - the MPI and torchrun examples (manifests/examples/mpi.yaml, torchrun.yaml, with the same rule
-  for 137), through ROUND, into AITJ_BENCH_REAL_OUT/mpi and /torchrun.
+  for 137, the launcher pinned and the trainers spread the same way), through ROUND and the same
+  node faults, into AITJ_BENCH_REAL_OUT/mpi and /torchrun.
 
 AITJ_BENCH_REAL_ROUNDS (default 1) is how many times each fault is made; AITJ_BENCH_REAL_ONLY,
 if set, keeps only the faults whose name contains one of its comma-separated words
@@ -163,13 +164,25 @@ def test_the_examples_recover_from_each_fault_and_the_time_it_takes_is_measured(
 ) -> None:
     alone(real_cluster, real_namespace)
     doc = example_job(file, framework, steps=10_000_000)
-    restart_on_137(doc)
+    for change in (restart_on_137, pin_launcher, spread_trainers):
+        change(doc)
     run = started(real_cluster, real_namespace, doc, width=3, step=20)
+    node_faults = NodeFaults(run, EXAMPLE_HEAL_SECONDS)
 
     def faults() -> None:
         for _ in range(ROUNDS):
             for kind, width, make in ROUND:
                 run.fault(kind, width, make(run), EXAMPLE_HEAL_SECONDS)
+            for node_fault in node_faults.all(ONLY):
+                node_fault()
 
-    facts = {"training": f"manifests/examples/{file}, 3 trainers (1 to 5), on 2 real nodes"}
-    measured(run, faults, OUT / framework, facts, real_operator)
+    facts = {
+        "training": f"manifests/examples/{file}, 3 trainers (1 to 5), on 2 real nodes, "
+        "the launcher on real-node-0, the node faults on real-node-1"
+    }
+    out = OUT / framework
+    try:
+        measured(run, faults, out, facts, real_operator)
+    finally:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "node-faults.txt").write_text("".join(f"{note}\n" for note in node_faults.notes))
