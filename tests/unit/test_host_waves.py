@@ -1,16 +1,13 @@
-"""Workers that start running together join the discovery host list together, and workers
-deleted together leave it together (aitj.core.planner.hostfiles: WAVE and HOLD, LEAVE_WAVE).
-Horovod elastic can lose a worker that joins its list while it re-forms around another, and can
-wait minutes on telling a deleted rank 0 of its own removal, so one node's loss, or several
-deletes in a row, must make one change to the list, not one per pod; a straggler keeps the
-others out for HOLD at most, and a worker of another wave keeps no one out."""
+"""Workers that start running together join the discovery host list together
+(aitj.core.planner.hostfiles, WAVE and HOLD): Horovod elastic can lose a worker that joins its
+list while it re-forms around another, so one node's loss, or several deletes at once, must make
+one change to the list, not one per replacement; a straggler keeps the others out for HOLD at
+most, and a worker of another wave keeps no one out."""
 
 from __future__ import annotations
 
-import pytest
-
 from aitj.core.explain import explain
-from aitj.core.planner.hostfiles import HOLD, LEAVE_WAVE
+from aitj.core.planner.hostfiles import HOLD
 from tests.unit.builders import Cluster, Pod, at, name_of, seed_job, views
 
 OLD = [name_of("trainer", i) for i in range(3)]
@@ -30,21 +27,14 @@ def hosts(cluster: Cluster) -> list[str]:
     return list(cluster.status["discoveryHosts"])
 
 
-WAIT = LEAVE_WAVE.total_seconds()
-
-
 def lose(cluster: Cluster, *indices: int, at: float = 100) -> None:
-    """lose: the trainers at ``indices`` are force-deleted at once (the operator sees them in
-    one pass, as a lost node's), their replacements created, and the pass LEAVE_WAVE later has
-    them leave the list."""
-    before = hosts(cluster)
+    """lose: the trainers at ``indices`` are force-deleted at once (as a lost node's are
+    replaced in one pass) and their replacements created."""
     for i in indices:
         cluster.pods[OLD[i]].deleted(at, 0)
     created = cluster.step(at)
     assert sorted(c.name for c in created.creates) == [NEW[i] for i in indices]
-    assert hosts(cluster) == before and created.requeue_after == WAIT  # kept until the wave is over
-    cluster.step(at + WAIT)
-    assert not {OLD[i] for i in indices} & set(hosts(cluster))
+    assert not {OLD[i] for i in indices} & set(hosts(cluster))  # deleted pods leave at once
 
 
 def test_replacements_of_one_wave_join_the_list_in_one_change() -> None:
@@ -59,27 +49,6 @@ def test_replacements_of_one_wave_join_the_list_in_one_change() -> None:
     cluster.pods[NEW[2]].running(102.25)
     second = cluster.step(102.25)
     assert hosts(cluster) == [NEW[0], OLD[1], NEW[2]] and second.discovery is not None
-
-
-def test_deletes_one_after_another_leave_the_list_in_one_change() -> None:
-    cluster = running()
-    cluster.pods[OLD[0]].deleted(100, 0)
-    first = cluster.step(100.9)  # the first delete's event (the API keeps its time to the second)
-    cluster.pods[OLD[2]].deleted(101, 0)
-    second = cluster.step(101.05)  # the second's, 0.15 s later (kubectl deletes them one by one)
-    assert first.discovery is None and second.discovery is None and hosts(cluster) == OLD
-    assert first.requeue_after == pytest.approx(WAIT - 0.9)
-    assert second.requeue_after == pytest.approx(WAIT - 0.05)  # from the newest delete
-    gone = cluster.step(101 + WAIT)
-    assert hosts(cluster) == [OLD[1]] and gone.discovery is not None
-
-
-def test_a_pod_deleted_with_a_grace_period_leaves_once_its_wave_is_over() -> None:
-    cluster = running()
-    cluster.pods[OLD[1]].deleted(100, 30)  # deletionTimestamp 130: asked to go at 100
-    assert cluster.step(100.1).discovery is None and hosts(cluster) == OLD
-    cluster.step(100 + WAIT)
-    assert OLD[1] not in hosts(cluster)
 
 
 def test_a_straggler_keeps_the_others_out_for_the_hold_at_most() -> None:

@@ -90,7 +90,6 @@ def test_a_replaced_trainer_leaves_its_file_and_its_successor_joins_once_running
     cluster = running()
     cluster.pods[T[1]].deleted(20, 0)  # force-deleted: the seed's PodForceDeleted rule restarts it
     cluster.step(20)
-    cluster.step(21)  # its wave of deletes over (hostfiles.LEAVE_WAVE), it leaves
     successor = name_of("trainer", 1, 1)
     assert lines(cluster, "trainer") == dns(T[0], T[2])
     cluster.pods[successor].running(25)

@@ -34,9 +34,6 @@ def part(ctx: Context) -> Part:
     lists = ctx.lists
     if lists is None:
         return Part()
-    wait = leaving(ctx.found, frozenset(ctx.prev.discovery_hosts or ()), ctx.now)
-    if wait is not None:
-        return Part(wake=(wait,))  # the lists as they were: the wave's other deletes may follow
     rewrite = changed(ctx.prev, lists) if ctx.owned is None else drifted(ctx.job, ctx.owned, lists)
     discovery = resources.discovery(ctx.job, lists.hosts, lists.running, ctx.owned) if rewrite else None
     plan = Plan(
@@ -88,33 +85,6 @@ def host_lists(
     masters = {r.name: running[r.name] for r in job.spec.replicas if r.replica_type is ReplicaType.MASTER}
     wake = min(waiting.values(), default=None)
     return HostLists(hosts, running, masters, held=tuple(sorted(waiting)), wake=wake)
-
-
-# The same driver tells rank 0 of every change with a blocking connect and no timeout, holding
-# the lock a reset needs (horovod.runner.common.util.network.BasicClient._send_one), rank 0
-# included when it is the worker leaving. Once a deleted pod's address is gone, that connect
-# lasts until the kernel gives up (about 2 minutes: "No route to host") and no reset starts
-# meanwhile. Pods deleted together (several deletes in a row: a chaos tool, a scheduler preempting
-# several victims) reach the operator one event at a time; list changes one per delete let Horovod
-# make a pod being deleted rank 0 and then tell it of its own removal after it is gone (make
-# bench-real, "two force deletes at once"). So the lists keep the workers that leave until
-# LEAVE_WAVE after the newest of their deletions, and drop them together. The API keeps a
-# deletion's time to the second: 1.3 s from it is 0.3 to 1.3 s after the delete itself, enough for
-# the next delete of a row to reach the operator first.
-LEAVE_WAVE = timedelta(seconds=1.3)
-
-
-def leaving(found: Survey, listed: frozenset[str], now: datetime) -> float | None:
-    """leaving: seconds the lists stay as they were (``listed``: the previous pass's), while a
-    worker in them was asked to go less than LEAVE_WAVE ago (None: no such worker)."""
-    pods = [s.pod for s in found.slots if s.pod is not None] + [r.pod for r in found.retirees]
-    asked = [
-        p.deleted_at - timedelta(seconds=p.deletion_grace_seconds or 0)
-        for p in pods
-        if p.name in listed and p.deleted_at is not None
-    ]
-    left = max(((LEAVE_WAVE - (now - t)).total_seconds() for t in asked), default=0.0)
-    return left if left > 0 else None
 
 
 def held(
