@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
 import tarfile
 from pathlib import Path
 
@@ -116,6 +117,15 @@ def test_the_key_changes_with_every_input_and_only_then() -> None:
 
 def test_a_file_renamed_is_a_new_input() -> None:
     assert input_key(PAUSE, {"a": b"1"}) != input_key(PAUSE, {"b": b"1"})
+
+
+def test_a_new_build_keeps_the_newest_other_build_and_no_unfinished_one(tmp_path: Path) -> None:
+    for age, name in enumerate(["newest", "older", "oldest", "stopped.partial", "new.partial"]):
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (1000 - age, 1000 - age))
+    gone = builder.stale(tmp_path, tmp_path / "new.partial")
+    assert sorted(p.name for p in gone) == ["older", "oldest", "stopped.partial"]
+    assert builder.stale(tmp_path / "newest", tmp_path / "newest" / "x.partial") == []
 
 
 def test_an_image_that_installs_aitj_gets_its_source_and_a_stub_readme(tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 An image is built into ``<cache>/images/<name>/<key>.partial`` and renamed to
 ``<cache>/images/<name>/<key>`` when its OCI layout is complete (as the control plane's binaries
 are), so an interrupted build never looks finished; the key is the hash of its inputs
-(``specs.input_key``), so a rebuild happens only when they change. Older builds of the same
-image are removed when a new one completes (the Horovod image is large).
+(``specs.input_key``), so a rebuild happens only when they change. When a new build of an image
+completes, its older builds are removed but the newest one (``stale``; the Horovod image is
+large): two checkouts of different source (a branch, a worktree) then each keep theirs instead
+of rebuilding the barrier and operator images the other's build removed.
 """
 
 from __future__ import annotations
@@ -144,6 +146,14 @@ def _with_bases(names: Iterable[str]) -> list[str]:
     return order
 
 
+def stale(folder: Path, new: Path) -> list[Path]:
+    """stale: the builds in an image's ``folder`` to remove once ``new`` (its folder, not yet
+    renamed) completes: every unfinished one but ``new``, and every finished one but the newest."""
+    others = [p for p in folder.iterdir() if p != new]
+    finished = sorted((p for p in others if not p.name.endswith(".partial")), key=lambda p: p.stat().st_mtime)
+    return [p for p in others if p.name.endswith(".partial")] + finished[:-1]
+
+
 def _build(
     spec: Spec, key: str, files: Mapping[str, bytes], done: Mapping[str, Built], say: Callable[[str], None]
 ) -> Built:
@@ -190,9 +200,8 @@ def _build(
         round(time.monotonic() - started, 1),
     )
     (partial / RECORD).write_text(built.to_json())
-    for old in final.parent.iterdir():
-        if old != partial:
-            shutil.rmtree(old, ignore_errors=True)
+    for old in stale(final.parent, partial):
+        shutil.rmtree(old, ignore_errors=True)
     partial.rename(final)
     say(f"built image {spec.name} in {built.seconds:.0f}s: {built.size / 1e6:.1f} MB, {digest[:19]}")
     return built
