@@ -135,7 +135,8 @@ chaos: build-cluster
 # and never starts again from step 0). Writes chaos-real/ (chaos.json, timeline.png: samples
 # per second with each fault marked). A one-minute version runs in make test.
 chaos-real: build-cluster
-	AITJ_CHAOS_REAL_DURATION=$(or $(DURATION),600) AITJ_CHAOS_REAL_INTERVAL=20 AITJ_CHAOS_REAL_OUT=$(CURDIR)/chaos-real \
+	AITJ_CHAOS_REAL_DURATION=$(or $(DURATION),600) AITJ_CHAOS_REAL_INTERVAL=20 AITJ_CHAOS_REAL_SCALE_IN_GRACE=60 \
+	  AITJ_CHAOS_REAL_OUT=$(CURDIR)/chaos-real \
 	  $(BIN)/pytest -m e2e tests/e2e/real/test_chaos_real.py -s -p no:cacheprovider
 
 clean:

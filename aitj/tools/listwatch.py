@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -74,11 +75,16 @@ class ListWatch:
 
     def stop(self) -> None:
         """stop: nothing reaches ``changed`` after it returns but an event being handled. The
-        stream is closed from a thread of its own, since closing a response another thread
-        reads can block; the watch thread is a daemon and ends with the process at the latest."""
+        stream's socket is shut down first, which ends the watch thread's blocked read at once
+        (closing the response alone does not: the thread waited for the next event, up to the
+        join's 5 s, and the watch stayed open, which kept a stopping apiserver from exiting);
+        the response is then closed from a thread of its own, since closing a response another
+        thread reads can block; the watch thread is a daemon and ends with the process at the
+        latest."""
         self._stop.set()
         response = self._response
         if response is not None:
+            _shut_down(response)
             threading.Thread(target=_close, args=(response,), daemon=True).start()
         self._thread.join(timeout=5)
 
@@ -133,6 +139,14 @@ class ListWatch:
                 return rv
             self.changed(etype, obj, now)
         return rv
+
+
+def _shut_down(response: Any) -> None:
+    """_shut_down: the response's socket shut down both ways (a read blocked on it returns)."""
+    sock = getattr(getattr(response, "connection", None), "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _close(response: Any) -> None:

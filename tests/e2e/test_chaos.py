@@ -35,7 +35,7 @@ def test_a_short_chaos_run_keeps_every_invariant_and_runs_every_fault_kind(tmp_p
             selector=SELECTOR,
             seed=14,
             duration=150,
-            interval=5,
+            interval=3,
             max_faults=len(kinds),
             allow_drain=True,
             operators=2,

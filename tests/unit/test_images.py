@@ -8,12 +8,13 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from aitj.devcluster.images import SPECS, hosts_toml, mirrored_ref, oci, rootfs
+from aitj.devcluster.images import SPECS, builder, hosts_toml, mirrored_ref, oci, rootfs
 from aitj.devcluster.images.registry import config_yaml, split_ref
 from aitj.devcluster.images.specs import HOROVOD, JOBBARRIER, PAUSE, input_key
 
@@ -116,6 +117,27 @@ def test_the_key_changes_with_every_input_and_only_then() -> None:
 
 def test_a_file_renamed_is_a_new_input() -> None:
     assert input_key(PAUSE, {"a": b"1"}) != input_key(PAUSE, {"b": b"1"})
+
+
+def test_a_new_build_keeps_the_newest_other_build_and_no_unfinished_one(tmp_path: Path) -> None:
+    for age, name in enumerate(["newest", "older", "oldest", "stopped.partial", "new.partial"]):
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (1000 - age, 1000 - age))
+    gone = builder.stale(tmp_path, tmp_path / "new.partial")
+    assert sorted(p.name for p in gone) == ["older", "oldest", "stopped.partial"]
+    assert builder.stale(tmp_path / "newest", tmp_path / "newest" / "x.partial") == []
+
+
+def test_an_image_that_installs_aitj_gets_its_source_and_a_stub_readme(tmp_path: Path) -> None:
+    for name in ("requirements.lock", "pyproject.toml", "Dockerfile", "README.md", "aitj/x.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    files = builder.source_files(tmp_path)
+    assert files["aitj/x.py"] == b"aitj/x.py" and files["pyproject.toml"] == b"pyproject.toml"
+    # The documentation is no input: editing it rebuilds no image.
+    assert files["README.md"] == builder.README_STUB
+    (tmp_path / "README.md").write_text("edited")
+    assert builder.source_files(tmp_path) == files
 
 
 def test_the_build_command_installs_build_packages_and_purges_them_after_the_script(tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 An image is built into ``<cache>/images/<name>/<key>.partial`` and renamed to
 ``<cache>/images/<name>/<key>`` when its OCI layout is complete (as the control plane's binaries
 are), so an interrupted build never looks finished; the key is the hash of its inputs
-(``specs.input_key``), so a rebuild happens only when they change. Older builds of the same
-image are removed when a new one completes (the Horovod image is large).
+(``specs.input_key``), so a rebuild happens only when they change. When a new build of an image
+completes, its older builds are removed but the newest one (``stale``; the Horovod image is
+large): two checkouts of different source (a branch, a worktree) then each keep theirs instead
+of rebuilding the barrier and operator images the other's build removed.
 """
 
 from __future__ import annotations
@@ -29,7 +31,13 @@ from aitj.devcluster.versions import cache_dir
 RECORD = "built.json"
 PACKAGES = ("mmdebstrap", "busybox-static", "skopeo")
 # The repository files the operator and barrier images install (the Dockerfile's COPY lines).
-SOURCE_FILES = ("requirements.lock", "pyproject.toml", "README.md", "Dockerfile")
+SOURCE_FILES = ("requirements.lock", "pyproject.toml", "Dockerfile")
+# The README the images get instead of the repository's. pyproject.toml names README.md as the
+# package's readme, so pip needs one to install aitj; nothing reads it in the image (it is only
+# the installed package's long description), and with the real one in the image key every
+# edit of the documentation rebuilt the barrier and operator images (45 to 70 s each in
+# `make test`). `make image` (docker build) still copies the repository's own.
+README_STUB = b"aitj, installed by `aitj cluster build`; its documentation is the repository's README.md.\n"
 
 
 @dataclass(frozen=True)
@@ -70,8 +78,10 @@ def repo_root() -> Path:
 
 
 def source_files(root: Path) -> dict[str, bytes]:
-    """source_files: what an image that installs aitj copies in, by path under ``src/``."""
+    """source_files: what an image that installs aitj copies in, by path under ``src/``: the
+    README is ``README_STUB``, whatever the repository's says."""
     files = {name: (root / name).read_bytes() for name in SOURCE_FILES}
+    files["README.md"] = README_STUB
     for path in sorted((root / "aitj").rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             files[str(path.relative_to(root))] = path.read_bytes()
@@ -136,6 +146,14 @@ def _with_bases(names: Iterable[str]) -> list[str]:
     return order
 
 
+def stale(folder: Path, new: Path) -> list[Path]:
+    """stale: the builds in an image's ``folder`` to remove once ``new`` (its folder, not yet
+    renamed) completes: every unfinished one but ``new``, and every finished one but the newest."""
+    others = [p for p in folder.iterdir() if p != new]
+    finished = sorted((p for p in others if not p.name.endswith(".partial")), key=lambda p: p.stat().st_mtime)
+    return [p for p in others if p.name.endswith(".partial")] + finished[:-1]
+
+
 def _build(
     spec: Spec, key: str, files: Mapping[str, bytes], done: Mapping[str, Built], say: Callable[[str], None]
 ) -> Built:
@@ -182,9 +200,8 @@ def _build(
         round(time.monotonic() - started, 1),
     )
     (partial / RECORD).write_text(built.to_json())
-    for old in final.parent.iterdir():
-        if old != partial:
-            shutil.rmtree(old, ignore_errors=True)
+    for old in stale(final.parent, partial):
+        shutil.rmtree(old, ignore_errors=True)
     partial.rename(final)
     say(f"built image {spec.name} in {built.seconds:.0f}s: {built.size / 1e6:.1f} MB, {digest[:19]}")
     return built

@@ -33,7 +33,8 @@ class Spec:
     ``kind`` is "busybox" (a static busybox alone, made in memory), "debian" (mmdebstrap of
     bookworm with ``packages`` and, for ``files/<name>/build.sh`` only, ``build_packages``) or
     "dockerfile" (this repository's Dockerfile built by buildah on the image named ``base``).
-    ``source``: the repository's lock file, pyproject, README and ``aitj/`` are copied in.
+    ``source``: the repository's lock file, pyproject and ``aitj/`` are copied in, with a stub
+    README (``builder.README_STUB``: pip wants the one pyproject names, the image no README).
     """
 
     name: str

@@ -189,6 +189,8 @@ def heals_through_faults(
     run = started(cluster, namespace, doc, width=3, step=20)
     print(f"{job}: training at width 3 {time.monotonic() - created:.1f}s after the job was created")
     run.heals_from_a_loss_and_a_scale(redo_bound=checkpoint_every, heal_seconds=heal_seconds)
+    reached = max((e.step for e in run.events() if isinstance(e, Step)), default=0)
+    print(f"{job}: the faults healed by step {reached}", flush=True)
     restarts = [e for e in run.events() if isinstance(e, Reset) and e.rank == 0]
     assert all(r.resume > 0 for r in restarts[1:]), f"training started again from step 0: {restarts}"
     wait_for(lambda: phase(cluster, namespace, job) == "Succeeded", 300, f"{job} Succeeded", 2)

@@ -1,5 +1,5 @@
 # Runs inside the image's root filesystem (chroot, as root). src/ holds this repository's
-# requirements.lock, pyproject.toml, README.md and aitj/. PIP_CERT names the build machine's CA
+# requirements.lock, pyproject.toml, a stub README.md and aitj/. PIP_CERT names the build machine's CA
 # bundle, copied in for the build only.
 set -eu
 cd /tmp/aitj-build
