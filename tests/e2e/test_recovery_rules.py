@@ -220,7 +220,9 @@ def test_a_replacement_never_lands_on_the_failed_pods_node_and_waits_pending_whe
     ]
     assert expressions == [("kubernetes.io/hostname", "NotIn", [only])]
 
-    other = pool.add()  # room elsewhere: the scheduler places it there
+    # Room elsewhere, the scheduler places it there: a node Ready before the pod may use it (a kwok
+    # node that is not Ready yet would make the replacement one on a bad node, replaced again).
+    other = pool.add_ready()
     pod = running_index0(cluster, namespace, 1)
     assert pod.spec.node_name == other
 
