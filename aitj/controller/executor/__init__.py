@@ -55,8 +55,9 @@ idempotent:
 Not sent: ``Plan.requeue_after`` is the reconciler's; ``Plan.restarts`` are what the status
 write records, which the reconciler counts, logs and follows once ``Sent`` says the write went
 through (``aitj.controller.recovery_metrics``; docs/semantics.md, "Each restart is recorded
-once"); ``Plan.hosts``, ``Plan.held`` and ``Plan.shortfalls`` are for people. Nor does the executor compare
-statuses: which scale operations a status write finishes is the reconciler's to count.
+once"); ``Plan.hosts``, ``Plan.held`` and ``Plan.shortfalls`` are for people. Nor does the
+executor compare statuses: which scale operations a status write finishes is the reconciler's to
+count.
 
 What the calls did is returned in ``Sent``: the pods created (and when, for fault detection),
 whether the status was written, why the pass stopped early if it did, and in ``Written``

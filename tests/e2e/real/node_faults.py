@@ -57,6 +57,12 @@ def spread_trainers(doc: Doc) -> None:
     doc["spec"]["replicaSpecs"]["trainer"]["template"]["spec"]["topologySpreadConstraints"] = [spread]
 
 
+def wanted(fault: str, only: tuple[str, ...]) -> bool:
+    """wanted: ``fault`` is one to make: its name contains one of the words of ``only``, or
+    ``only`` is empty (make bench-real ONLY=)."""
+    return not only or any(word in fault for word in only)
+
+
 class NodeFaults:
     """NodeFaults: the node faults made on ``run``'s OTHER_NODE; ``notes`` gathers what the
     training saw of the old containers."""
@@ -73,7 +79,7 @@ class NodeFaults:
             "node NotReady (containerd down)": self.runtime_down,
             "drain": self.drain,
         }
-        return tuple(make for name, make in faults.items() if not only or any(w in name for w in only))
+        return tuple(make for name, make in faults.items() if wanted(name, only))
 
     def kubelet_stopped(self) -> None:
         """The node's kubelet frozen (SIGSTOP) until training is back at full width, then let go."""

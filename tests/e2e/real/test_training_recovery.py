@@ -31,7 +31,7 @@ import pytest
 from aitj.tools.trainbench import report
 from aitj.tools.trainbench.recovery import pace
 from tests.clusters import KubeCluster
-from tests.e2e.real.node_faults import NodeFaults, pin_launcher, spread_trainers
+from tests.e2e.real.node_faults import NodeFaults, pin_launcher, spread_trainers, wanted
 from tests.e2e.real.training import Training, example_job, started
 from tests.jobs import Doc, seed_variant, set_path
 from tests.operator_process import OperatorProcess
@@ -50,14 +50,14 @@ EXAMPLE_HEAL_SECONDS = 180
 # A round: each fault (its name, the width training comes back to, how it is made).
 ROUND: tuple[tuple[str, int, Callable[[Training], Callable[[], None]]], ...] = (
     ("force delete", 3, lambda run: run.delete_trainer(force=True, replicas=3)),
-    ("two force deletes at once", 3, lambda run: run.delete_trainers_at_once(count=2, replicas=3)),
+    ("two force deletes at once", 3, lambda run: run.delete_trainer(force=True, replicas=3, count=2)),
     ("graceful delete", 3, lambda run: run.delete_trainer(force=False, replicas=3)),
     ("exit code 137 (rule)", 3, lambda run: run.kill_trainer(replicas=3)),
     ("scale-out 3 to 5", 5, lambda run: run.scale_trainers(5)),
     ("scale-in 5 to 3", 3, lambda run: run.scale_trainers(3)),
 )
 ONLY = tuple(word for word in os.environ.get("AITJ_BENCH_REAL_ONLY", "").split(",") if word)
-ROUND = tuple(fault for fault in ROUND if not ONLY or any(word in fault[0] for word in ONLY))
+ROUND = tuple(fault for fault in ROUND if wanted(fault[0], ONLY))
 NODE_FAULTS = 3  # kubelet stopped, node NotReady, drain: each up to 3 moves, the fault and its end
 # pytest's timeout: set-up, then every fault at its worst (each is waited on HEAL_SECONDS at most).
 TIMEOUT = 600 + ROUNDS * (len(ROUND) + 5 * NODE_FAULTS) * (HEAL_SECONDS + 10)
@@ -96,18 +96,28 @@ def alone(cluster: KubeCluster, namespace: str) -> None:
 
 def measured(
     run: Training,
-    make_faults: Callable[[], None],
+    heal_seconds: float,
     out: Path,
     facts: dict[str, str],
     operator: OperatorProcess,
 ) -> None:
-    """measured: 20 s of ``run`` without faults, then ``make_faults``; writes the table, the
-    figures, the launcher's log and the operator's restarts into ``out`` and asserts every
+    """measured: 20 s of ``run`` without faults, then ROUNDS of ROUND and the node faults, each
+    waited on ``heal_seconds`` at most; writes the table, the figures, the launcher's log, the
+    operator's restarts and what training saw of the node faults into ``out`` and asserts every
     fault healed."""
     time.sleep(20)
     baseline = pace(run.events(), time.time() - 20, time.time(), BATCH)
     faults_from = time.time()
-    make_faults()
+    node_faults = NodeFaults(run, heal_seconds)
+    try:
+        for _ in range(ROUNDS):
+            for kind, width, make in ROUND:
+                run.fault(kind, width, make(run), heal_seconds)
+            for node_fault in node_faults.all(ONLY):
+                node_fault()
+    finally:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "node-faults.txt").write_text("".join(f"{note}\n" for note in node_faults.notes))
     under_faults = pace(run.events(), faults_from, time.time(), BATCH)
     facts = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -137,25 +147,12 @@ def test_the_seed_training_recovers_from_each_fault_and_the_time_it_takes_is_mea
     )
     doc = seed_variant(job, command=command, rule=restart_on_137, pin=pin_launcher, spread=spread_trainers)
     run = started(real_cluster, ns, doc, width=3, step=50)
-    node_faults = NodeFaults(run, HEAL_SECONDS)
-
-    def faults() -> None:
-        for _ in range(ROUNDS):
-            for kind, width, make in ROUND:
-                run.fault(kind, width, make(run), HEAL_SECONDS)
-            for node_fault in node_faults.all(ONLY):
-                node_fault()
-
     facts = {
         "training": "the seed's Horovod elastic command, 3 trainers (1 to 5), on 2 real nodes, "
         "the launcher on real-node-0, the node faults on real-node-1",
         "HOROVOD_GLOO_TIMEOUT_SECONDS": str(GLOO_TIMEOUT),
     }
-    try:
-        measured(run, faults, OUT, facts, real_operator)
-    finally:
-        OUT.mkdir(parents=True, exist_ok=True)
-        (OUT / "node-faults.txt").write_text("".join(f"{note}\n" for note in node_faults.notes))
+    measured(run, HEAL_SECONDS, OUT, facts, real_operator)
 
 
 @pytest.mark.parametrize(("framework", "file"), [("mpi", "mpi.yaml"), ("torchrun", "torchrun.yaml")])
@@ -167,22 +164,8 @@ def test_the_examples_recover_from_each_fault_and_the_time_it_takes_is_measured(
     for change in (restart_on_137, pin_launcher, spread_trainers):
         change(doc)
     run = started(real_cluster, real_namespace, doc, width=3, step=20)
-    node_faults = NodeFaults(run, EXAMPLE_HEAL_SECONDS)
-
-    def faults() -> None:
-        for _ in range(ROUNDS):
-            for kind, width, make in ROUND:
-                run.fault(kind, width, make(run), EXAMPLE_HEAL_SECONDS)
-            for node_fault in node_faults.all(ONLY):
-                node_fault()
-
     facts = {
         "training": f"manifests/examples/{file}, 3 trainers (1 to 5), on 2 real nodes, "
         "the launcher on real-node-0, the node faults on real-node-1"
     }
-    out = OUT / framework
-    try:
-        measured(run, faults, out, facts, real_operator)
-    finally:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "node-faults.txt").write_text("".join(f"{note}\n" for note in node_faults.notes))
+    measured(run, EXAMPLE_HEAL_SECONDS, OUT / framework, facts, real_operator)

@@ -81,32 +81,20 @@ class Training:
         return got
 
     def delete_trainer(
-        self, *, force: bool, replicas: int, off_node: str | None = None
+        self, *, force: bool, replicas: int, off_node: str | None = None, count: int = 1
     ) -> Callable[[], None]:
-        """delete_trainer: a fault that deletes one Running trainer of the ``replicas`` the job
-        wants, chosen at random (not one a scale-in is letting go, which trains no more), and
-        not on ``off_node`` if given."""
+        """delete_trainer: a fault that deletes ``count`` Running trainers of the ``replicas``
+        the job wants, in one call, chosen at random (not one a scale-in is letting go, which
+        trains no more), and not on ``off_node`` if given. Several force-deleted at once are
+        replaced together, as a lost node's pods are: their replacements make one wave
+        (docs/pods.md, "Workers join in waves")."""
 
         def act() -> None:
             pods = pods_by_index(self.cluster, self.namespace, self.job, "trainer")
-            victim = random.choice(
-                [p for i, p in pods.items() if i < replicas and p.spec.node_name != off_node]
-            )
-            args = ["delete", "pod", "-n", self.namespace, victim.metadata.name, "--wait=false"]
-            self.cluster.kubectl(*args, *(["--force", "--grace-period=0"] if force else []))
-
-        return act
-
-    def delete_trainers_at_once(self, *, count: int, replicas: int) -> Callable[[], None]:
-        """delete_trainers_at_once: a fault that force-deletes ``count`` Running trainers of the
-        ``replicas`` the job wants in one call, as a lost node's pods are replaced together:
-        their replacements make one wave (docs/pods.md, "Workers join in waves")."""
-
-        def act() -> None:
-            pods = pods_by_index(self.cluster, self.namespace, self.job, "trainer")
-            victims = random.sample([p.metadata.name for i, p in pods.items() if i < replicas], count)
+            candidates = [p for i, p in pods.items() if i < replicas and p.spec.node_name != off_node]
+            victims = [p.metadata.name for p in random.sample(candidates, count)]
             args = ["delete", "pod", "-n", self.namespace, *victims, "--wait=false"]
-            self.cluster.kubectl(*args, "--force", "--grace-period=0")
+            self.cluster.kubectl(*args, *(["--force", "--grace-period=0"] if force else []))
 
         return act
 
