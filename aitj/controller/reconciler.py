@@ -53,6 +53,7 @@ from aitj.controller.executor import (
     StatusRefused,
     Stop,
     Target,
+    only_status,
     sends,
 )
 from aitj.controller.logs import log
@@ -78,6 +79,12 @@ MAX_RETRY_SECONDS = 30.0
 STALE_RETRY_SECONDS = 0.5
 # How long a pass may lag behind a requeue request it could not serve (timer coalescing).
 MIN_REQUEUE_SECONDS = 0.2
+# A pass whose plan only writes the status comes at most this often per job: one sooner waits
+# for the interval's end and is planned again then, so the pod transitions in between cost one
+# write (a job of 8 coming up: a status write per pod that runs, before). Creates, deletes and
+# everything else go out at once. The Job controller batches its status updates the same way
+# (syncJobBatchPeriod, 1 s). docs/operator.md, "The hot path", has the figures.
+STATUS_INTERVAL = 1.0
 # Threads that carry passes' calls out at once (docs/operator.md, "Start-up at scale", says how
 # this was measured): past it, more threads only queue on the GIL and the apiserver.
 PASS_WORKERS = 16
@@ -133,6 +140,7 @@ class _JobState:
     # What the last pass's calls were told that the next pass acts on (it runs right after).
     refused: PodRefusal | None = None  # a pod create refused for good: the job fails
     terminating: bool = False  # the namespace is being deleted: its pods are let go
+    status_written_at: float | None = None  # loop time of the last status write (STATUS_INTERVAL)
 
 
 @dataclass(frozen=True)
@@ -157,12 +165,14 @@ class Reconciler:
         settings: Settings | None = None,
         written: Callable[[JobKey, Written], None] = lambda _key, _w: None,
         sources: Sources | None = None,
+        status_interval: float = STATUS_INTERVAL,
     ) -> None:
         self.executor = executor
         self.snapshot = snapshot
         self.job_exists = job_exists
         self.settings = settings or Settings()
         self.written = written
+        self.status_interval = status_interval
         sources = sources or Sources()
         self.clock, self.planner, self.keygen = sources.clock, sources.planner, sources.keygen
         self.recoveries = Recoveries()  # this reconciler's restarts, followed
@@ -250,7 +260,21 @@ class Reconciler:
         plan = self.planner(
             job, snap.pods, snap.nodes, now, owned=snap.owned, keys=keys, settings=self.settings
         )
+        if self._held(key, state, plan):
+            return
         await self._execute(key, state, job, plan, snap)
+
+    def _held(self, key: JobKey, state: _JobState, plan: Plan) -> bool:
+        """_held: ``plan`` only writes the status, and the job's last status write is less than
+        STATUS_INTERVAL ago: the job is planned again when the interval is over (whatever
+        happens in between is in that one write), and this plan is dropped."""
+        if state.status_written_at is None or not only_status(plan):
+            return False
+        wait = state.status_written_at + self.status_interval - asyncio.get_running_loop().time()
+        if wait <= 0:
+            return False
+        self._requeue(key, state, wait)
+        return True
 
     async def _gone(self, key: JobKey, state: _JobState, snap: Snapshot) -> None:
         """_gone: the job is not in the cache. Its pods being deleted (garbage collection) are
@@ -290,6 +314,8 @@ class Reconciler:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
             self.written(key, sent.written)
         self._recorded(key, target, plan, sent)
+        if sent.status_written:
+            state.status_written_at = asyncio.get_running_loop().time()
         stopped = sent.stopped
         if isinstance(stopped, StaleJob | GangRefused):
             # The newer version's watch event is on its way (or already marked this job dirty).
