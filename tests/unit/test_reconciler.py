@@ -106,9 +106,11 @@ class Planner:
     def __init__(self, plan: Plan = WRITE) -> None:
         self.plan = plan
         self.calls: list[dict[str, Any]] = []
+        self.jobs: list[Job] = []
 
     def __call__(self, job: Job, pods: Sequence[PodView], nodes: Any, now: dt.datetime, **given: Any) -> Plan:
         self.calls.append(given)
+        self.jobs.append(job)
         return self.plan
 
 
@@ -490,3 +492,20 @@ def test_a_plan_that_creates_is_never_held_back() -> None:
 )
 def test_only_a_plan_that_writes_the_status_and_nothing_else_may_wait(plan: Plan, held: bool) -> None:
     assert only_status(plan) is held
+
+
+def test_a_job_is_parsed_once_per_version() -> None:
+    doc = body()
+    r, planner, _ = reconciler(Recorder(), doc, plan=NOTHING)
+
+    async def run() -> None:
+        await r.kick(KEY)
+        await r.kick(KEY)  # the same version: the job parsed before
+        doc["metadata"]["resourceVersion"] = "8"
+        doc["spec"]["replicaSpecs"]["trainer"]["replicas"] = 4
+        await r.kick(KEY)  # a new version: parsed again
+
+    asyncio.run(run())
+    first, same, newer = planner.jobs
+    assert same is first
+    assert newer is not first and newer.spec.replica("trainer").replicas == 4
