@@ -91,25 +91,31 @@ class Calls(PlanSink):
             self.written.gone_owned.append(ref)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
-        """send_creates creates each pod, counting and logging those it made, and returning
-        them (``Sent.created``)."""
-        for c in creates:
-            try:
-                made = self._create(f"pod {c.name}", self.wire.create_pod, c.body)
-            except StepFailed as e:
-                cause = e.__cause__
-                if isinstance(cause, ApiException) and 400 <= (cause.status or 0) < 500:
-                    said = PodRefusal(c.name, c.replica, cause.status, error_text(cause), error_fields(cause))
-                    raise PodRefused(str(e), said) from cause
-                raise
-            if not isinstance(made, bool):
-                self.written.pods.append(made)
-            if made is not False:
-                self.sent.created.append(CreatedPod(c.replica, c.index, c.generation, self.ex.clock()))
-                metrics.per_job(metrics.PODS_CREATED, self.job.namespace, self.job.name, c.replica).inc()
-                self.log.info(
-                    "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
-                )
+        """send_creates creates the pods in batches of 1, 2, 4, ... (``fanout.slow_start``),
+        the pods of a batch at once; a batch with a failed create is the last, and its first
+        failure stops the step. Counts and logs the pods made, and returns them
+        (``Sent.created``)."""
+        self.ex.fanout.each(creates, self._create_pod)
+
+    def _create_pod(self, c: PodCreate) -> None:
+        """_create_pod: one pod of ``send_creates``. A 4xx refusal is PodRefused (what it said
+        goes to ``lifecycle.plan_refused``)."""
+        try:
+            made = self._create(f"pod {c.name}", self.wire.create_pod, c.body)
+        except StepFailed as e:
+            cause = e.__cause__
+            if isinstance(cause, ApiException) and 400 <= (cause.status or 0) < 500:
+                said = PodRefusal(c.name, c.replica, cause.status, error_text(cause), error_fields(cause))
+                raise PodRefused(str(e), said) from cause
+            raise
+        if not isinstance(made, bool):
+            self.written.pods.append(made)
+        if made is not False:
+            self.sent.created.append(CreatedPod(c.replica, c.index, c.generation, self.ex.clock()))
+            metrics.per_job(metrics.PODS_CREATED, self.job.namespace, self.job.name, c.replica).inc()
+            self.log.info(
+                "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
+            )
 
     def send_discovery(self, m: Manifest) -> None:
         """send_discovery replaces the job's discovery ConfigMap at the version observed; with
