@@ -186,7 +186,7 @@ def measurements(**changes: object) -> Measurements:
         restart_status=20.0,
         bringup_ours=15.0,
         bringup_peer=14.0,
-        cpu_per_pod=0.004,
+        cpu_per_pod=0.0025,
         jobs_running_after=3.0,
         takeover=[4.4, 4.6, 4.5, 4.9, 4.2],
         takeover_leader=[4.3, 4.5, 4.4, 4.8, 4.1],

@@ -159,7 +159,7 @@ def checks(m: Measurements) -> list[Check]:
             "F10",
             f"operator CPU per pod created at bring-up{at}",
             m.cpu_per_pod,
-            Bar(0.005, "<= 5 ms"),
+            Bar(0.003, "<= 3 ms"),  # issue 26 (it was 5 ms)
             value=_cpu_ms(m.cpu_per_pod),
             why_not=m.why.get("F10", ""),
         ),
@@ -292,7 +292,7 @@ def _cpu_per_events(m: Measurements) -> Check:
         "F6",
         f"operator CPU per 1,000 pod events{_at(m.pods, 1000)}",
         v,
-        Bar(0.5, "<= 0.5 CPU-s"),
+        Bar(1.0, "<= 1.0 CPU-s"),  # issue 26 (0.5 before: out of reach in CPython, docs/bench.md)
         value="" if v is None else f"{v:.2f} CPU-s",
         why_not=m.why.get("F6", ""),
     )
