@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from aitj.controller import metrics
 from aitj.core import api
-from aitj.tools.bench import apimetrics, opmetrics, procstat, report, stats, workload
+from aitj.tools.bench import apimetrics, opmetrics, peer, procstat, report, stats, workload
 from aitj.tools.bench.bars import Bar, Check, Status, against
 from aitj.tools.bench.figures import Measurements, checks
 from aitj.tools.bench.largefigures import LargeJob, PassCost
@@ -558,3 +558,23 @@ def test_the_operators_passes_are_the_count_of_its_pass_histogram() -> None:
     )
     with pytest.raises(ValueError):
         opmetrics.passes("aitj_reconcile_seconds_counted 4\naitj_leader 1\n")
+
+
+def test_the_large_job_and_the_job_controllers_are_placed_on_the_large_pool() -> None:
+    job = workload.large_job(4096)
+    assert (job["metadata"]["name"], job["metadata"]["namespace"]) == ("large-4096", workload.NS_LARGE)
+    trainer = job["spec"]["replicaSpecs"]["trainer"]
+    assert trainer["replicas"] == trainer["maxReplicas"] == 4096
+    placement = workload.pool_placement(workload.LARGE_POOL)
+    assert placement == {
+        "nodeSelector": {workload.POOL_LABEL: "large"},
+        "tolerations": [
+            {"key": workload.POOL_LABEL, "operator": "Equal", "value": "large", "effect": "NoSchedule"}
+        ],
+    }
+    assert {k: trainer["template"]["spec"][k] for k in placement} == placement
+    theirs = peer.indexed_job("peer-large", 4096, workload.LARGE_POOL)
+    assert theirs["spec"]["completions"] == theirs["spec"]["parallelism"] == 4096
+    assert {k: theirs["spec"]["template"]["spec"][k] for k in placement} == placement
+    assert "nodeSelector" not in peer.indexed_job("p1-0000", 1)["spec"]["template"]["spec"]
+    assert workload.large_node(7) == "bench-large-7" and workload.NS_LARGE in workload.NAMESPACES
