@@ -68,15 +68,11 @@ def run_large(s: Session, shape: LargeShape, m: Measurements, nodes_before: int,
     try:
         _peer_bring_up(s, shape, m)
         for size in shape.sizes:
-            s.say(f"F13: {shape.size_trials} force deletes in one job of {size} trainers")
-            _create(s, size, shape.timeout)
-            m.large.pass_cost[size], _ = _window(s, size, shape.size_trials)
-            _delete(s, size, shape.timeout, notes)
+            _size(s, shape, size, m, notes)
         _ours(s, shape, m)
-    except TimeoutError as e:
-        for fig in ("F12", "F13"):
-            m.why.setdefault(fig, str(e))
-        notes.append(f"F12/F13: {e}")
+    except (TimeoutError, RuntimeError) as e:  # a wait timed out, no pod left to strike
+        m.why.setdefault("F12", str(e))
+        notes.append(f"F12: {e}")
     finally:
         for size in (*shape.sizes, shape.trainers):
             _delete(s, size, shape.timeout, notes)
@@ -95,6 +91,18 @@ def _peer_bring_up(s: Session, shape: LargeShape, m: Measurements) -> None:
     sc.peer_teardown(s, shape.timeout)
 
 
+def _size(s: Session, shape: LargeShape, size: int, m: Measurements, notes: list[str]) -> None:
+    """_size: F13's window in a job of ``size`` trainers, made for it and deleted after; a
+    size that times out is noted and left out (the other sizes and F12 go on)."""
+    s.say(f"F13: {shape.size_trials} force deletes in one job of {size} trainers")
+    try:
+        _create(s, size, shape.timeout)
+        m.large.pass_cost[size], _ = _window(s, size, shape.size_trials, m.why)
+    except (TimeoutError, RuntimeError) as e:
+        notes.append(f"F13 at {size} trainers: {e}")
+    _delete(s, size, shape.timeout, notes)
+
+
 def _ours(s: Session, shape: LargeShape, m: Measurements) -> None:
     """_ours: F12, the operator brings up its job of ``trainers`` (CPU per pod over it), then
     its trainers are force-deleted one at a time (F13's window at that size)."""
@@ -107,21 +115,34 @@ def _ours(s: Session, shape: LargeShape, m: Measurements) -> None:
     m.large.cpu_per_pod = (s.operator_cpu() - cpu) / n
     s.say(f"F12, F13: {shape.trials} force deletes in the job of {n} trainers")
     s.settle(NS_LARGE, n, shape.timeout)
-    m.large.pass_cost[n], m.large.delete = _window(s, n, shape.trials)
+    m.large.pass_cost[n], m.large.delete = _window(s, n, shape.trials, m.why)
 
 
-def _window(s: Session, trainers: int, trials: int) -> tuple[PassCost, list[float]]:
+def _window(s: Session, trainers: int, trials: int, why: dict[str, str]) -> tuple[PassCost, list[float]]:
     """_window: F13's window in job ``large-<trainers>`` (its pods all Running): ``trials``
-    force deletes one at a time; the operator's CPU over them and its passes meanwhile, and
-    each trial's latency to the replacement created."""
+    force deletes one at a time; the operator's CPU over them and its passes meanwhile (0 when
+    its /metrics could not be read: ``why`` says so), and each trial's latency to the
+    replacement created."""
     _wait_quiet(s)
     order: list[Hashable] = [(NS_LARGE, f"large-{trainers}", "trainer", str(i)) for i in range(trainers)]
-    before = s.operator_passes()
+    before = _passes(s, why)
     cpu = s.operator_cpu()
     latencies = sc.replacement_trials(s, NS_LARGE, order, sc.strike_delete, trials)
     time.sleep(LAST_WRITE)
     used = s.operator_cpu() - cpu
-    return PassCost(used, s.operator_passes() - before, trials), latencies
+    after = _passes(s, why)
+    passes = after - before if after is not None and before is not None else 0.0
+    return PassCost(used, passes, trials), latencies
+
+
+def _passes(s: Session, why: dict[str, str]) -> float | None:
+    """_passes: the operator's passes so far; None when its /metrics does not tell (``why``
+    F13 is not measured says it)."""
+    try:
+        return s.operator_passes()
+    except (OSError, ValueError) as e:
+        why.setdefault("F13", f"the operator's passes not read from its /metrics: {e}")
+        return None
 
 
 def _wait_quiet(s: Session, timeout: float = 60) -> None:

@@ -3,9 +3,9 @@
 Order: the cluster and its node pools; the floor's pods and process; the Job controller's
 bring-up (F10, on the empty cluster, then removed); the operator and its bring-up (F10); idle
 (F6, F7); F0, F1 (F5 and F6 counted over it), F1g, F2, F3, F4; P1; one large job on a pool of
-its own, added and removed for it (F12, F13: ``large``); then, in the full run only, the
-growth to 10,000 pods (F11), idle there (F6, F7) and the restart (F8); last, the leader
-takeover (F9) at the run's largest scale.
+its own, added and removed for it (F12, F13: ``large``), the operator restarted after it; then,
+in the full run only, the growth to 10,000 pods (F11), idle there (F6, F7) and the restart
+(F8); last, the leader takeover (F9) at the run's largest scale.
 """
 
 from __future__ import annotations
@@ -213,6 +213,7 @@ def _measure(s: Session, shape: Shape, m: Measurements, notes: list[str]) -> Non
         m.why["F12"] = m.why["F13"] = "not in this run"
     else:
         run_large(s, shape.large, m, shape.nodes + shape.f3_nodes, notes)
+        _fresh_operator(s, shape.timeout, notes)
     if shape.big_pods is None:
         for fig in ("F8", "F11", "F6@10000", "F7@10000"):
             m.why[fig] = "only in the full run (10,000 pods)"
@@ -289,6 +290,17 @@ def _big(s: Session, shape: Shape, m: Measurements, names: list[str], notes: lis
     m.restart_first, m.restart_status = sc.restart(s, every, shape.timeout)
     if m.restart_first is None or m.restart_status is None:
         m.why["F8"] = f"not within {shape.timeout:.0f}s of the start"
+
+
+def _fresh_operator(s: Session, timeout: float, notes: list[str]) -> None:
+    """_fresh_operator restarts the operator after F12 and F13 and waits until it acts (the
+    warm-up job's trainer, force-deleted, runs again): CPython keeps the memory the large job
+    took, which F7 at 10,000 pods would count."""
+    rss = s.operator_rss() / 1e6
+    s.stop_operator()
+    s.start_operator()
+    sc.replacement_trials(s, WARMUP_NS, [(WARMUP_NS, "warmup", "trainer", "0")], sc.strike_delete, 1, timeout)
+    notes.append(f"the operator restarted after F12 and F13 (its RSS then {rss:.0f} MB)")
 
 
 def _warm_up(s: Session, timeout: float) -> None:
