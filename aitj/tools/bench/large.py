@@ -40,7 +40,7 @@ from aitj.tools.bench.workload import (
 )
 
 QUIET_SHARE = 0.05  # the operator is quiet below 5 % of a core
-LAST_WRITE = 1.0  # seconds after a window's last trial for its status write
+LAST_WRITE = 2.0  # seconds after a window's last trial for its status write (as F1)
 
 
 @dataclass(frozen=True)
