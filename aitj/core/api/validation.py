@@ -131,11 +131,12 @@ def parse_again(obj: Mapping[str, Any], before: Mapping[str, Any], parsed: Job) 
         or (obj.get("apiVersion"), obj.get("kind")) != (before.get("apiVersion"), before.get("kind"))
     ):
         return None
-    return _job(meta, parsed.name, parsed.spec, obj.get("status"))
+    status = JobStatus.from_json_again(obj.get("status"), before.get("status"), parsed.status)
+    return _job(meta, parsed.name, parsed.spec, status)
 
 
 def _job(meta: Mapping[str, Any], name: str, spec: JobSpec, status: object) -> Job:
-    """_job: the Job of a valid ``spec``, its ``meta`` and ``status``."""
+    """_job: the Job of a valid ``spec``, its ``meta`` and ``status`` (JSON, or decoded)."""
     generation = meta.get("generation")
     return Job(
         namespace=str(meta.get("namespace") or "default"),
@@ -143,7 +144,7 @@ def _job(meta: Mapping[str, Any], name: str, spec: JobSpec, status: object) -> J
         uid=str(meta.get("uid") or ""),
         generation=generation if isinstance(generation, int) else 0,
         spec=spec,
-        status=JobStatus.from_json(status),
+        status=status if isinstance(status, JobStatus) else JobStatus.from_json(status),
         resource_version=str(meta.get("resourceVersion") or ""),
         annotations={str(k): v for k, v in mapping(meta.get("annotations")).items() if isinstance(v, str)},
     )
