@@ -11,6 +11,7 @@ in the full run only, the growth to 10,000 pods (F11), idle there (F6, F7) and t
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import time
 from collections.abc import Hashable
@@ -141,7 +142,7 @@ def run_bench(
     ran = report.RunInfo(
         mode=mode,
         date=date,
-        shape=asdict(shape),
+        shape=json.loads(json.dumps(asdict(shape))),  # as results.json holds it: tuples are lists
         duration_s=time.monotonic() - began,
         notes=tuple(notes),
         machine=report.machine(),
