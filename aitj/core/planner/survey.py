@@ -31,7 +31,7 @@ How the pieces fit (docs/semantics.md has the user-facing version):
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -41,6 +41,8 @@ from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import rule_budgets
 from aitj.core.planner.ledger import IndexHistory, Ledger, pod_epoch
+from aitj.core.planner.retirees import Retiree as Retiree  # its readers import it from here too
+from aitj.core.planner.retirees import RetireReason as RetireReason
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
@@ -53,8 +55,13 @@ from aitj.core.policy import (
     classify,
     decide,
     restart_timed_out,
+    restart_timer_runs,
     vanished,
 )
+
+# Verdicts of current pods kept between passes (aitj.core.planner.memo), by id(pod): the pod (so
+# that its id is not reused while the entry lives), what the verdict was made of, the Slot.
+Judged = MutableMapping[int, tuple[PodView, tuple[object, ...], "Slot"]]
 
 
 class State(enum.Enum):
@@ -100,40 +107,6 @@ class Slot:
     shortfall: Shortfall | None = None
 
 
-class RetireReason(enum.StrEnum):
-    """RetireReason: why the operator no longer wants a pod."""
-
-    NOT_IN_SPEC = "NotInSpec"  # its replica is not in the job's spec (or it has no index)
-    SCALED_AWAY = "ScaledAway"  # its index is not one of those wanted
-    SUPERSEDED = "Superseded"  # a higher generation of its index exists
-    RESTART = "Restart"  # the old pod of a restart counted in this pass
-    RESTART_COUNTED = "RestartCounted"  # its failure was counted by a pass that did not finish
-    RESTART_SCOPE = "RestartScope"  # a Replica- or All-scope restart recreates it
-    EXCLUSION_EXPIRED = "ExclusionExpired"  # unschedulable while it kept off nodes no longer excluded
-    ENDED = "Ended"  # its generation was ended (scaled away) and it is terminating; the index is wanted again
-
-    @property
-    def restart(self) -> bool:
-        """restart: the pod is the old pod of a restart, so restartTimeLimit applies to its
-        termination."""
-        return self not in (RetireReason.NOT_IN_SPEC, RetireReason.SCALED_AWAY, RetireReason.ENDED)
-
-
-@dataclass(frozen=True)
-class Retiree:
-    """Retiree: a pod the operator no longer wants, why (``reason``), and the same for people
-    (``text``: the deletion's reason in logs and ``aitj explain``)."""
-
-    pod: PodView
-    reason: RetireReason
-    text: str
-
-    @property
-    def restart(self) -> bool:
-        """restart: see RetireReason.restart."""
-        return self.reason.restart
-
-
 @dataclass(frozen=True)
 class Survey:
     """Survey: the slots, the pods to retire, the restarts this pass decided (each restarted
@@ -177,11 +150,15 @@ def survey(
     now: datetime,
     shape: Shape | None = None,
     signals: NodeSignals = DEFAULT_SIGNALS,
+    judged: Judged | None = None,
 ) -> Survey:
     """survey: slots, retirees and restarts for one pass (see the module docstring); ``signals``:
-    the node conditions and taints that make a node bad besides Ready (``aitj.core.nodesignals``)."""
+    the node conditions and taints that make a node bad besides Ready (``aitj.core.nodesignals``);
+    ``judged``: the verdicts of earlier passes of the job's spec (aitj.core.planner.memo), reused
+    where nothing they were made of changed, and this pass's added."""
     shape = shape or Shape()
     s = _Surveyor(job, ledger, shape, now, signals)
+    s.judged = judged
     groups = s.group(pods)
     slots: list[Slot] = []
     for r in job.spec.replicas:
@@ -208,6 +185,7 @@ class _Surveyor:
         self.retirees: list[Retiree] = []
         self.restarts: list[RestartRecord] = []
         self.covered: set[str] = set()  # replicas a Replica/All-scope restart recreates this pass
+        self.judged: Judged | None = None
 
     def name(self, replica: str, index: int, generation: int) -> str:
         return naming.pod_name(self.job.name, self.job.uid, replica, index, generation)
@@ -233,7 +211,8 @@ class _Surveyor:
     def look(self, r: ReplicaSpec, i: int, group: list[PodView], nodes: Mapping[str, NodeView]) -> Slot:
         """look: the slot as observed, with the failure of its current pod, if any."""
         record = self.ledger.replica(r.name).index(i)
-        group = sorted(group, key=lambda p: (p.generation, p.name), reverse=True)
+        if len(group) > 1:
+            group = sorted(group, key=lambda p: (p.generation, p.name), reverse=True)
         top = max(record.seen, group[0].generation if group else -1)
         current = group[0] if group and group[0].generation == top else None
         for old in group[1:] if current is not None else group:
@@ -274,9 +253,26 @@ class _Surveyor:
         """judge: the slot of the index's current pod, with its failure, if any. A scale-out's
         pod (``joining``) is not a restart's replacement, even in an index used before: its
         start is the operation's business, judged by scaleTimeout (aitj.core.planner.scaling),
-        not by restartTimeout."""
-        failure = classify(current, nodes.get(current.node_name) if current.node_name else None, self.signals)
-        if failure is None and (r.name, i) not in self.joining:
+        not by restartTimeout. A verdict in ``judged`` made of the same is reused."""
+        node = nodes.get(current.node_name) if current.node_name else None
+        joining = (r.name, i) in self.joining
+        if self.judged is None:
+            return self.verdict(r, i, top, current, node, joining)
+        clock = self.now if restart_timer_runs(current, r) else None
+        made_of = (r.name, i, top, node, joining, self.signals, clock)
+        entry = self.judged.get(id(current))
+        if entry is not None and entry[0] is current and entry[1] == made_of:
+            return entry[2]
+        slot = self.verdict(r, i, top, current, node, joining)
+        self.judged[id(current)] = (current, made_of, slot)
+        return slot
+
+    def verdict(
+        self, r: ReplicaSpec, i: int, top: int, current: PodView, node: NodeView | None, joining: bool
+    ) -> Slot:
+        """verdict: ``judge``'s slot, made (``node``: the pod's node's view)."""
+        failure = classify(current, node, self.signals)
+        if failure is None and not joining:
             failure = restart_timed_out(current, r, self.now)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:

@@ -1,0 +1,122 @@
+"""Memo: what one job's passes keep from one pass to the next (issue 26, incremental planning).
+
+Pure, and an optimisation only: ``plan(..., memo=m)`` returns exactly what ``plan`` returns
+without one (tests/unit/test_incremental_planning.py checks it on random event sequences). The
+reconciler keeps one Memo per job and hands it to each of the job's passes, which it
+serialises; a Memo is not safe to share between jobs running at once.
+
+Why it is safe: every entry is the result of a pure function of inputs the entry keeps, and it
+is reused only when this pass's inputs are those same objects (``is``) or equal ones (``==``).
+The cache (aitj.controller.cache) hands the planner the same immutable PodView for a pod until
+the pod's resourceVersion moves, and the same NodeView for a node until it changes, so one pod
+event changes one view and the rest are found again by identity. What it keeps:
+
+- per pod view, whether it is the job's (``objects.belongs``: a name hashed per pod);
+- the restart ledger parsed from the status (``status.restartLedger``), while that is equal;
+- the ledger merged with the pods' stamps and generations (``stamps.observe``), while the
+  status ledger is that same one and the pods that came or went carry the same (replica,
+  index, generation, stamp) as each other (a pod's new view that changed its phase, say);
+- per current pod, the survey's verdict of it (``survey.Judged``: ``policy.classify`` and
+  ``restart_timed_out``), while its node's view, its slot and the replica's spec are the same;
+  the clock is part of that key exactly when ``policy.restart_timed_out`` reads it.
+
+Nothing in it is a decision: a pass with an empty Memo decides the same, only slower. A Memo
+forgets everything when it is handed another job (another namespace, name or uid).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aitj.core.api import Job, JobSpec, JobStatus
+from aitj.core.observed import PodView
+from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.objects import belongs
+from aitj.core.planner.stamps import observe
+from aitj.core.planner.survey import Judged
+
+_Stamp = tuple[str | None, int | None, int, str | None]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """Seen: a pass's pods as the memo sorted them: the job's (``mine``, in the order given),
+    those with its label it did not make (``others``), and the job's pods that came
+    (``came``) and went (``went``) since the last pass."""
+
+    mine: list[PodView]
+    others: list[PodView]
+    came: list[PodView]
+    went: list[PodView]
+
+
+@dataclass
+class Memo:
+    """Memo: one job's reusable results (see the module docstring). Start with ``Memo()``."""
+
+    job: tuple[str, str, str] = ("", "", "")  # namespace, name, uid of the job it holds
+    spec: JobSpec | None = None  # the spec ``judged`` was made under
+    passes: int = 0  # the passes seen: ``observed`` holds for the one after its own only
+    pods: dict[int, tuple[PodView, bool | None]] = field(default_factory=dict)  # id -> (view, belongs)
+    status_ledger: tuple[Any, Ledger] | None = None  # (status.restartLedger's value, parsed)
+    # (the pass, its status ledger, its replicas' names, the merged ledger)
+    observed: tuple[int, Ledger, tuple[str, ...], Ledger] | None = None
+    judged: Judged = field(default_factory=dict)  # the survey's verdicts, by id(pod)
+
+    def seen(self, job: Job, pods: Sequence[PodView]) -> Seen:
+        """seen: ``objects.pods_of(job, pods)``, each pod view judged once in its life, and
+        the job's pods that came and went since the last pass."""
+        key = (job.namespace, job.name, job.uid)
+        if key != self.job:  # another job: nothing of this one holds
+            self.pods, self.status_ledger, self.observed, self.judged = {}, None, None, {}
+            self.job = key
+        if job.spec is not self.spec and job.spec != self.spec:  # the verdicts' slots hold its replicas
+            self.judged = {}
+        self.spec = job.spec
+        self.passes += 1
+        known, fresh = self.pods, {}
+        mine: list[PodView] = []
+        others: list[PodView] = []
+        came: list[PodView] = []
+        for p in pods:
+            entry = known.get(id(p))
+            if entry is None or entry[0] is not p:
+                entry = (p, belongs(job, p))
+                if entry[1]:
+                    came.append(p)
+            fresh[id(p)] = entry
+            if entry[1] is not None:
+                (mine if entry[1] else others).append(p)
+        went = [known[k][0] for k in known.keys() - fresh.keys() if known[k][1]]
+        self.pods = fresh
+        for p in went:
+            self.judged.pop(id(p), None)
+        return Seen(mine, others, came, went)
+
+    def ledger(self, status: JobStatus) -> Ledger:
+        """ledger: ``Ledger.from_status(status)``, parsed again only when it changed."""
+        value = status.restart_ledger.value if status.restart_ledger is not None else None
+        if self.status_ledger is None or self.status_ledger[0] != value:
+            self.status_ledger = (value, Ledger.from_status(status))
+        return self.status_ledger[1]
+
+    def observe(self, base: Ledger, job: Job, seen: Seen) -> Ledger:
+        """observe: ``stamps.observe(base, job, seen.mine)``, merged again only when the status
+        ledger or what the pods that came and went tell of it changed."""
+        names = tuple(r.name for r in job.spec.replicas)
+        last = self.observed
+        held = last is not None and last[0] == self.passes - 1 and last[1] is base and last[2] == names
+        if last is not None and held and _told(seen.came) == _told(seen.went):
+            merged = last[3]  # the pods that came tell what those that went told
+        else:
+            merged = observe(base, job, seen.mine)
+        self.observed = (self.passes, base, names, merged)
+        return merged
+
+
+def _told(pods: Sequence[PodView]) -> Counter[_Stamp]:
+    """_told: what ``stamps.observe`` reads of ``pods``, as a multiset."""
+    return Counter((p.replica, p.index, p.generation, p.ledger_annotation) for p in pods)
