@@ -29,14 +29,17 @@ from aitj.core.planner.types import Plan
 from tests.unit.builders import (
     KEYS,
     Cluster,
+    Pod,
     at,
     exit_rule,
     launcher,
+    name_of,
     node,
     observed,
     seed_job,
     trainer,
     with_replica,
+    with_status,
 )
 from tests.unit.builders import (
     event_rule as on_event,
@@ -89,7 +92,7 @@ EVENTS = st.one_of(
     st.tuples(st.just("node"), st.integers(0, len(NODES) - 1), st.sampled_from(["True", "False", "Unknown"])),
     st.tuples(st.just("scale"), st.integers(1, 4)),
     st.tuples(st.just("wait"), st.sampled_from([1, 5, 30, 120])),
-    st.tuples(st.just("crash"), st.just(0)),
+    st.tuples(st.just("crash"), st.sampled_from(["status", "rest", "creates"])),
 )
 
 
@@ -113,11 +116,12 @@ def _live(cluster: Twin) -> list[str]:
     return sorted(cluster.pods)
 
 
-def _event(cluster: Twin, event: tuple[Any, ...], now: float) -> bool:
-    """_event: what happens in the cluster; False when the next pass's status write is lost."""
+def _event(cluster: Twin, event: tuple[Any, ...], now: float) -> str | None:
+    """_event: what happens in the cluster; the part of the next pass's plan the executor does
+    not carry out (it crashed: ``Cluster.apply``), if any."""
     what, arg, *more = event
     names = _live(cluster)
-    pod = cluster.pods[names[arg % len(names)]] if names else None
+    pod = cluster.pods[names[arg % len(names)]] if names and isinstance(arg, int) else None
     if what == "run" and pod is not None and pod.raw["status"]["phase"] == "Pending":
         pod.running(now, NODES[arg % len(NODES)])
     elif what == "exit" and pod is not None:
@@ -135,7 +139,7 @@ def _event(cluster: Twin, event: tuple[Any, ...], now: float) -> bool:
         replicas = min(arg, cluster.job.spec.replicas[0].max_replicas)
         cluster.job = with_replica(cluster.job, "trainer", replicas=replicas)
         cluster.job = dataclasses.replace(cluster.job, generation=cluster.job.generation + 1)
-    return bool(what != "crash")
+    return str(arg) if what == "crash" else None
 
 
 def _run(job: Job, events: Sequence[tuple[Any, ...]]) -> Twin:
@@ -145,9 +149,9 @@ def _run(job: Job, events: Sequence[tuple[Any, ...]]) -> Twin:
     for event in events:
         if event[0] == "wait":
             now += event[1]
-        status = _event(cluster, event, now)
+        lost = _event(cluster, event, now)
         now += 1
-        cluster.step(now, status=status)
+        cluster.step(now, status=lost != "status", rest=lost != "rest", creates=lost != "creates")
         cluster.collect()
     return cluster
 
@@ -178,3 +182,28 @@ def test_scaled_pods_are_judged_again() -> None:
     cluster.job = with_replica(cluster.job, "trainer", replicas=2)
     cluster.step(20)
     assert {p.raw["metadata"]["labels"][LABEL_INDEX] for p in cluster.pods.values()} >= {"0", "1"}
+
+
+def _twice(pod: PodView, before: dict[str, Any], after: dict[str, Any]) -> tuple[Plan, Plan]:
+    """_twice: the seed job's pass with the status ledger ``before`` (the memo learns the pod's
+    verdict), then with ``after`` and the same pod view: the memo's plan and the full one."""
+    memo, job, nodes = Memo(), seed_job(trainer(replicas=1), launcher(replicas=0)), {"node-a": node("node-a")}
+    plan(with_status(job, {"restartLedger": before}), [pod], nodes, at(20), keys=KEYS, memo=memo)
+    job = with_status(job, {"restartLedger": after})
+    return plan(job, [pod], nodes, at(21), keys=KEYS, memo=memo), plan(job, [pod], nodes, at(21), keys=KEYS)
+
+
+def test_a_pod_made_stale_by_a_new_epoch_is_judged_again() -> None:
+    """The status may bring a Replica-scope restart's epoch while the pod's view stays."""
+    pod = Pod("trainer", 0).running(1).view()
+    kept, full = _twice(pod, {"trainer": {"epoch": 0, "seen": [0]}}, {"trainer": {"epoch": 1, "seen": [0]}})
+    assert kept == full and [d.name for d in full.deletes] == [pod.name]
+
+
+def test_a_terminating_pod_whose_generation_was_ended_is_judged_again() -> None:
+    """The status may record that the operator ended the pod's generation while its view stays."""
+    pod = Pod("trainer", 0).running(1).deleted(5, 30).view()
+    kept, full = _twice(
+        pod, {"trainer": {"epoch": 0, "seen": [0]}}, {"trainer": {"epoch": 0, "seen": [0], "ended": {"0": 0}}}
+    )
+    assert kept == full and [c.name for c in full.creates] == [name_of("trainer", 0, 1)]

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from aitj.core import naming
@@ -41,9 +41,10 @@ from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import rule_budgets
 from aitj.core.planner.ledger import IndexHistory, Ledger, pod_epoch
-from aitj.core.planner.retirees import Retiree as Retiree  # its readers import it from here too
-from aitj.core.planner.retirees import RetireReason as RetireReason
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
+from aitj.core.planner.survey_terms import Retiree as Retiree  # their readers import them from here
+from aitj.core.planner.survey_terms import RetireReason as RetireReason
+from aitj.core.planner.survey_terms import Shape as Shape
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
     Fail,
@@ -125,23 +126,6 @@ class Survey:
         return tuple(s for s in self.slots if s.replica.name == replica)
 
 
-@dataclass(frozen=True)
-class Shape:
-    """Shape: which indices of each replica have a slot in this pass (aitj.core.planner.scaling
-    decides it). ``indices``: by replica name; a replica missing from it has ``0 .. replicas-1``.
-    ``keep``: pod names left alone (scale-in pods out of the host list, waiting for their grace
-    period): neither slots nor retired, never judged. ``joining``: (replica, index) of scale-out
-    slots not in the host list yet; they do not hold the launcher back."""
-
-    indices: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    keep: frozenset[str] = frozenset()
-    joining: frozenset[tuple[str, int]] = frozenset()
-
-    def of(self, r: ReplicaSpec) -> tuple[int, ...]:
-        found = self.indices.get(r.name)
-        return tuple(range(r.replicas)) if found is None else found
-
-
 def survey(
     job: Job,
     pods: Sequence[PodView],
@@ -165,7 +149,8 @@ def survey(
         for i in shape.of(r):
             slots.append(s.look(r, i, groups.get((r.name, i), []), nodes))
     slots = [s.resolve(slot) if slot.failure is not None and slot.fail is None else slot for slot in slots]
-    slots = [s.hold(s.sweep(slot)) for slot in slots]
+    # Without a Replica/All-scope restart in this pass no epoch moved since ``look``: nothing to sweep.
+    slots = [s.hold(s.sweep(slot) if s.covered else slot) for slot in slots]
     released = tuple(slot.pod.name for slot in slots if slot.pod is not None and s.settle(slot, ledger))
     gated = tuple(_gate(slots, shape.joining))
     return Survey(gated, tuple(s.retirees), tuple(s.restarts), s.ledger, released)
@@ -209,7 +194,13 @@ class _Surveyor:
         return groups
 
     def look(self, r: ReplicaSpec, i: int, group: list[PodView], nodes: Mapping[str, NodeView]) -> Slot:
-        """look: the slot as observed, with the failure of its current pod, if any."""
+        """look: the slot as observed, with the failure of its current pod, if any. An index's
+        one pod judged by an earlier pass in the same circumstances (``judged``, ``made_of``)
+        takes the same way to ``judge``, where nothing else happens: its slot is that pass's."""
+        if len(group) == 1 and self.judged is not None:
+            entry = self.judged.get(id(group[0]))
+            if entry is not None and entry[0] is group[0] and entry[1] == self.made_of(r, i, group[0], nodes):
+                return entry[2]
         record = self.ledger.replica(r.name).index(i)
         if len(group) > 1:
             group = sorted(group, key=lambda p: (p.generation, p.name), reverse=True)
@@ -253,31 +244,39 @@ class _Surveyor:
         """judge: the slot of the index's current pod, with its failure, if any. A scale-out's
         pod (``joining``) is not a restart's replacement, even in an index used before: its
         start is the operation's business, judged by scaleTimeout (aitj.core.planner.scaling),
-        not by restartTimeout. A verdict in ``judged`` made of the same is reused."""
-        node = nodes.get(current.node_name) if current.node_name else None
-        joining = (r.name, i) in self.joining
-        if self.judged is None:
-            return self.verdict(r, i, top, current, node, joining)
-        clock = self.now if restart_timer_runs(current, r) else None
-        made_of = (r.name, i, top, node, joining, self.signals, clock)
-        entry = self.judged.get(id(current))
-        if entry is not None and entry[0] is current and entry[1] == made_of:
-            return entry[2]
-        slot = self.verdict(r, i, top, current, node, joining)
-        self.judged[id(current)] = (current, made_of, slot)
-        return slot
-
-    def verdict(
-        self, r: ReplicaSpec, i: int, top: int, current: PodView, node: NodeView | None, joining: bool
-    ) -> Slot:
-        """verdict: ``judge``'s slot, made (``node``: the pod's node's view)."""
-        failure = classify(current, node, self.signals)
-        if failure is None and not joining:
+        not by restartTimeout. The slot goes into ``judged`` for the next passes."""
+        failure = classify(current, nodes.get(current.node_name) if current.node_name else None, self.signals)
+        if failure is None and (r.name, i) not in self.joining:
             failure = restart_timed_out(current, r, self.now)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:
             state = State.PENDING
-        return Slot(r, i, top, current.name, state, current, failure)
+        slot = Slot(r, i, top, current.name, state, current, failure)
+        if self.judged is not None:
+            self.judged[id(current)] = (current, self.made_of(r, i, current, nodes), slot)
+        return slot
+
+    def made_of(
+        self, r: ReplicaSpec, i: int, pod: PodView, nodes: Mapping[str, NodeView]
+    ) -> tuple[object, ...]:
+        """made_of: what ``look`` and ``judge`` read to make the slot of ``pod``, the index's
+        current pod, besides the pod and the spec (aitj.core.planner.memo drops ``judged`` when
+        the spec changes): the index's ledger record, the replica's epoch, the pod's node's
+        view, whether it joins a scale-out, the node signals, and the clock when
+        ``restart_timed_out`` reads it."""
+        history = self.ledger.replica(r.name)
+        node = nodes.get(pod.node_name) if pod.node_name else None
+        clock = self.now if restart_timer_runs(pod, r) else None
+        return (
+            r.name,
+            i,
+            history.index(i),
+            history.epoch,
+            node,
+            (r.name, i) in self.joining,
+            self.signals,
+            clock,
+        )
 
     def resolve(self, slot: Slot) -> Slot:
         """resolve: what a failure found by ``look`` leads to (``policy.decide``, then the

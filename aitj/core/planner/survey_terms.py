@@ -1,13 +1,17 @@
-"""Retirees: the pods a pass no longer wants, and why (aitj.core.planner.survey retires them).
+"""The survey's terms besides its slots: which indices have one (``Shape``, decided by
+aitj.core.planner.scaling), and the pods a pass no longer wants and why (``Retiree``).
 
-Pure. Apart from the survey so that the survey's module stays one screenful of decisions.
+Pure. Apart from aitj.core.planner.survey (which exports them too) so that it holds the
+decisions only.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from aitj.core.api import ReplicaSpec
 from aitj.core.observed import PodView
 
 
@@ -43,3 +47,20 @@ class Retiree:
     def restart(self) -> bool:
         """restart: see RetireReason.restart."""
         return self.reason.restart
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Shape: which indices of each replica have a slot in this pass (aitj.core.planner.scaling
+    decides it). ``indices``: by replica name; a replica missing from it has ``0 .. replicas-1``.
+    ``keep``: pod names left alone (scale-in pods out of the host list, waiting for their grace
+    period): neither slots nor retired, never judged. ``joining``: (replica, index) of scale-out
+    slots not in the host list yet; they do not hold the launcher back."""
+
+    indices: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    keep: frozenset[str] = frozenset()
+    joining: frozenset[tuple[str, int]] = frozenset()
+
+    def of(self, r: ReplicaSpec) -> tuple[int, ...]:
+        found = self.indices.get(r.name)
+        return tuple(range(r.replicas)) if found is None else found
