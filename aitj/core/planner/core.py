@@ -30,6 +30,12 @@ turn to the one before, the wake-up at the soonest any part asks for. The parts,
 
 A new feature is a module with a ``part(ctx)``, its tests, and its line in ``PARTS`` (with its
 name in the import of the planner's modules).
+
+The caller may keep a Memo per job and hand it to each pass (``memo``; the reconciler does):
+what earlier passes computed from inputs that have not changed (which pods are the job's, the
+ledger parsed and merged, the survey's verdict of each current pod) is reused. It makes a pass
+cheaper, never different (aitj.core.planner.memo says why; docs/operator.md, "Large jobs",
+has the figures).
 """
 
 from __future__ import annotations
