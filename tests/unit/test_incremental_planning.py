@@ -1,9 +1,10 @@
 """Incremental planning (issue 26): a pass planned with the job's Memo equals a full re-plan.
 
 Random event sequences on small random jobs, run pass by pass on the simulated cluster of
-tests/unit/builders.py: pods start, exit with random codes, are deleted (forced or graceful)
-and finish terminating, nodes go NotReady and come back, replicas are scaled, time moves on,
-and the executor carries each plan out, sometimes without its status write (a crash). At every
+tests/unit/builders.py: pods start, exit with random codes, are disrupted (evicted,
+preempted), are deleted (forced or graceful) and finish terminating, nodes go NotReady and come
+back, replicas are scaled, time moves on, and the executor carries each plan out, sometimes
+without its status write, its creates or the steps after the status write (a crash). At every
 pass the plan made with the Memo kept across the passes is the full planner's, the whole Plan.
 
 The simulated cluster hands the planner the same PodView for a pod its events left alone, and
@@ -46,6 +47,7 @@ from tests.unit.builders import (
 )
 
 NODES = ("node-a", "node-b", "node-c")
+DISRUPTIONS = ["EvictionByEvictionAPI", "PreemptionByScheduler", "DeletionByTaintManager"]
 
 
 class Twin(Cluster):
@@ -87,6 +89,7 @@ EVENTS = st.one_of(
     st.tuples(st.just("run"), st.integers(0, 7)),
     st.tuples(st.just("exit"), st.integers(0, 7), st.sampled_from([0, 1, 101, 129, 137])),
     st.tuples(st.just("delete"), st.integers(0, 7), st.sampled_from([0, 30])),
+    st.tuples(st.just("disrupt"), st.integers(0, 7), st.sampled_from(DISRUPTIONS)),
     st.tuples(st.just("terminate"), st.just(0)),
     st.tuples(st.just("run_all"), st.integers(0, len(NODES) - 1)),
     st.tuples(st.just("node"), st.integers(0, len(NODES) - 1), st.sampled_from(["True", "False", "Unknown"])),
@@ -128,6 +131,8 @@ def _event(cluster: Twin, event: tuple[Any, ...], now: float) -> str | None:
         pod.exited(more[0], now)
     elif what == "delete" and pod is not None and "deletionTimestamp" not in pod.raw["metadata"]:
         pod.deleted(now, more[0])
+    elif what == "disrupt" and pod is not None:
+        pod.disrupted(more[0], now)
     elif what == "run_all":
         cluster.run_all(now, NODES[arg])
     elif what == "terminate":

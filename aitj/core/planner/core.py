@@ -71,7 +71,7 @@ from aitj.core.planner.part import Context, Part, combine
 from aitj.core.planner.scaling import part as scaling_part
 from aitj.core.planner.stamps import observe
 from aitj.core.planner.status import Condition
-from aitj.core.planner.survey import Survey, survey
+from aitj.core.planner.survey import Shape, Survey, survey
 from aitj.core.planner.types import DeleteReason, Event, Outcome, Owned, Plan, PodDelete, Settings, SshKeys
 from aitj.core.wire import format_time, parse_time
 
@@ -179,15 +179,21 @@ def assess(
     (``memo``: the job's Memo and what it saw of this pass's pods)."""
     prev = job.status
     if memo is None:
-        ledger, judged = observe(Ledger.from_status(prev), job, mine), None
+        ledger = observe(Ledger.from_status(prev), job, mine)
     else:
-        ledger, judged = memo[0].observe(memo[0].ledger(prev), job, memo[1]), memo[0].judged
+        ledger = memo[0].observe(memo[0].ledger(prev), job, memo[1])
+
+    def surveyed(shape: Shape) -> Survey:
+        if memo is None:
+            return survey(job, mine, nodes, ledger, now, shape, settings.node_signals)
+        return memo[0].survey(job, memo[1], nodes, ledger, now, shape, settings.node_signals)
+
     started = parse_time(prev.start_running_time)
     scale = scaling.prepare(job, prev, mine, now, started is not None)
-    found = survey(job, mine, nodes, ledger, now, scale.shape, settings.node_signals, judged)
+    found = surveyed(scale.shape)
     scale, reshaped = scaling.settle(job, scale, found, now)
     if reshaped:  # a scale-out rolled back: its slots are gone, its pods retired
-        found = survey(job, mine, nodes, ledger, now, scale.shape, settings.node_signals, judged)
+        found = surveyed(scale.shape)
     return Assessment(ledger, scale, found, started)
 
 

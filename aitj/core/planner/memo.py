@@ -18,7 +18,12 @@ event changes one view and the rest are found again by identity. What it keeps:
   index, generation, stamp) as each other (a pod's new view that changed its phase, say);
 - per current pod, the survey's verdict of it (``survey.Judged``: ``policy.classify`` and
   ``restart_timed_out``), while its node's view, its slot and the replica's spec are the same;
-  the clock is part of that key exactly when ``policy.restart_timed_out`` reads it.
+  the clock is part of that key exactly when ``policy.restart_timed_out`` reads it;
+- the last pass's survey when it decided nothing (``survey.quiet``: every index's one pod
+  runs, healthy; nothing retired, restarted or recorded, so the clock played no part): while
+  the ledger (the same object), shape, node signals and nodes are the same, and each pod that
+  came takes the slot of one that went, only those slots are looked at again
+  (``survey.resurvey``); anything else in them, and the pass surveys all.
 
 Nothing in it is a decision: a pass with an empty Memo decides the same, only slower. A Memo
 forgets everything when it is handed another job (another namespace, name or uid).
@@ -27,16 +32,18 @@ forgets everything when it is handed another job (another namespace, name or uid
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from aitj.core.api import Job, JobSpec, JobStatus
-from aitj.core.observed import PodView
+from aitj.core.nodesignals import NodeSignals
+from aitj.core.observed import NodeView, PodView
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.objects import belongs
 from aitj.core.planner.stamps import observe
-from aitj.core.planner.survey import Judged
+from aitj.core.planner.survey import Judged, Shape, Survey, quiet, resurvey, survey
 
 _Stamp = tuple[str | None, int | None, int, str | None]
 
@@ -65,6 +72,7 @@ class Memo:
     # (the pass, its status ledger, its replicas' names, the merged ledger)
     observed: tuple[int, Ledger, tuple[str, ...], Ledger] | None = None
     judged: Judged = field(default_factory=dict)  # the survey's verdicts, by id(pod)
+    quiet: Quiet | None = None  # the last pass's survey, when it decided nothing
 
     def seen(self, job: Job, pods: Sequence[PodView]) -> Seen:
         """seen: ``objects.pods_of(job, pods)``, each pod view judged once in its life, and
@@ -74,7 +82,7 @@ class Memo:
             self.pods, self.status_ledger, self.observed, self.judged = {}, None, None, {}
             self.job = key
         if job.spec is not self.spec and job.spec != self.spec:  # the verdicts' slots hold its replicas
-            self.judged = {}
+            self.judged, self.quiet = {}, None
         self.spec = job.spec
         self.passes += 1
         known, fresh = self.pods, {}
@@ -115,6 +123,73 @@ class Memo:
             merged = observe(base, job, seen.mine)
         self.observed = (self.passes, base, names, merged)
         return merged
+
+    def survey(
+        self,
+        job: Job,
+        seen: Seen,
+        nodes: Mapping[str, NodeView],
+        ledger: Ledger,
+        now: datetime,
+        shape: Shape,
+        signals: NodeSignals,
+    ) -> Survey:
+        """survey: ``survey.survey`` of ``seen.mine``; when the last pass's was quiet and made
+        of the same ledger, shape, signals and nodes, and each pod that came took the slot of
+        one that went, only those slots are looked at again (``survey.resurvey``)."""
+        last, made_of = self.quiet, (ledger, shape, signals, nodes)
+        found = None
+        if last is not None and last.passes == self.passes - 1 and _same(last.made_of, made_of):
+            swaps = last.swaps(seen, shape.keep)
+            if swaps is not None:
+                found = resurvey(last.found, job, nodes, now, shape, signals, self.judged, swaps)
+        if found is None:
+            found = survey(job, seen.mine, nodes, ledger, now, shape, signals, self.judged)
+            where = {(s.replica.name, s.index): k for k, s in enumerate(found.slots)}
+            self.quiet = Quiet(self.passes, made_of, found, where) if quiet(found, ledger) else None
+        elif last is not None:
+            self.quiet = Quiet(self.passes, made_of, found, last.where)
+        return found
+
+
+@dataclass(frozen=True)
+class Quiet:
+    """Quiet: a survey that decided nothing (``survey.quiet``), the pass it was made in, what it
+    was made of (ledger, shape, signals, nodes) and where each (replica, index) is in it."""
+
+    passes: int
+    made_of: tuple[Ledger, Shape, NodeSignals, Mapping[str, NodeView]]
+    found: Survey
+    where: Mapping[tuple[str, int], int]
+
+    def swaps(self, seen: Seen, keep: frozenset[str]) -> list[tuple[int, PodView]] | None:
+        """swaps: each pod that came, with the place of the slot it takes (None unless every pod
+        that went held a slot of its own and each of those slots is taken by one that came)."""
+        left: dict[int, PodView] = {}
+        for p in seen.went:
+            k = self.place(p)
+            if k is None or self.found.slots[k].pod is not p:
+                return None
+            left[k] = p
+        taken: dict[int, PodView] = {}
+        for p in seen.came:
+            k = self.place(p)
+            if k is None or k not in left or p.name in keep:
+                return None
+            taken[k] = p
+        if not len(taken) == len(left) == len(seen.went) == len(seen.came):
+            return None
+        return list(taken.items())
+
+    def place(self, pod: PodView) -> int | None:
+        """place: where the slot of ``pod``'s (replica, index) is (None: it has none)."""
+        return None if pod.replica is None or pod.index is None else self.where.get((pod.replica, pod.index))
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """_same: what a quiet survey was made of, again: the same ledger object (``observe``'s,
+    kept), equal shapes and signals, the same or equal nodes."""
+    return a[0] is b[0] and a[1] == b[1] and a[2] == b[2] and (a[3] is b[3] or a[3] == b[3])
 
 
 def _told(pods: Sequence[PodView]) -> Counter[_Stamp]:

@@ -30,7 +30,6 @@ How the pieces fit (docs/semantics.md has the user-facing version):
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -45,6 +44,8 @@ from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.survey_terms import Retiree as Retiree  # their readers import them from here
 from aitj.core.planner.survey_terms import RetireReason as RetireReason
 from aitj.core.planner.survey_terms import Shape as Shape
+from aitj.core.planner.survey_terms import Slot as Slot
+from aitj.core.planner.survey_terms import State as State
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
     Fail,
@@ -62,50 +63,7 @@ from aitj.core.policy import (
 
 # Verdicts of current pods kept between passes (aitj.core.planner.memo), by id(pod): the pod (so
 # that its id is not reused while the entry lives), what the verdict was made of, the Slot.
-Judged = MutableMapping[int, tuple[PodView, tuple[object, ...], "Slot"]]
-
-
-class State(enum.Enum):
-    """State of a slot after this pass's decisions."""
-
-    CREATE = "create"  # no pod: create one at ``generation``
-    REPLACE = "replace"  # the current pod is retired; its successor is created at ``generation``
-    WAITING = "waiting"  # a master that needs a pod but waits until every worker runs
-    BACKOFF = "backoff"  # needs a pod, and waits out its rule's backoff first (``Slot.shortfall``)
-    PENDING = "pending"  # the pod exists and has not reached Running yet
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"  # a failure that is not restarted: failPolicy judges it
-
-    @property
-    def in_progress(self) -> bool:
-        """in_progress: the index is on its way to Running."""
-        return self in (State.CREATE, State.REPLACE, State.WAITING, State.BACKOFF, State.PENDING)
-
-    @property
-    def needs_pod(self) -> bool:
-        return self in (State.CREATE, State.REPLACE, State.WAITING, State.BACKOFF)
-
-
-@dataclass(frozen=True)
-class Slot:
-    """Slot: one index of one replica. ``generation`` and ``name`` are those of the pod the
-    index has after this pass (the successor's, when one is to be created). ``pod`` is the
-    observed current pod, if any. ``failure``/``fail``: the failure found and, when it stands,
-    why it is not restarted; ``restart``: when this pass restarts it, the rule engine's verdict
-    (its trace is what ``aitj explain`` shows). ``shortfall``: what holds the index back (a
-    backoff, a used-up rule budget, an excluded node; aitj.core.planner.rule_budgets)."""
-
-    replica: ReplicaSpec
-    index: int
-    generation: int
-    name: str
-    state: State
-    pod: PodView | None = None
-    failure: Failure | None = None
-    fail: Fail | None = None
-    restart: RestartDecision | None = None
-    shortfall: Shortfall | None = None
+Judged = MutableMapping[int, tuple[PodView, tuple[object, ...], Slot]]
 
 
 @dataclass(frozen=True)
@@ -154,6 +112,46 @@ def survey(
     released = tuple(slot.pod.name for slot in slots if slot.pod is not None and s.settle(slot, ledger))
     gated = tuple(_gate(slots, shape.joining))
     return Survey(gated, tuple(s.retirees), tuple(s.restarts), s.ledger, released)
+
+
+def quiet(found: Survey, ledger: Ledger) -> bool:
+    """quiet: ``found``, the survey of ``ledger``, decided nothing: every index has one pod
+    and it runs, healthy; nothing retired, restarted, released or written into the ledger.
+    Such a survey is clock-free (no restartTimeout, backoff or budget is read for a running
+    pod) and each slot is its pod's alone, which is what lets ``resurvey`` redo some of it."""
+    if found.retirees or found.restarts or found.released or found.ledger is not ledger:
+        return False
+    return all(s.state is State.RUNNING and s.failure is None and s.pod is not None for s in found.slots)
+
+
+def resurvey(
+    last: Survey,
+    job: Job,
+    nodes: Mapping[str, NodeView],
+    now: datetime,
+    shape: Shape,
+    signals: NodeSignals,
+    judged: Judged | None,
+    swaps: Sequence[tuple[int, PodView]],
+) -> Survey | None:
+    """resurvey: ``survey`` of the pods of the quiet survey ``last`` (same spec, ledger, shape,
+    signals, nodes) with the pod of each slot ``k`` in ``swaps`` replaced by the one given
+    (its new view, alone in its index): only those slots are looked at again. None when one of
+    them is not quiet any more (then only a full survey says what the pass decides)."""
+    s = _Surveyor(job, last.ledger, shape, now, signals)
+    s.judged = judged
+    slots = list(last.slots)
+    for k, pod in swaps:
+        slot = s.look(slots[k].replica, slots[k].index, [pod], nodes)
+        if (
+            slot.state is not State.RUNNING
+            or slot.failure is not None
+            or s.retirees
+            or s.ledger is not last.ledger
+        ):
+            return None
+        slots[k] = slot  # a running, healthy slot: hold, sweep, settle and the gate leave it
+    return replace(last, slots=tuple(slots))
 
 
 class _Surveyor:

@@ -1,5 +1,6 @@
-"""The survey's terms besides its slots: which indices have one (``Shape``, decided by
-aitj.core.planner.scaling), and the pods a pass no longer wants and why (``Retiree``).
+"""The survey's terms: an index's ``Slot`` and its ``State``, which indices have one
+(``Shape``, decided by aitj.core.planner.scaling), and the pods a pass no longer wants and why
+(``Retiree``).
 
 Pure. Apart from aitj.core.planner.survey (which exports them too) so that it holds the
 decisions only.
@@ -13,6 +14,8 @@ from dataclasses import dataclass, field
 
 from aitj.core.api import ReplicaSpec
 from aitj.core.observed import PodView
+from aitj.core.planner.shortfall import Shortfall
+from aitj.core.policy import Fail, Failure, RestartDecision
 
 
 class RetireReason(enum.StrEnum):
@@ -64,3 +67,46 @@ class Shape:
     def of(self, r: ReplicaSpec) -> tuple[int, ...]:
         found = self.indices.get(r.name)
         return tuple(range(r.replicas)) if found is None else found
+
+
+class State(enum.Enum):
+    """State of a slot after this pass's decisions."""
+
+    CREATE = "create"  # no pod: create one at ``generation``
+    REPLACE = "replace"  # the current pod is retired; its successor is created at ``generation``
+    WAITING = "waiting"  # a master that needs a pod but waits until every worker runs
+    BACKOFF = "backoff"  # needs a pod, and waits out its rule's backoff first (``Slot.shortfall``)
+    PENDING = "pending"  # the pod exists and has not reached Running yet
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # a failure that is not restarted: failPolicy judges it
+
+    @property
+    def in_progress(self) -> bool:
+        """in_progress: the index is on its way to Running."""
+        return self in (State.CREATE, State.REPLACE, State.WAITING, State.BACKOFF, State.PENDING)
+
+    @property
+    def needs_pod(self) -> bool:
+        return self in (State.CREATE, State.REPLACE, State.WAITING, State.BACKOFF)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Slot: one index of one replica. ``generation`` and ``name`` are those of the pod the
+    index has after this pass (the successor's, when one is to be created). ``pod`` is the
+    observed current pod, if any. ``failure``/``fail``: the failure found and, when it stands,
+    why it is not restarted; ``restart``: when this pass restarts it, the rule engine's verdict
+    (its trace is what ``aitj explain`` shows). ``shortfall``: what holds the index back (a
+    backoff, a used-up rule budget, an excluded node; aitj.core.planner.rule_budgets)."""
+
+    replica: ReplicaSpec
+    index: int
+    generation: int
+    name: str
+    state: State
+    pod: PodView | None = None
+    failure: Failure | None = None
+    fail: Fail | None = None
+    restart: RestartDecision | None = None
+    shortfall: Shortfall | None = None
