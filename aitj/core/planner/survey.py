@@ -30,12 +30,14 @@ How the pieces fit (docs/semantics.md has the user-facing version):
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
 from aitj.core import naming
-from aitj.core.api import Job, ReplicaSpec, ReplicaType, RestartScope
+from aitj.core.api import Job, ReplicaSpec, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import rule_budgets
@@ -46,6 +48,7 @@ from aitj.core.planner.survey_terms import RetireReason as RetireReason
 from aitj.core.planner.survey_terms import Shape as Shape
 from aitj.core.planner.survey_terms import Slot as Slot
 from aitj.core.planner.survey_terms import State as State
+from aitj.core.planner.survey_terms import gate
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
     Fail,
@@ -83,6 +86,15 @@ class Survey:
     def of(self, replica: str) -> tuple[Slot, ...]:
         return tuple(s for s in self.slots if s.replica.name == replica)
 
+    @functools.cached_property
+    def states(self) -> Mapping[str, Counter[State]]:
+        """states: per replica, how many of its slots are in each state (the status's counts;
+        counted once per survey, and ``resurvey`` carries a quiet one's over)."""
+        out: dict[str, Counter[State]] = {}
+        for s in self.slots:
+            out.setdefault(s.replica.name, Counter())[s.state] += 1
+        return out
+
 
 def survey(
     job: Job,
@@ -110,7 +122,7 @@ def survey(
     # Without a Replica/All-scope restart in this pass no epoch moved since ``look``: nothing to sweep.
     slots = [s.hold(s.sweep(slot) if s.covered else slot) for slot in slots]
     released = tuple(slot.pod.name for slot in slots if slot.pod is not None and s.settle(slot, ledger))
-    gated = tuple(_gate(slots, shape.joining))
+    gated = tuple(gate(slots, shape.joining))
     return Survey(gated, tuple(s.retirees), tuple(s.restarts), s.ledger, released)
 
 
@@ -151,7 +163,9 @@ def resurvey(
         ):
             return None
         slots[k] = slot  # a running, healthy slot: hold, sweep, settle and the gate leave it
-    return replace(last, slots=tuple(slots))
+    found = replace(last, slots=tuple(slots))
+    found.__dict__["states"] = last.states  # every slot ran before and runs now: the same counts
+    return found
 
 
 class _Surveyor:
@@ -414,25 +428,3 @@ def _stood(r: ReplicaSpec, i: int, generation: int, name: str) -> Slot:
     failure = Failure(FailureKind.POD_FAILED, f"pod {name} failed and was not restarted; it is gone")
     fail = Fail(FailReason.STOOD, f"the failure of generation {generation} stands (recorded)")
     return Slot(r, i, generation, name, State.FAILED, failure=failure, fail=fail)
-
-
-def gate_open(slots: Sequence[Slot], joining: frozenset[tuple[str, int]] = frozenset()) -> bool:
-    """gate_open: no worker index is on its way (each is running, succeeded or failed for
-    good). Masters (the launcher) are created only then. Scale-out slots (``joining``) do not
-    count: the launcher runs without them until they join."""
-    return not any(
-        s.state.in_progress
-        for s in slots
-        if s.replica.replica_type is ReplicaType.WORKER and (s.replica.name, s.index) not in joining
-    )
-
-
-def _gate(slots: list[Slot], joining: frozenset[tuple[str, int]]) -> list[Slot]:
-    if gate_open(slots, joining):
-        return slots
-    return [
-        replace(s, state=State.WAITING)
-        if s.replica.replica_type is ReplicaType.MASTER and s.state.needs_pod and s.state is not State.BACKOFF
-        else s
-        for s in slots
-    ]

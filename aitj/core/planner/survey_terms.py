@@ -1,6 +1,6 @@
 """The survey's terms: an index's ``Slot`` and its ``State``, which indices have one
-(``Shape``, decided by aitj.core.planner.scaling), and the pods a pass no longer wants and why
-(``Retiree``).
+(``Shape``, decided by aitj.core.planner.scaling), the pods a pass no longer wants and why
+(``Retiree``), and the gate that holds the masters back until the workers run.
 
 Pure. Apart from aitj.core.planner.survey (which exports them too) so that it holds the
 decisions only.
@@ -9,10 +9,10 @@ decisions only.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
-from aitj.core.api import ReplicaSpec
+from aitj.core.api import ReplicaSpec, ReplicaType
 from aitj.core.observed import PodView
 from aitj.core.planner.shortfall import Shortfall
 from aitj.core.policy import Fail, Failure, RestartDecision
@@ -110,3 +110,26 @@ class Slot:
     fail: Fail | None = None
     restart: RestartDecision | None = None
     shortfall: Shortfall | None = None
+
+
+def gate_open(slots: Sequence[Slot], joining: frozenset[tuple[str, int]] = frozenset()) -> bool:
+    """gate_open: no worker index is on its way (each is running, succeeded or failed for
+    good). Masters (the launcher) are created only then. Scale-out slots (``joining``) do not
+    count: the launcher runs without them until they join."""
+    return not any(
+        s.state.in_progress
+        for s in slots
+        if s.replica.replica_type is ReplicaType.WORKER and (s.replica.name, s.index) not in joining
+    )
+
+
+def gate(slots: list[Slot], joining: frozenset[tuple[str, int]]) -> list[Slot]:
+    """gate: ``slots`` with the masters that need a pod WAITING while the gate is shut."""
+    if gate_open(slots, joining):
+        return slots
+    return [
+        replace(s, state=State.WAITING)
+        if s.replica.replica_type is ReplicaType.MASTER and s.state.needs_pod and s.state is not State.BACKOFF
+        else s
+        for s in slots
+    ]
