@@ -52,6 +52,8 @@ def shortfalls(
     slot that neither runs nor succeeded; it wins over an Unschedulable pod of the same index
     (its cause says why the pod cannot be placed). Scale-out slots still ``joining`` are the
     scale operation's business (a rollback at scaleTimeout), not a shortfall."""
+    if not extra and not any(State.PENDING in counts for counts in found.states.values()):
+        return ()  # no index is held back, and none waits for a node
     slots = {(s.replica.name, s.index): s for s in found.slots if (s.replica.name, s.index) not in joining}
     given: dict[tuple[str, int], Shortfall] = {}
     for sf in extra:

@@ -78,8 +78,10 @@ def host_lists(
         for s in listed
         if s.replica.replica_type is ReplicaType.WORKER
     )
-    by_index = sorted(listed, key=lambda s: s.index)
-    running = {r.name: tuple(s.name for s in by_index if s.replica.name == r.name) for r in job.spec.replicas}
+    running_by: dict[str, list[str]] = {r.name: [] for r in job.spec.replicas}
+    for s in sorted(listed, key=lambda s: s.index):
+        running_by[s.replica.name].append(s.name)
+    running = {name: tuple(names) for name, names in running_by.items()}
     masters = {r.name: running[r.name] for r in job.spec.replicas if r.replica_type is ReplicaType.MASTER}
     wake = min(waiting.values(), default=None)
     return HostLists(hosts, running, masters, held=tuple(sorted(waiting)), wake=wake)
