@@ -11,9 +11,10 @@ so how the cache is filled can change without touching it.
 ``InformerCache`` is filled by one list+watch per kind (``aitj.controller.informer``) and lives
 on the event loop: every store is changed there only, so a snapshot needs no lock. It is
 ``synced`` once every kind has been listed; until then it kicks nothing (the start-up kicks
-every job once, then). After that a change kicks the job it concerns: any change of the job or
-of one of its pods, the deletion of one of its owned objects, a change of a node's readiness
-(the jobs with a pod on it). A change the cache already holds kicks nothing.
+every job once, then). After that a change kicks the job it concerns: any change of the job,
+a change of one of its pods that its view shows (a pod's Ready condition or IP changing alone
+plans nothing: the planner sees neither), the deletion of one of its owned objects, a change of
+a node's readiness (the jobs with a pod on it). A change the cache already holds kicks nothing.
 
 Write-through (``written``): what the operator's own calls returned (the job after its status
 write, a pod it created, deleted or released) is stored at once, so the next pass plans from
@@ -353,6 +354,8 @@ class InformerCache:
             return set()
         if kind.name in OWNED and delta.type != "DELETED":
             return set()  # created or rewritten by the operator itself: nothing to plan
+        if kind is PODS and old is not None and delta.type != "DELETED" and old.value == item.value:
+            return set()  # a change the planner cannot see (a condition, the pod's IP): no pass
         return {job}
 
     def _store(self, kind: Kind[Any]) -> Store[Any]:

@@ -11,6 +11,8 @@ Why threads and the official client, not aiohttp on the event loop: measured on 
 control plane (docs/operator.md, "Start-up at scale"), the time goes into decoding JSON and
 building the views, which holds the GIL either way; the client in a thread reuses the
 operator's credentials and connection setup unchanged, and keeps the loop free for passes.
+The JSON is decoded by orjson: 2.4 times the standard library's speed on a pod's watch event
+(docs/operator.md, "The hot path").
 
 Owned objects (Services, Secrets, ConfigMaps, ...) are listed as metadata only
 (PartialObjectMetadata): a Secret's data never reaches the operator.
@@ -27,7 +29,6 @@ import asyncio
 import collections
 import contextlib
 import enum
-import json
 import queue
 import re
 import threading
@@ -35,6 +36,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import orjson
 from kubernetes import client
 
 from aitj.controller.kubeclient import raw_get, raw_request
@@ -216,7 +218,7 @@ class Informer(Generic[T]):
         the decoding overlap."""
         items: list[Item[T]] = []
         for body in self._pages():
-            page = json.loads(body)
+            page = orjson.loads(body)
             items += [Item.of(obj, self.kind.convert(obj)) for obj in page.get("items") or ()]
             meta = mapping(page.get("metadata"))
             if str(meta.get("continue") or "") != continue_token(body):
@@ -276,7 +278,7 @@ class Informer(Generic[T]):
             if response.status != 200:
                 raise RuntimeError(f"watching {self.kind.name}: HTTP {response.status}")
             for line in _lines(response):
-                event = json.loads(line)
+                event = orjson.loads(line)
                 action, at = watch_action(event)
                 if action is Action.RELIST:
                     raise Gone()

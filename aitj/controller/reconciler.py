@@ -53,6 +53,7 @@ from aitj.controller.executor import (
     StatusRefused,
     Stop,
     Target,
+    only_status,
     sends,
 )
 from aitj.controller.logs import log
@@ -79,6 +80,12 @@ MAX_RETRY_SECONDS = 30.0
 STALE_RETRY_SECONDS = 0.5
 # How long a pass may lag behind a requeue request it could not serve (timer coalescing).
 MIN_REQUEUE_SECONDS = 0.2
+# A pass whose plan only writes the status comes at most this often per job: one sooner waits
+# for the interval's end and is planned again then, so the pod transitions in between cost one
+# write (a job of 8 coming up: a status write per pod that runs, before). Creates, deletes and
+# everything else go out at once. The Job controller batches its status updates the same way
+# (syncJobBatchPeriod, 1 s). docs/operator.md, "The hot path", has the figures.
+STATUS_INTERVAL = 1.0
 # Threads that carry passes' calls out at once (docs/operator.md, "Start-up at scale", says how
 # this was measured): past it, more threads only queue on the GIL and the apiserver.
 PASS_WORKERS = 16
@@ -134,6 +141,8 @@ class _JobState:
     # What the last pass's calls were told that the next pass acts on (it runs right after).
     refused: PodRefusal | None = None  # a pod create refused for good: the job fails
     terminating: bool = False  # the namespace is being deleted: its pods are let go
+    status_written_at: float | None = None  # loop time of the last status write (STATUS_INTERVAL)
+    parsed: tuple[tuple[str, str], api.Job] | None = None  # the job at (uid, resourceVersion): _triage
     # What the job's passes reuse of the last (aitj.core.planner.memo: cheaper, never different);
     # it goes with this state when the job is forgotten.
     memo: Memo = field(default_factory=Memo)
@@ -161,12 +170,14 @@ class Reconciler:
         settings: Settings | None = None,
         written: Callable[[JobKey, Written], None] = lambda _key, _w: None,
         sources: Sources | None = None,
+        status_interval: float = STATUS_INTERVAL,
     ) -> None:
         self.executor = executor
         self.snapshot = snapshot
         self.job_exists = job_exists
         self.settings = settings or Settings()
         self.written = written
+        self.status_interval = status_interval
         sources = sources or Sources()
         self.clock, self.planner, self.keygen = sources.clock, sources.planner, sources.keygen
         self.recoveries = Recoveries()  # this reconciler's restarts, followed
@@ -240,7 +251,7 @@ class Reconciler:
                 key, state, lifecycle.job_ref(snap.body), lifecycle.release_tracked(snap.pods), snap
             )
             return
-        job = lifecycle.triage(snap.body, snap.pods, now)
+        job = self._triage(state, snap, now)
         if isinstance(job, Plan):
             await self._execute(key, state, lifecycle.job_ref(snap.body), job, snap)
             return
@@ -251,17 +262,38 @@ class Reconciler:
         keys = None
         if resources.needs_ssh_keys(job, snap.owned, snap.pods):
             keys = await self._run(self.keygen, job.name)  # tens of ms: off the loop
-        plan = self.planner(
-            job,
-            snap.pods,
-            snap.nodes,
-            now,
-            owned=snap.owned,
-            keys=keys,
-            settings=self.settings,
-            memo=state.memo,
-        )
+        given = {"owned": snap.owned, "keys": keys, "settings": self.settings, "memo": state.memo}
+        plan = self.planner(job, snap.pods, snap.nodes, now, **given)
+        if self._held(key, state, plan):
+            return
         await self._execute(key, state, job, plan, snap)
+
+    @staticmethod
+    def _triage(state: _JobState, snap: Snapshot, now: dt.datetime) -> api.Job | Plan:
+        """_triage: ``lifecycle.triage``, the parsed job kept for the passes that follow: a
+        version (uid, resourceVersion) of a job is one content, and parsing it on every pass
+        was 6 % of the operator's busy CPU (the planner's input is the same either way)."""
+        body = snap.body or {}
+        meta = mapping(body.get("metadata"))
+        version = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        if state.parsed is not None and state.parsed[0] == version and all(version):
+            return state.parsed[1]
+        job = lifecycle.triage(body, snap.pods, now)
+        if isinstance(job, api.Job):
+            state.parsed = (version, job)
+        return job
+
+    def _held(self, key: JobKey, state: _JobState, plan: Plan) -> bool:
+        """_held: ``plan`` only writes the status, and the job's last status write is less than
+        STATUS_INTERVAL ago: the job is planned again when the interval is over (whatever
+        happens in between is in that one write), and this plan is dropped."""
+        if state.status_written_at is None or not only_status(plan):
+            return False
+        wait = state.status_written_at + self.status_interval - asyncio.get_running_loop().time()
+        if wait <= 0:
+            return False
+        self._requeue(key, state, wait)
+        return True
 
     async def _gone(self, key: JobKey, state: _JobState, snap: Snapshot) -> None:
         """_gone: the job is not in the cache. Its pods being deleted (garbage collection) are
@@ -302,6 +334,8 @@ class Reconciler:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
             self.written(key, sent.written)
         self._recorded(key, target, plan, sent)
+        if sent.status_written:
+            state.status_written_at = asyncio.get_running_loop().time()
         stopped = sent.stopped
         if isinstance(stopped, StaleJob | GangRefused):
             # The newer version's watch event is on its way (or already marked this job dirty).

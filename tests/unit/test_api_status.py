@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -115,6 +116,15 @@ def test_updated_replaces_what_was_kept_under_the_key() -> None:
     assert status.updated(phase=Phase.RUNNING, degraded=None).to_json() == {"phase": "Running", "other": 1}
     # A plain replace sets the field over the kept value too (it is written last).
     assert status.to_json()["degraded"] == "junk"
+
+
+def test_updated_leaves_the_original_alone_and_refuses_a_field_it_does_not_have() -> None:
+    status = JobStatus.from_json({"phase": "Pending", "other": 1})
+    running = status.updated(phase=Phase.RUNNING)
+    assert (status.phase, running.phase, running.extra) == (Phase.PENDING, Phase.RUNNING, {"other": 1})
+    assert running == JobStatus.from_json({"phase": "Running", "other": 1})
+    with pytest.raises(TypeError, match="no field phaze"):
+        status.updated(phaze=Phase.RUNNING)
 
 
 def test_fields_are_typed() -> None:

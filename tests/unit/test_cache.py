@@ -51,6 +51,16 @@ def pod(
     }
 
 
+def failed(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "status": {"phase": "Failed"}}
+
+
+def ready(obj: dict[str, Any]) -> dict[str, Any]:
+    """ready: the pod Ready, with an IP: nothing its view (PodView) holds."""
+    conditions = [{"type": "Ready", "status": "True"}]
+    return {**obj, "status": {"phase": "Running", "podIP": "10.0.0.9", "conditions": conditions}}
+
+
 def job(rv: int, name: str = "job") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "resourceVersion": str(rv)}}
 
@@ -128,7 +138,8 @@ def test_every_owned_kind_has_a_collection_and_is_listed_by_name_only() -> None:
 @pytest.mark.parametrize(
     ("kind", "type", "obj", "kicked"),
     [
-        pytest.param(PODS, "MODIFIED", pod("p-0", 11), [KEY], id="a pod's change kicks its job"),
+        pytest.param(PODS, "MODIFIED", failed(pod("p-0", 11)), [KEY], id="a pod's change kicks its job"),
+        pytest.param(PODS, "MODIFIED", ready(pod("p-0", 11)), [], id="unless the planner cannot see it"),
         pytest.param(PODS, "MODIFIED", pod("p-0", 10), [], id="a change the cache holds does not"),
         pytest.param(PODS, "MODIFIED", pod("p-0", 9), [], id="nor an older one"),
         pytest.param(PODS, "DELETED", pod("p-0", 12), [KEY], id="a pod's deletion kicks its job"),

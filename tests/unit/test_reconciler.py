@@ -26,16 +26,29 @@ from aitj.controller.executor import (
     StepFailed,
     Stop,
     Target,
+    only_status,
 )
 from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler, Sources, retry_after, retry_delay
 from aitj.controller.written import Written
 from aitj.core import naming
-from aitj.core.api import Job, JobStatus, Phase
+from aitj.core.api import Job, JobStatus, Phase, RestartScope
 from aitj.core.observed import TRACKING_FINALIZER, PodView
 from aitj.core.planner.failed_pass import Report
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.memo import Memo
-from aitj.core.planner.types import ObjectKind, ObjectRef, ObjectState, Owned, Plan, Settings, SshKeys
+from aitj.core.planner.types import (
+    Event,
+    ObjectKind,
+    ObjectRef,
+    ObjectState,
+    Owned,
+    Plan,
+    PodCreate,
+    RestartRecord,
+    Settings,
+    SshKeys,
+)
+from aitj.core.policy import Failure, FailureKind
 from tests.seeds import seed_job
 from tests.unit.builders import as_json
 
@@ -94,9 +107,11 @@ class Planner:
     def __init__(self, plan: Plan = WRITE) -> None:
         self.plan = plan
         self.calls: list[dict[str, Any]] = []
+        self.jobs: list[Job] = []
 
     def __call__(self, job: Job, pods: Sequence[PodView], nodes: Any, now: dt.datetime, **given: Any) -> Plan:
         self.calls.append(given)
+        self.jobs.append(job)
         return self.plan
 
 
@@ -108,6 +123,7 @@ def reconciler(
     owned: Owned = HAS_SECRET,
     exists: bool = False,
     written: list[tuple[JobKey, Written]] | None = None,
+    status_interval: float = 0.0,
 ) -> tuple[Reconciler, Planner, list[str]]:
     planner = Planner(plan)
     made: list[str] = []
@@ -123,6 +139,7 @@ def reconciler(
         settings=Settings({"high": "top"}),
         written=lambda key, w: (written if written is not None else []).append((key, w)),
         sources=Sources(clock=lambda: NOW, planner=planner, keygen=keygen),
+        status_interval=status_interval,
     )
     return r, planner, made
 
@@ -419,3 +436,85 @@ def test_a_plan_that_sends_nothing_takes_no_thread() -> None:
     r, planner, _ = reconciler(rec, body(), plan=NOTHING)
     asyncio.run(r.kick(KEY))
     assert len(planner.calls) == 1 and rec.executed == []
+
+
+FAILURE = Failure(FailureKind.POD_FAILED, "it failed", at=NOW)
+RESTART = RestartRecord("trainer", 0, 0, "p-0", FAILURE, "exitCodes 1", RestartScope.POD, NOW)
+CREATE = Plan(creates=(PodCreate("p-9", "trainer", 0, 0, {}),), status=JobStatus(phase=Phase.RUNNING))
+
+
+def test_a_status_write_soon_after_another_waits_for_the_interval_and_is_planned_again() -> None:
+    rec = Recorder()
+    r, planner, _ = reconciler(rec, body(), status_interval=0.3)
+
+    async def run() -> list[int]:
+        seen = []
+        await r.kick(KEY)  # the first write goes at once
+        seen.append(len(rec.executed))
+        await r.kick(KEY)  # pod events within the interval: planned, held back
+        await r.kick(KEY)
+        seen.append(len(rec.executed))
+        await asyncio.sleep(0.45)  # the interval is over: planned again, written
+        seen.append(len(rec.executed))
+        return seen
+
+    assert asyncio.run(run()) == [1, 1, 2]
+    assert len(planner.calls) == 4  # the held passes were planned, and one more at the end
+
+
+def test_a_plan_that_creates_is_never_held_back() -> None:
+    rec = Recorder()
+    r, _, _ = reconciler(rec, body(), plan=CREATE, status_interval=60)
+
+    async def run() -> None:
+        for _ in range(3):
+            await r.kick(KEY)
+
+    asyncio.run(run())
+    assert len(rec.executed) == 3
+
+
+@pytest.mark.parametrize(
+    ("plan", "held"),
+    [
+        (WRITE, True),
+        (CREATE, False),
+        (NOTHING, False),
+        (dataclasses.replace(WRITE, events=(Event("Normal", "Running", "all running"),)), False),
+        (
+            dataclasses.replace(
+                WRITE,
+                restarts=(RESTART,),
+            ),
+            False,
+        ),
+        (dataclasses.replace(WRITE, requeue_after=5.0), True),
+    ],
+    ids=[
+        "status alone",
+        "with a create",
+        "nothing",
+        "with an Event",
+        "recording a restart",
+        "with a wake-up",
+    ],
+)
+def test_only_a_plan_that_writes_the_status_and_nothing_else_may_wait(plan: Plan, held: bool) -> None:
+    assert only_status(plan) is held
+
+
+def test_a_job_is_parsed_once_per_version() -> None:
+    doc = body()
+    r, planner, _ = reconciler(Recorder(), doc, plan=NOTHING)
+
+    async def run() -> None:
+        await r.kick(KEY)
+        await r.kick(KEY)  # the same version: the job parsed before
+        doc["metadata"]["resourceVersion"] = "8"
+        doc["spec"]["replicaSpecs"]["trainer"]["replicas"] = 4
+        await r.kick(KEY)  # a new version: parsed again
+
+    asyncio.run(run())
+    first, same, newer = planner.jobs
+    assert same is first
+    assert newer is not first and newer.spec.replica("trainer").replicas == 4

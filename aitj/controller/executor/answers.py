@@ -8,6 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
@@ -27,8 +28,8 @@ def body_of(response: Any) -> Mapping[str, Any] | None:
     if not isinstance(data, bytes) or not data:
         return None
     try:
-        value = json.loads(data)
-    except ValueError:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) and "metadata" in value else None
 

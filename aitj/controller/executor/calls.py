@@ -5,6 +5,7 @@ through one ``Calls`` per pass."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from aitj.controller.executor.contract import (
     Target,
 )
 from aitj.controller.executor.events import ending_probe, event_body
+from aitj.controller.executor.wire import JSON_PATCH, MERGE_PATCH
 from aitj.controller.gangapi import gang_refused
 from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
@@ -57,6 +59,7 @@ class Calls(PlanSink):
 
     def __init__(self, clients: Clients, job: Target, sent: Sent) -> None:
         self.ex, self.core, self.job, self.sent, self.written = clients, clients.core, job, sent, sent.written
+        self.wire = clients.wire
         self.log = log.bind(namespace=job.namespace, job=job.name)
 
     def send_ensure(self, manifests: Sequence[Manifest]) -> None:
@@ -88,25 +91,31 @@ class Calls(PlanSink):
             self.written.gone_owned.append(ref)
 
     def send_creates(self, creates: Sequence[PodCreate]) -> None:
-        """send_creates creates each pod, counting and logging those it made, and returning
-        them (``Sent.created``)."""
-        for c in creates:
-            try:
-                made = self._create(f"pod {c.name}", self.core.create_namespaced_pod, c.body)
-            except StepFailed as e:
-                cause = e.__cause__
-                if isinstance(cause, ApiException) and 400 <= (cause.status or 0) < 500:
-                    said = PodRefusal(c.name, c.replica, cause.status, error_text(cause), error_fields(cause))
-                    raise PodRefused(str(e), said) from cause
-                raise
-            if not isinstance(made, bool):
-                self.written.pods.append(made)
-            if made is not False:
-                self.sent.created.append(CreatedPod(c.replica, c.index, c.generation, self.ex.clock()))
-                metrics.per_job(metrics.PODS_CREATED, self.job.namespace, self.job.name, c.replica).inc()
-                self.log.info(
-                    "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
-                )
+        """send_creates creates the pods in batches of 1, 2, 4, ... (``fanout.slow_start``),
+        the pods of a batch at once; a batch with a failed create is the last, and its first
+        failure stops the step. Counts and logs the pods made, and returns them
+        (``Sent.created``)."""
+        self.ex.fanout.each(creates, self._create_pod)
+
+    def _create_pod(self, c: PodCreate) -> None:
+        """_create_pod: one pod of ``send_creates``. A 4xx refusal is PodRefused (what it said
+        goes to ``lifecycle.plan_refused``)."""
+        try:
+            made = self._create(f"pod {c.name}", self.wire.create_pod, c.body)
+        except StepFailed as e:
+            cause = e.__cause__
+            if isinstance(cause, ApiException) and 400 <= (cause.status or 0) < 500:
+                said = PodRefusal(c.name, c.replica, cause.status, error_text(cause), error_fields(cause))
+                raise PodRefused(str(e), said) from cause
+            raise
+        if not isinstance(made, bool):
+            self.written.pods.append(made)
+        if made is not False:
+            self.sent.created.append(CreatedPod(c.replica, c.index, c.generation, self.ex.clock()))
+            metrics.per_job(metrics.PODS_CREATED, self.job.namespace, self.job.name, c.replica).inc()
+            self.log.info(
+                "pod created", pod=c.name, replica=c.replica, index=c.index, generation=c.generation
+            )
 
     def send_discovery(self, m: Manifest) -> None:
         """send_discovery replaces the job's discovery ConfigMap at the version observed; with
@@ -153,9 +162,7 @@ class Calls(PlanSink):
             patch.append({"op": "test", "path": "/metadata/resourceVersion", "value": version})
         patch.append({"op": "add", "path": "/status", "value": dict(status)})
         try:
-            response = self.ex.custom.patch_namespaced_custom_object_status(
-                *self._job_path(), patch, _content_type="application/json-patch+json", _preload_content=False
-            )
+            response = self.wire.patch_job_status(self.job.namespace, self.job.name, patch, JSON_PATCH)
         except ApiException as e:
             if e.status == 404:
                 return  # the job is gone
@@ -175,11 +182,8 @@ class Calls(PlanSink):
             self._event(report.event)
         value = report.failure.to_json() if report.failure is not None else None
         try:
-            response = self.ex.custom.patch_namespaced_custom_object_status(
-                *self._job_path(),
-                {"status": {"passFailure": value}},
-                _content_type="application/merge-patch+json",
-                _preload_content=False,
+            response = self.wire.patch_job_status(
+                self.job.namespace, self.job.name, {"status": {"passFailure": value}}, MERGE_PATCH
             )
         except ApiException as e:
             self.log.warning("pass failure not recorded in the status", error=error_text(e))
@@ -214,10 +218,8 @@ class Calls(PlanSink):
     def send_deletes(self, deletes: Sequence[PodDelete]) -> None:
         """send_deletes deletes each pod under its uid precondition, counting by reason."""
         for d in deletes:
-            opts = client.V1DeleteOptions(
-                grace_period_seconds=d.grace_period_seconds, preconditions=client.V1Preconditions(uid=d.uid)
-            )
-            if self._delete(f"pod {d.name}", self.core.delete_namespaced_pod, d.name, body=opts, pod=True):
+            delete = functools.partial(self.wire.delete_pod, uid=d.uid, grace=d.grace_period_seconds)
+            if self._delete(f"pod {d.name}", delete, d.name, pod=True):
                 metrics.PODS_DELETED.labels(d.reason.value).inc()
                 self.log.info("pod deleted", pod=d.name, reason=d.message, grace=d.grace_period_seconds)
 
@@ -271,9 +273,7 @@ class Calls(PlanSink):
         job = self.job
         body = ending_probe(job)
         try:
-            release(
-                self.core.create_namespaced_event(job.namespace, body, dry_run="All", _preload_content=False)
-            )
+            self.wire.create_event(job.namespace, body, dry_run=True)
         except ApiException as e:
             if e.status == 403 and "being terminated" in error_text(e):
                 raise NamespaceTerminating(job.namespace) from e
@@ -337,9 +337,10 @@ class Calls(PlanSink):
         return api.GROUP, api.VERSION, self.job.namespace, api.PLURAL, self.job.name
 
     def _call(self, where: tuple[str, str]) -> Callable[..., Any]:
-        """_call: the client method ``where`` names (``CREATE``, ``DELETE``)."""
+        """_call: the generated client's method ``where`` names (``CREATE``, ``DELETE``), its
+        answer left unread (``_preload_content=False``: no model objects are built)."""
         api_name, method = where
-        return getattr(getattr(self.ex, api_name), method)  # type: ignore[no-any-return]
+        return functools.partial(getattr(getattr(self.ex, api_name), method), _preload_content=False)
 
     def _create(
         self, what: str, create: Callable[..., Any], body: Mapping[str, Any]
@@ -347,7 +348,7 @@ class Calls(PlanSink):
         """_create: the object made as the server returned it (True when it returned none to
         read), False when it already existed."""
         try:
-            response = create(self.job.namespace, body, _preload_content=False)
+            response = create(self.job.namespace, body)
         except ApiException as e:
             if e.status == 409:
                 return False
@@ -362,7 +363,7 @@ class Calls(PlanSink):
         """_delete: True when deleted, False when gone already (or, with a uid precondition,
         replaced by a newer object of the same name: 409). A pod's answer is written through."""
         try:
-            response = delete(name, self.job.namespace, _preload_content=False, **options)
+            response = delete(name, self.job.namespace, **options)
         except ApiException as e:
             if e.status == 404 and pod:
                 self.written.gone_pods.append(name)
@@ -387,7 +388,7 @@ class Calls(PlanSink):
         replaced, and its successor needs nothing. Anything else fails the step, saying
         ``what`` (formatted with the pod's name)."""
         try:
-            response = self.core.patch_namespaced_pod(name, self.job.namespace, patch, _preload_content=False)
+            response = self.wire.patch_pod(name, self.job.namespace, patch)
         except ApiException as e:
             if e.status == 404:
                 self.written.gone_pods.append(name)
@@ -408,7 +409,7 @@ class Calls(PlanSink):
         job = self.job
         body = event_body(job, event, format_time(self.ex.clock()))
         try:
-            release(self.core.create_namespaced_event(job.namespace, body, _preload_content=False))
+            self.wire.create_event(job.namespace, body)
         except ApiException as e:
             if event.name is not None and e.status == 409:
                 return  # recorded by an earlier pass

@@ -11,6 +11,8 @@ from typing import Any
 
 from kubernetes import client
 
+from aitj.controller.executor.fanout import Fanout
+from aitj.controller.executor.wire import Wire
 from aitj.controller.gangapi import GangApi
 from aitj.core.planner.types import ObjectKind
 from aitj.core.render import volcano
@@ -65,8 +67,10 @@ class VolcanoPodGroups:
 @dataclass(frozen=True)
 class Clients:
     """Clients: the API clients the passes' calls go through, one set per operator, and the
-    clock for Event timestamps and pod creation times (metrics). Typed as Any: the generated
-    client wants model objects, the calls send plain dicts."""
+    clock for Event timestamps and pod creation times (metrics). ``wire`` sends the calls of a
+    recovery (pods, Events, the job's status: ``aitj.controller.executor.wire`` says why), with
+    ``fanout`` for a pass's pod creates; the generated clients the rest, typed as Any: they
+    want model objects, the calls send plain dicts."""
 
     api_client: Any  # for the raw metadata reads (``kubeclient.raw_get``)
     core: Any
@@ -75,6 +79,8 @@ class Clients:
     rbac: Any
     volcano: VolcanoPodGroups
     gang: GangApi
+    wire: Wire
+    fanout: Fanout
     clock: Callable[[], dt.datetime]
 
     @classmethod
@@ -89,5 +95,7 @@ class Clients:
             rbac=client.RbacAuthorizationV1Api(api_client),
             volcano=VolcanoPodGroups(custom),
             gang=GangApi(api_client),
+            wire=Wire(api_client),
+            fanout=Fanout(),
             clock=clock,
         )

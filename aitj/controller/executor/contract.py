@@ -117,6 +117,17 @@ def sends(plan: Plan) -> bool:
     return any(getattr(plan, step.field) not in (None, ()) for step in STEPS)
 
 
+def only_status(plan: Plan) -> bool:
+    """only_status: ``plan`` writes the job's status and sends nothing else, nor records a
+    restart (the kind of pass the reconciler may hold back a moment to write once for several:
+    ``aitj.controller.reconciler``, STATUS_INTERVAL)."""
+    return (
+        plan.status is not None
+        and not plan.restarts
+        and all(getattr(plan, step.field) in (None, ()) for step in STEPS if step.field != "status")
+    )
+
+
 class Target(Protocol):
     """Target: the job a Plan is for: an ``api.Job``, or a ``lifecycle.JobRef`` when the spec
     did not parse or the job is gone. ``resource_version`` guards the status write."""
