@@ -131,6 +131,8 @@ def plan_and_assessment(
     # Likewise the job's other objects: those it controls (objects.split).
     own, held = objects.split(job, owned)
     given = Given(own, keys, settings, nodes, held)
+    if memo is not None:
+        given = replace(given, host_lists=memo.host_lists)
     result, a = _plan_mine(job, mine, prev, nodes, now, given, work)
     if foreign:
         result = replace(result, release=tuple(dict.fromkeys(result.release + foreign)))

@@ -40,10 +40,12 @@ from typing import Any
 from aitj.core.api import Job, JobSpec, JobStatus
 from aitj.core.nodesignals import NodeSignals
 from aitj.core.observed import NodeView, PodView
+from aitj.core.planner import hostfiles
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.objects import belongs
 from aitj.core.planner.stamps import observe
 from aitj.core.planner.survey import Judged, Shape, Survey, quiet, resurvey, survey
+from aitj.core.planner.types import HostLists
 
 _Stamp = tuple[str | None, int | None, int, str | None]
 
@@ -73,6 +75,8 @@ class Memo:
     observed: tuple[int, Ledger, tuple[str, ...], Ledger] | None = None
     judged: Judged = field(default_factory=dict)  # the survey's verdicts, by id(pod)
     quiet: Quiet | None = None  # the last pass's survey, when it decided nothing
+    resurveyed: tuple[Survey, Survey] | None = None  # the last resurvey, and the quiet one it redid
+    lists: tuple[Survey, frozenset[tuple[str, int]], HostLists | None] | None = None  # host_lists'
 
     def seen(self, job: Job, pods: Sequence[PodView]) -> Seen:
         """seen: ``objects.pods_of(job, pods)``, each pod view judged once in its life, and
@@ -143,6 +147,7 @@ class Memo:
             swaps = last.swaps(seen, shape.keep)
             if swaps is not None:
                 found = resurvey(last.found, job, nodes, now, shape, signals, self.judged, swaps)
+                self.resurveyed = None if found is None else (found, last.found)
         if found is None:
             found = survey(job, seen.mine, nodes, ledger, now, shape, signals, self.judged)
             where = {(s.replica.name, s.index): k for k, s in enumerate(found.slots)}
@@ -150,6 +155,23 @@ class Memo:
         elif last is not None:
             self.quiet = Quiet(self.passes, made_of, found, last.where)
         return found
+
+    def host_lists(
+        self, job: Job, found: Survey, joining: frozenset[tuple[str, int]], prev: JobStatus, now: datetime
+    ) -> HostLists | None:
+        """host_lists: ``hostfiles.host_lists``, or the last pass's lists when this pass's survey
+        redid its quiet one (``resurvey``) and the same slots join. In a quiet survey every slot
+        runs, so no wave starts and nothing is held (neither ``prev`` nor ``now`` counts), and
+        a slot redone holds a pod of the same name (the same replica, index and generation: the
+        ledger, which holds them, is the same object), running: the lists are the same."""
+        last, redone = self.lists, self.resurveyed
+        same = last is not None and redone is not None and redone[0] is found and redone[1] is last[0]
+        if last is not None and same and last[1] == joining:
+            lists = last[2]
+        else:
+            lists = hostfiles.host_lists(job, found, joining, prev, now)
+        self.lists = (found, joining, lists)
+        return lists
 
 
 @dataclass(frozen=True)
