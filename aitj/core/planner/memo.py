@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -83,8 +83,9 @@ class Memo:
         the job's pods that came and went since the last pass."""
         key = (job.namespace, job.name, job.uid)
         if key != self.job:  # another job: nothing of this one holds
-            self.pods, self.status_ledger, self.observed, self.judged = {}, None, None, {}
-            self.job = key
+            blank = Memo(job=key)
+            for f in fields(self):
+                setattr(self, f.name, getattr(blank, f.name))
         if job.spec is not self.spec and job.spec != self.spec:  # the verdicts' slots hold its replicas
             self.judged, self.quiet = {}, None
         self.spec = job.spec
