@@ -15,6 +15,9 @@ time (``time.process_time``) per ``plan()`` call over ``--seconds`` seconds:
   the planner a new PodView when a pod's resourceVersion moves: the common pod event that
   changes nothing the planner decides on), a different pod each time.
 
+With ``--pending`` the first trainer waits for a node (Pending, unscheduled): the job is coming
+up or recovering, and every pass decides something about that pod.
+
 Each is measured without a memo (the full planner) and with one (``aitj.core.planner.memo``,
 kept across the passes as the reconciler keeps it).
 """
@@ -37,10 +40,13 @@ from tests.unit.builders import Pod, at, node, seed_job, trainer, views, with_st
 NODES = 100
 
 
-def running_job(n: int) -> tuple[Job, list[PodView], dict[str, NodeView]]:
-    """running_job: the job of ``n`` trainers, all Running, its status settled."""
+def running_job(n: int, pending: bool = False) -> tuple[Job, list[PodView], dict[str, NodeView]]:
+    """running_job: the job of ``n`` trainers, all Running (``pending``: but the first, which
+    waits for a node), its status settled."""
     job = seed_job(trainer(replicas=n, max_replicas=n, min_replicas=1), discovery=True, ssh=True)
     pods = views(Pod("trainer", i).running(1, f"node-{i % NODES}") for i in range(n))
+    if pending:
+        pods[0] = Pod("trainer", 0).view()
     nodes = {f"node-{i}": node(f"node-{i}") for i in range(NODES)}
     for second in range(10, 14):
         status = plan(job, pods, nodes, at(second)).status
@@ -61,13 +67,14 @@ def per_pass(step: Callable[[int], object], seconds: float) -> float:
 def passes(
     job: Job, pods: list[PodView], nodes: Mapping[str, NodeView], *, memo: bool, event: bool
 ) -> Callable[[int], object]:
-    """passes: the ``step`` of one pass of the job (see the module docstring)."""
+    """passes: the ``step`` of one pass of the job (see the module docstring); the first pod
+    keeps its view."""
     m = Memo() if memo else None
     current = list(pods)
 
     def step(k: int) -> object:
         if event:
-            i = k % len(current)
+            i = 1 + k % (len(current) - 1) if len(current) > 1 else 0
             current[i] = dataclasses.replace(current[i])
         return plan(job, current, nodes, at(20), memo=m)
 
@@ -79,10 +86,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 512, 4096], help="trainers per job")
     parser.add_argument("--seconds", type=float, default=2.0, help="CPU seconds measured per figure")
     parser.add_argument("--profile", action="store_true", help="cProfile the memo's event passes")
+    parser.add_argument("--pending", action="store_true", help="the first trainer waits for a node")
     args = parser.parse_args()
     print("trainers  steady full  steady memo  event full  event memo   (ms of CPU per pass)")
     for n in args.sizes:
-        job, pods, nodes = running_job(n)
+        job, pods, nodes = running_job(n, args.pending)
         figures = [
             per_pass(passes(job, pods, nodes, memo=memo, event=event), args.seconds)
             for event in (False, True)

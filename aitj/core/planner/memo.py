@@ -151,8 +151,10 @@ class Memo:
                 self.resurveyed = None if found is None else (found, last.found)
         if found is None:
             found = survey(job, seen.mine, nodes, ledger, now, shape, signals, self.judged)
-            where = {(s.replica.name, s.index): k for k, s in enumerate(found.slots)}
-            self.quiet = Quiet(self.passes, made_of, found, where) if quiet(found, ledger) else None
+            self.quiet = None
+            if quiet(found, ledger):
+                where = {(s.replica.name, s.index): k for k, s in enumerate(found.slots)}
+                self.quiet = Quiet(self.passes, made_of, found, where)
         elif last is not None:
             self.quiet = Quiet(self.passes, made_of, found, last.where)
         return found

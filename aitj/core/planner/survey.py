@@ -91,8 +91,8 @@ class Survey:
         """states: per replica, how many of its slots are in each state (the status's counts;
         counted once per survey, and ``resurvey`` carries a quiet one's over)."""
         out: dict[str, Counter[State]] = {}
-        for s in self.slots:
-            out.setdefault(s.replica.name, Counter())[s.state] += 1
+        for (name, state), n in Counter((s.replica.name, s.state) for s in self.slots).items():
+            out.setdefault(name, Counter())[state] = n
         return out
 
 
