@@ -212,3 +212,17 @@ def test_a_terminating_pod_whose_generation_was_ended_is_judged_again() -> None:
         pod, {"trainer": {"epoch": 0, "seen": [0]}}, {"trainer": {"epoch": 0, "seen": [0], "ended": {"0": 0}}}
     )
     assert kept == full and [c.name for c in full.creates] == [name_of("trainer", 0, 1)]
+
+
+def test_a_live_pod_of_an_ended_generation_deleted_after_a_settled_pass_is_passed_over() -> None:
+    """A generation the ledger says was ended (a scale-in whose delete was lost, then a
+    scale-out) whose pod is deleted later: its slot's redo retires it and creates the next."""
+    ledger = {"trainer": {"epoch": 0, "seen": [0], "ended": {"0": 0}}}
+    job = with_status(seed_job(trainer(replicas=1), launcher(replicas=0)), {"restartLedger": ledger})
+    memo, nodes, pod = Memo(), {"node-a": node("node-a")}, Pod("trainer", 0).running(1)
+    plan(job, [pod.view()], nodes, at(20), keys=KEYS, memo=memo)
+    assert memo.quiet is not None  # the pass decided nothing: the next redoes only what changed
+    gone = pod.deleted(21, 30).view()
+    kept = plan(job, [gone], nodes, at(22), keys=KEYS, memo=memo)
+    assert kept == plan(job, [gone], nodes, at(22), keys=KEYS)
+    assert [c.name for c in kept.creates] == [name_of("trainer", 0, 1)]

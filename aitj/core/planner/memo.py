@@ -44,7 +44,7 @@ from aitj.core.planner import hostfiles
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.objects import belongs
 from aitj.core.planner.stamps import observe
-from aitj.core.planner.survey import Judged, Shape, Survey, quiet, resurvey, survey
+from aitj.core.planner.survey import Judged, Shape, Survey, resurvey, settled, survey
 from aitj.core.planner.types import HostLists
 
 _Stamp = tuple[str | None, int | None, int, str | None]
@@ -139,24 +139,25 @@ class Memo:
         shape: Shape,
         signals: NodeSignals,
     ) -> Survey:
-        """survey: ``survey.survey`` of ``seen.mine``; when the last pass's was quiet and made
-        of the same ledger, shape, signals and nodes, and each pod that came took the slot of
-        one that went, only those slots are looked at again (``survey.resurvey``)."""
+        """survey: ``survey.survey`` of ``seen.mine``; when the last pass's was settled and made
+        of the same ledger, shape, signals and nodes, only its slots that did not run and those
+        whose pods came or went are looked at again (``survey.resurvey``)."""
         last, made_of = self.quiet, (ledger, shape, signals, nodes)
-        found = None
+        redone = None
         if last is not None and last.passes == self.passes - 1 and _same(last.made_of, made_of):
-            swaps = last.swaps(seen, shape.keep)
-            if swaps is not None:
-                found = resurvey(last.found, job, nodes, now, shape, signals, self.judged, swaps)
-                self.resurveyed = None if found is None else (found, last.found)
-        if found is None:
-            found = survey(job, seen.mine, nodes, ledger, now, shape, signals, self.judged)
-            self.quiet = None
-            if quiet(found, ledger):
-                where = {(s.replica.name, s.index): k for k, s in enumerate(found.slots)}
-                self.quiet = Quiet(self.passes, made_of, found, where)
-        elif last is not None:
-            self.quiet = Quiet(self.passes, made_of, found, last.where)
+            groups = last.groups(seen, shape.keep)
+            if groups is not None:
+                redone = resurvey(last.found, job, nodes, now, shape, signals, self.judged, groups)
+        if redone is not None and last is not None:
+            found, loud = redone
+            self.quiet = Quiet(self.passes, made_of, found, last.where, loud)
+            self.resurveyed = (found, last.found) if not (loud or last.loud) else None
+            return found
+        found = survey(job, seen.mine, nodes, ledger, now, shape, signals, self.judged)
+        self.quiet = None
+        if (places := settled(found, ledger)) is not None:
+            where = {(s.replica.name, s.index): k for k, s in enumerate(found.slots)}
+            self.quiet = Quiet(self.passes, made_of, found, where, places)
         return found
 
     def host_lists(
@@ -186,25 +187,24 @@ class Quiet:
     made_of: tuple[Ledger, Shape, NodeSignals, Mapping[str, NodeView]]
     found: Survey
     where: Mapping[tuple[str, int], int]
+    loud: tuple[int, ...]  # the places of its slots that do not run
 
-    def swaps(self, seen: Seen, keep: frozenset[str]) -> list[tuple[int, PodView]] | None:
-        """swaps: each pod that came, with the place of the slot it takes (None unless every pod
-        that went held a slot of its own and each of those slots is taken by one that came)."""
-        left: dict[int, PodView] = {}
+    def groups(self, seen: Seen, keep: frozenset[str]) -> dict[int, list[PodView]] | None:
+        """groups: the pods of each slot to redo now, by its place: those that did not run, and
+        those whose pod came or went (None when a pod that went held no slot of its own, or one
+        that came takes no slot that was left to it)."""
+        groups = {k: [] if (p := self.found.slots[k].pod) is None else [p] for k in self.loud}
         for p in seen.went:
             k = self.place(p)
             if k is None or self.found.slots[k].pod is not p:
                 return None
-            left[k] = p
-        taken: dict[int, PodView] = {}
+            groups[k] = []
         for p in seen.came:
             k = self.place(p)
-            if k is None or k not in left or p.name in keep:
-                return None
-            taken[k] = p
-        if not len(taken) == len(left) == len(seen.went) == len(seen.came):
-            return None
-        return list(taken.items())
+            if k is None or p.name in keep or groups.get(k) != []:
+                return None  # another pod is in its index still: only a full survey says which wins
+            groups[k] = [p]
+        return groups
 
     def place(self, pod: PodView) -> int | None:
         """place: where the slot of ``pod``'s (replica, index) is (None: it has none)."""

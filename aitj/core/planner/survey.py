@@ -48,7 +48,7 @@ from aitj.core.planner.survey_terms import RetireReason as RetireReason
 from aitj.core.planner.survey_terms import Shape as Shape
 from aitj.core.planner.survey_terms import Slot as Slot
 from aitj.core.planner.survey_terms import State as State
-from aitj.core.planner.survey_terms import gate
+from aitj.core.planner.survey_terms import gate, gate_open, waits
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
     Fail,
@@ -126,14 +126,17 @@ def survey(
     return Survey(gated, tuple(s.retirees), tuple(s.restarts), s.ledger, released)
 
 
-def quiet(found: Survey, ledger: Ledger) -> bool:
-    """quiet: ``found``, the survey of ``ledger``, decided nothing: every index has one pod
-    and it runs, healthy; nothing retired, restarted, released or written into the ledger.
-    Such a survey is clock-free (no restartTimeout, backoff or budget is read for a running
-    pod) and each slot is its pod's alone, which is what lets ``resurvey`` redo some of it."""
+def settled(found: Survey, ledger: Ledger) -> tuple[int, ...] | None:
+    """settled: the places of the slots of ``found`` (the survey of ``ledger``) that do not run,
+    when it decided nothing: nothing retired, restarted, released or written into the ledger,
+    no failure found (None otherwise). Its running slots are then clock-free (no restartTimeout,
+    backoff or budget is read for a running, healthy pod), each its one pod's, and no slot's
+    verdict depends on another's: what lets ``resurvey`` redo only some of them."""
     if found.retirees or found.restarts or found.released or found.ledger is not ledger:
-        return False
-    return all(s.state is State.RUNNING and s.failure is None and s.pod is not None for s in found.slots)
+        return None
+    if any(s.failure is not None for s in found.slots):
+        return None
+    return tuple(k for k, s in enumerate(found.slots) if s.state is not State.RUNNING)
 
 
 def resurvey(
@@ -144,28 +147,32 @@ def resurvey(
     shape: Shape,
     signals: NodeSignals,
     judged: Judged | None,
-    swaps: Sequence[tuple[int, PodView]],
-) -> Survey | None:
-    """resurvey: ``survey`` of the pods of the quiet survey ``last`` (same spec, ledger, shape,
-    signals, nodes) with the pod of each slot ``k`` in ``swaps`` replaced by the one given
-    (its new view, alone in its index): only those slots are looked at again. None when one of
-    them is not quiet any more (then only a full survey says what the pass decides)."""
+    groups: Mapping[int, list[PodView]],
+) -> tuple[Survey, tuple[int, ...]] | None:
+    """resurvey: ``survey`` of the settled survey ``last``'s pods (same spec, ledger, shape,
+    signals, nodes) where only the slots at the places in ``groups`` (those that did not run,
+    and those whose pods came or went) may differ, each with its pods now; and the places of
+    its slots that do not run. Those slots are redone; None when one of them decides anything
+    (a failure, a retirement, a release, the ledger): then only a full survey says what."""
     s = _Surveyor(job, last.ledger, shape, now, signals)
     s.judged = judged
-    slots = list(last.slots)
-    for k, pod in swaps:
-        slot = s.look(slots[k].replica, slots[k].index, [pod], nodes)
-        if (
-            slot.state is not State.RUNNING
-            or slot.failure is not None
-            or s.retirees
-            or s.ledger is not last.ledger
-        ):
+    slots, states = list(last.slots), {name: Counter(counts) for name, counts in last.states.items()}
+    for k, group in groups.items():
+        old = slots[k]
+        slot = s.look(old.replica, old.index, group, nodes)
+        if slot.failure is not None:  # decided with the whole replica's ledger and budgets
             return None
-        slots[k] = slot  # a running, healthy slot: hold, sweep, settle and the gate leave it
+        slots[k] = slot = s.hold(slot)
+        if s.settle(slot, last.ledger) or s.retirees or s.ledger is not last.ledger:
+            return None
+        states[old.replica.name][old.state] -= 1
+    if not gate_open([slots[k] for k in groups], shape.joining):  # the others run
+        slots = [waits(s) if k in groups else s for k, s in enumerate(slots)]
+    for k in groups:
+        states[slots[k].replica.name][slots[k].state] += 1
     found = replace(last, slots=tuple(slots))
-    found.__dict__["states"] = last.states  # every slot ran before and runs now: the same counts
-    return found
+    found.__dict__["states"] = {name: +counts for name, counts in states.items()}  # Survey.states, by delta
+    return found, tuple(k for k in groups if slots[k].state is not State.RUNNING)
 
 
 class _Surveyor:

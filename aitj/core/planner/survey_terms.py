@@ -127,9 +127,11 @@ def gate(slots: list[Slot], joining: frozenset[tuple[str, int]]) -> list[Slot]:
     """gate: ``slots`` with the masters that need a pod WAITING while the gate is shut."""
     if gate_open(slots, joining):
         return slots
-    return [
-        replace(s, state=State.WAITING)
-        if s.replica.replica_type is ReplicaType.MASTER and s.state.needs_pod and s.state is not State.BACKOFF
-        else s
-        for s in slots
-    ]
+    return [waits(s) for s in slots]
+
+
+def waits(s: Slot) -> Slot:
+    """waits: ``s`` as the shut gate leaves it: a master that needs a pod WAITING."""
+    if s.replica.replica_type is ReplicaType.MASTER and s.state.needs_pod and s.state is not State.BACKOFF:
+        return replace(s, state=State.WAITING)
+    return s
