@@ -19,11 +19,14 @@ event changes one view and the rest are found again by identity. What it keeps:
 - per current pod, the survey's verdict of it (``survey.Judged``: ``policy.classify`` and
   ``restart_timed_out``), while its node's view, its slot and the replica's spec are the same;
   the clock is part of that key exactly when ``policy.restart_timed_out`` reads it;
-- the last pass's survey when it decided nothing (``survey.quiet``: every index's one pod
-  runs, healthy; nothing retired, restarted or recorded, so the clock played no part): while
-  the ledger (the same object), shape, node signals and nodes are the same, and each pod that
-  came takes the slot of one that went, only those slots are looked at again
-  (``survey.resurvey``); anything else in them, and the pass surveys all.
+- the last pass's survey when it decided nothing (``survey.settled``: nothing retired,
+  restarted, released or recorded, no failure; its running slots read no clock and none
+  depends on another): while the ledger (the same object), shape, node signals and nodes are
+  the same, only the slots that did not run and those whose pods came or went are looked at
+  again (``survey.resurvey``); one of them deciding anything, and the pass surveys all;
+- the host lists of a survey where every slot runs (no wave starts, so neither the clock nor
+  the status's lists count), while the next survey redoes it with every slot running
+  (``host_lists``).
 
 Nothing in it is a decision: a pass with an empty Memo decides the same, only slower. A Memo
 forgets everything when it is handed another job (another namespace, name or uid).
@@ -75,7 +78,7 @@ class Memo:
     observed: tuple[int, Ledger, tuple[str, ...], Ledger] | None = None
     judged: Judged = field(default_factory=dict)  # the survey's verdicts, by id(pod)
     quiet: Quiet | None = None  # the last pass's survey, when it decided nothing
-    resurveyed: tuple[Survey, Survey] | None = None  # the last resurvey, and the quiet one it redid
+    resurveyed: tuple[Survey, Survey] | None = None  # the last resurvey, and the one it redid (all running)
     lists: tuple[Survey, frozenset[tuple[str, int]], HostLists | None] | None = None  # host_lists'
 
     def seen(self, job: Job, pods: Sequence[PodView]) -> Seen:
@@ -164,10 +167,11 @@ class Memo:
         self, job: Job, found: Survey, joining: frozenset[tuple[str, int]], prev: JobStatus, now: datetime
     ) -> HostLists | None:
         """host_lists: ``hostfiles.host_lists``, or the last pass's lists when this pass's survey
-        redid its quiet one (``resurvey``) and the same slots join. In a quiet survey every slot
-        runs, so no wave starts and nothing is held (neither ``prev`` nor ``now`` counts), and
-        a slot redone holds a pod of the same name (the same replica, index and generation: the
-        ledger, which holds them, is the same object), running: the lists are the same."""
+        redid the one they were made of (``resurvey``), every slot running in both, and the same
+        slots join. When every slot runs no wave starts and nothing is held (neither ``prev``
+        nor ``now`` counts), and a slot redone holds a pod of the same name (the same replica,
+        index and generation: the ledger, which holds them, is the same object), running: the
+        lists are the same."""
         last, redone = self.lists, self.resurveyed
         same = last is not None and redone is not None and redone[0] is found and redone[1] is last[0]
         if last is not None and same and last[1] == joining:
@@ -180,8 +184,9 @@ class Memo:
 
 @dataclass(frozen=True)
 class Quiet:
-    """Quiet: a survey that decided nothing (``survey.quiet``), the pass it was made in, what it
-    was made of (ledger, shape, signals, nodes) and where each (replica, index) is in it."""
+    """Quiet: a survey that decided nothing (``survey.settled``), the pass it was made in, what
+    it was made of (ledger, shape, signals, nodes), where each (replica, index) is in it, and
+    which of its slots do not run (``loud``: redone every pass)."""
 
     passes: int
     made_of: tuple[Ledger, Shape, NodeSignals, Mapping[str, NodeView]]
@@ -212,7 +217,7 @@ class Quiet:
 
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """_same: what a quiet survey was made of, again: the same ledger object (``observe``'s,
+    """_same: what a settled survey was made of, again: the same ledger object (``observe``'s,
     kept), equal shapes and signals, the same or equal nodes."""
     return a[0] is b[0] and a[1] == b[1] and a[2] == b[2] and (a[3] is b[3] or a[3] == b[3])
 

@@ -89,7 +89,7 @@ class Survey:
     @functools.cached_property
     def states(self) -> Mapping[str, Counter[State]]:
         """states: per replica, how many of its slots are in each state (the status's counts;
-        counted once per survey, and ``resurvey`` carries a quiet one's over)."""
+        counted once per survey, and ``resurvey`` keeps them by delta)."""
         out: dict[str, Counter[State]] = {}
         for (name, state), n in Counter((s.replica.name, s.state) for s in self.slots).items():
             out.setdefault(name, Counter())[state] = n
