@@ -81,8 +81,9 @@ demo: build-cluster
 demo-real: build-cluster
 	$(BIN)/aitj demo --real-nodes
 
-# Recovery, scaling, API cost, CPU and RSS against the floor and the Job controller; writes
-# bench/ (results.json, table.md, PNG plots). QUICK=1: 200 pods, about 5 minutes.
+# Recovery, scaling, API cost, CPU and RSS against the floor and the Job controller, and one job
+# of 4,096 trainers (F12, F13); writes bench/ (results.json, table.md, PNG plots): about 20
+# minutes on 2 cores. QUICK=1: 200 pods and one job of 512, about 4 minutes.
 bench: build-cluster
 	$(BIN)/aitj bench $(if $(QUICK),--quick)
 

@@ -142,7 +142,7 @@ class _JobState:
     refused: PodRefusal | None = None  # a pod create refused for good: the job fails
     terminating: bool = False  # the namespace is being deleted: its pods are let go
     status_written_at: float | None = None  # loop time of the last status write (STATUS_INTERVAL)
-    parsed: tuple[tuple[str, str], api.Job] | None = None  # the job at (uid, resourceVersion): _triage
+    parsed: tuple[Mapping[str, Any], api.Job] | None = None  # the last body parsed, and its Job: _triage
     # What the job's passes reuse of the last (aitj.core.planner.memo: cheaper, never different);
     # it goes with this state when the job is forgotten.
     memo: Memo = field(default_factory=Memo)
@@ -270,18 +270,20 @@ class Reconciler:
 
     @staticmethod
     def _triage(state: _JobState, snap: Snapshot, now: dt.datetime) -> api.Job | Plan:
-        """_triage: ``lifecycle.triage``, the parsed job kept for the passes that follow: a
-        version (uid, resourceVersion) of a job is one content, and parsing it on every pass
-        was 6 % of the operator's busy CPU (the planner's input is the same either way)."""
+        """_triage: ``lifecycle.triage``, with the job's last parse kept for the passes that
+        follow: a version of the job whose spec is the one parsed before (a status write makes
+        a new version) is made from that parse (``api.parse_again``), as parsing the spec on
+        every pass cost 6 % of the operator's busy CPU. The planner's input is the same. (The
+        cache never changes a body it has handed out: a new version is a new body.)"""
         body = snap.body or {}
-        meta = mapping(body.get("metadata"))
-        version = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
-        if state.parsed is not None and state.parsed[0] == version and all(version):
-            return state.parsed[1]
-        job = lifecycle.triage(body, snap.pods, now)
-        if isinstance(job, api.Job):
-            state.parsed = (version, job)
-        return job
+        if state.parsed is not None and not lifecycle.being_deleted(body):
+            job = api.parse_again(body, *state.parsed)
+            if job is not None:
+                state.parsed = (body, job)
+                return job
+        triaged = lifecycle.triage(body, snap.pods, now)
+        state.parsed = (body, triaged) if isinstance(triaged, api.Job) else None
+        return triaged
 
     def _held(self, key: JobKey, state: _JobState, plan: Plan) -> bool:
         """_held: ``plan`` only writes the status, and the job's last status write is less than

@@ -108,7 +108,9 @@ class Recoveries:
             if not pending:
                 return
             desired = desired_replicas(body)
-            pods = own_pods(body, pods)  # a pod that only carries the job's labels ends nothing
+            # Only the pods a recovery waits on, and of those only the job's own: a pod that
+            # only carries the job's labels ends nothing.
+            pods = own_pods(body, recovery_time.awaited_pods(pending, pods))
             left = []
             for recovery in pending:
                 later = recovery_time.advance(recovery, pods, now)

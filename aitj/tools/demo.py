@@ -87,13 +87,20 @@ def install_crd(cluster: LocalCluster) -> None:
     wait(lambda: cluster.kubectl("get", "aitj", "-A", check=False).returncode == 0, 30, "the CRD served")
 
 
-def start_operator(cluster: LocalCluster, *, detached: bool = False) -> tuple[subprocess.Popen[bytes], Path]:
+def start_operator(
+    cluster: LocalCluster, *, detached: bool = False, metrics_port: int = 0
+) -> tuple[subprocess.Popen[bytes], Path]:
     """start_operator runs ``aitj run`` against the cluster in the background, logging to the
-    cluster's logs folder; ``detached`` lets it outlive this process."""
+    cluster's logs folder; ``detached`` lets it outlive this process. ``metrics_port``: its
+    /metrics there, plain HTTP on 127.0.0.1 (0: none)."""
     log_path = cluster.dir / "logs" / "operator.log"
+    command = [sys.executable, "-m", "aitj", "run", f"--kubeconfig={cluster.kubeconfig}"]
+    command += (
+        [f"--metrics-port={metrics_port}", "--metrics-insecure"] if metrics_port else ["--metrics-port=0"]
+    )
     with log_path.open("ab") as log:
         operator = subprocess.Popen(
-            [sys.executable, "-m", "aitj", "run", f"--kubeconfig={cluster.kubeconfig}", "--metrics-port=0"],
+            command,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

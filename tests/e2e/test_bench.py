@@ -33,4 +33,8 @@ def test_the_bench_measures_every_figure_it_can_and_writes_its_report(tmp_path: 
     assert len(m["takeover"]) == len(m["takeover_leader"]) == SMOKE.kills
     assert len(m["node_one"]) == SMOKE.f3_rounds and len(m["scale_all"]) == SMOKE.f4_rounds
     assert m["bringup_ours"] is not None and m["bringup_peer"] is not None
+    assert SMOKE.large is not None  # F12, F13: one job of 32 trainers, F13 at 8 and 32
+    large = m["large"]
+    assert len(large["delete"]) == SMOKE.large.trials and large["bringup"] is not None
+    assert set(large["pass_cost"]) == {str(n) for n in (*SMOKE.large.sizes, SMOKE.large.trainers)}
     assert m["api_per_recovery"]["pod creates"] > 0 and doc["usage"]["pods"]

@@ -150,6 +150,43 @@ def test_parse_job_does_not_change_its_input() -> None:
     assert raw == before
 
 
+def _edited(edit: Any) -> dict[str, Any]:
+    doc = seed_job()
+    doc["metadata"].update(uid="u-1", resourceVersion="7", generation=1)
+    edit(doc)
+    return doc
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d.update(status={"phase": "Running", "RestartCount": {"trainer": 2}}),
+        lambda d: d["metadata"].update(resourceVersion="8", annotations={"note": "x"}),
+        lambda d: d["metadata"].update(generation=2),
+    ],
+    ids=["status", "version and annotations", "generation alone"],
+)
+def test_a_job_whose_spec_is_unchanged_parses_again_as_parse_job_does(edit: Any) -> None:
+    before = _edited(lambda d: None)
+    after = _edited(edit)
+    again = api.parse_again(after, before, parse_job(before))
+    assert again == parse_job(after)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["spec"]["replicaSpecs"]["trainer"].update(replicas=4),
+        lambda d: d["metadata"].update(name="other"),
+        lambda d: d.update(kind="Job"),
+    ],
+    ids=["the spec", "the name", "the kind"],
+)
+def test_anything_validated_that_changed_is_parsed_whole(edit: Any) -> None:
+    before = _edited(lambda d: None)
+    assert api.parse_again(_edited(edit), before, parse_job(before)) is None
+
+
 # --- defaults and accepted variants ----------------------------------------------------------
 
 DEFAULTS = parse_job(minimal())

@@ -83,6 +83,45 @@ def test_any_json_is_written_back_byte_for_byte(body: dict[str, Any], noise: dic
     assert same_json(JobStatus.from_json(mixed).to_json(), mixed)
 
 
+def _mixed(body: dict[str, Any], noise: dict[str, Any]) -> dict[str, Any]:
+    return {**body, **noise}
+
+
+statuses = st.builds(
+    _mixed,
+    conforming(SCHEMA),
+    st.dictionaries(
+        st.sampled_from(sorted(SCHEMA["properties"])) | st.text(max_size=6), any_json, max_size=2
+    ),
+)
+
+
+def _shifted(status: dict[str, Any], drop: int, more: list[Any]) -> dict[str, Any]:
+    """_shifted: ``status`` with its restart records' oldest ``drop`` gone and ``more`` appended,
+    as the bounded history moves."""
+    out = dict(status)
+    if isinstance(out.get("restarts"), list):
+        out["restarts"] = out["restarts"][drop:] + more
+    return out
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(statuses, statuses, st.integers(0, 2), st.lists(conforming(SCHEMA["properties"]["restarts"]["items"])))
+def test_a_status_read_again_from_the_last_is_the_status_read_whole(
+    before: dict[str, Any], other: dict[str, Any], drop: int, more: list[Any]
+) -> None:
+    """from_json_again reuses only what it may: the result is from_json's, for a status that
+    changed anywhere (``other``'s keys over it) or whose history moved on."""
+    last = JobStatus.from_json(before)
+    for after in (
+        before,
+        {**before, **other},
+        _shifted(before, drop, more),
+        _shifted({**before, **other}, drop, more),
+    ):
+        assert JobStatus.from_json_again(after, before, last) == JobStatus.from_json(after)
+
+
 @settings(max_examples=200)
 @given(any_json)
 def test_anything_at_all_reads_without_raising(value: object) -> None:

@@ -1,16 +1,19 @@
 """The bench's pure parts (aitj/tools/bench): percentiles, the bars, /proc and /metrics
-parsing, results.json's shape and the plots' data."""
+parsing (the apiserver's and the operator's), results.json's shape and the plots' data."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
+from aitj.controller import metrics
 from aitj.core import api
-from aitj.tools.bench import apimetrics, procstat, report, stats, workload
+from aitj.tools.bench import apimetrics, opmetrics, peer, procstat, report, stats, workload
 from aitj.tools.bench.bars import Bar, Check, Status, against
 from aitj.tools.bench.figures import Measurements, checks
+from aitj.tools.bench.largefigures import LargeJob, PassCost
 
 MS = 0.001
 
@@ -186,14 +189,34 @@ def measurements(**changes: object) -> Measurements:
         restart_status=20.0,
         bringup_ours=15.0,
         bringup_peer=14.0,
-        cpu_per_pod=0.004,
+        cpu_per_pod=0.0025,
         jobs_running_after=3.0,
         takeover=[4.4, 4.6, 4.5, 4.9, 4.2],
         takeover_leader=[4.3, 4.5, 4.4, 4.8, 4.1],
         peer_delete=[9.8] * 200,
+        large=LargeJob(
+            bringup=60.0,
+            bringup_peer=55.0,
+            cpu_per_pod=0.004,
+            delete=[50 * MS] * 200,
+            # CPU per pass: 4 ms at 8 trainers, 5 ms at 512, 6.4 ms at 4,096 (bar: 8 ms).
+            pass_cost={
+                8: PassCost(1.0, 250, 100),
+                512: PassCost(1.5, 300, 100),
+                4096: PassCost(1.6, 250, 200),
+            },
+        ),
     )
     for k, v in changes.items():
         setattr(m, k, v)
+    return m
+
+
+def with_large(**changes: object) -> Measurements:
+    """large: ``measurements()`` with ``changes`` applied to its F12 and F13 measurements."""
+    m = measurements()
+    for k, v in changes.items():
+        setattr(m.large, k, v)
     return m
 
 
@@ -203,11 +226,14 @@ def statuses(m: Measurements) -> list[tuple[str, str, Status]]:
 
 def test_a_run_that_meets_every_bar_passes_every_row_but_the_unmeasured_ones() -> None:
     rows = checks(measurements())
-    assert {r.figure for r in rows} == {f"F{i}" for i in range(12)} | {"P1", "F1g"}
+    assert {r.figure for r in rows} == {f"F{i}" for i in range(14)} | {"P1", "F1g"}
     assert {r.figure: r.status for r in rows if r.status != Status.PASS} == {
         "F0": Status.MEASURED,
+        "F12": Status.MEASURED,  # its CPU per pod: no bar of its own
+        "F13": Status.MEASURED,  # 8 and 512 trainers: the reference and a point on the curve
         "P1": Status.MEASURED,
     }
+    assert [r.figure for r in rows[-8:]] == ["F11", "F12", "F12", "F12", "F13", "F13", "F13", "P1"]
     f9 = next(r for r in rows if r.figure == "F9")
     assert f9.value == "median 4.5 s, max 4.9 s (n=5); aitj_leader 1 on the standby: median 4.4 s"
     p1 = next(r for r in rows if r.figure == "P1")
@@ -271,8 +297,11 @@ def test_the_leader_takeover_is_held_to_5_s_at_the_median_and_says_the_scale_it_
 
 
 def test_bring_up_is_held_to_the_job_controllers_time_in_the_same_run() -> None:
-    assert checks(measurements(bringup_ours=16.8))[-4].status == Status.PASS  # 1.2 x 14 s
-    row = checks(measurements(bringup_ours=17.0))[-4]
+    def f10(m: Measurements) -> Check:
+        return next(r for r in checks(m) if r.figure == "F10" and r.what.startswith("bring-up"))
+
+    assert f10(measurements(bringup_ours=16.8)).status == Status.PASS  # 1.2 x 14 s
+    row = f10(measurements(bringup_ours=17.0))
     assert (row.figure, row.status, row.bar) == (
         "F10",
         Status.MISS,
@@ -383,3 +412,169 @@ def test_pods_and_jobs_are_counted_by_class() -> None:
     job = {"metadata": {"generation": 2}, "status": {"phase": "Running", "observedGeneration": 2}}
     assert workload.job_classes(job) == ("phase/Running", "current")
     assert workload.job_classes({"metadata": {"generation": 3}, "status": {}}) == ("phase/",)
+
+
+def rows_of(figure: str, m: Measurements) -> list[Check]:
+    return [r for r in checks(m) if r.figure == figure]
+
+
+def test_f12_holds_one_large_jobs_bring_up_to_the_job_controllers_indexed_job() -> None:
+    bring_up, cpu, recovery = rows_of("F12", with_large(bringup=66.0))  # 1.2 x 55 s
+    assert (bring_up.status, bring_up.bar) == (Status.PASS, "<= 1.2 x the Job controller's time = 66.0 s")
+    assert bring_up.what == "bring-up: one job of 4,096 trainers created -> all Running"
+    assert bring_up.value == "66.0 s; Job controller (one Indexed Job of 4,096) 55.0 s"
+    assert bring_up.data["ours_s"] == 66.0 and bring_up.data["job_controller_s"] == 55.0
+    assert rows_of("F12", with_large(bringup=66.1))[0].status == Status.MISS
+    assert (cpu.status, cpu.value, cpu.bar) == (Status.MEASURED, "4.00 ms CPU", "measured")
+    no_peer = rows_of("F12", with_large(bringup_peer=None))[0]
+    assert no_peer.status == Status.MEASURED and "not measured" in no_peer.value
+    m = with_large(bringup=None, cpu_per_pod=None, delete=[])
+    m.why["F12"] = "not all 4096 pods of the large job Running within 600s"
+    assert [(r.status, r.value) for r in rows_of("F12", m)] == [
+        (Status.NOT_MEASURED, "not measured: not all 4096 pods of the large job Running within 600s")
+    ] * 3
+    assert recovery.status == Status.PASS
+
+
+def test_f12_holds_the_large_jobs_recovery_to_twice_f1s_p99() -> None:
+    # F1's p99 is 33 ms (one 70 ms of 200 is above the 99th): the bar is 66 ms.
+    on_bar = rows_of("F12", with_large(delete=[66 * MS] * 200))[2]
+    assert (on_bar.status, on_bar.bar) == (Status.PASS, "p99 <= 2 x F1's p99 = 66.0 ms")
+    assert on_bar.what == "force delete of a trainer of that job -> replacement created"
+    assert on_bar.value == "66.0 ms / 66.0 ms / 66.0 ms / 66.0 ms (n=200)"
+    assert rows_of("F12", with_large(delete=[67 * MS] * 200))[2].status == Status.MISS
+    assert rows_of("F12", measurements(ours_delete=[]))[2].status == Status.MEASURED  # nothing to hold it to
+
+
+def test_f13_holds_the_cpu_per_pass_of_the_largest_job_to_twice_that_at_8_trainers() -> None:
+    small, middle, large = rows_of("F13", measurements())
+    assert small.what == "operator CPU per pass, force deletes one at a time in one job of 8 trainers"
+    assert (small.status, small.value) == (
+        Status.MEASURED,
+        "4.00 ms CPU (1.00 CPU-s / 250 passes, 100 trials)",
+    )
+    assert (middle.status, middle.value) == (
+        Status.MEASURED,
+        "5.00 ms CPU (1.50 CPU-s / 300 passes, 100 trials); 1.2 x at 8",
+    )
+    assert (large.status, large.bar) == (Status.PASS, "<= 2 x at 8 trainers = 8.00 ms")
+    assert large.data == {
+        "cpu_s": 1.6,
+        "passes": 250,
+        "trials": 200,
+        "per_pass_s": pytest.approx(0.0064),
+        "over_small": pytest.approx(1.6),
+        "limit": pytest.approx(0.008),
+    }
+    on_bar = {8: PassCost(1.0, 250, 100), 4096: PassCost(2.0, 250, 200)}
+    assert rows_of("F13", with_large(pass_cost=on_bar))[-1].status == Status.PASS
+    today = {8: PassCost(0.2, 400, 100), 512: PassCost(3.0, 300, 100), 4096: PassCost(40.0, 500, 200)}
+    miss = rows_of("F13", with_large(pass_cost=today))[-1]
+    assert (miss.status, miss.value) == (
+        Status.MISS,
+        "80.0 ms CPU (40.00 CPU-s / 500 passes, 200 trials); 160.0 x at 8",
+    )
+
+
+def test_f13_without_its_reference_or_its_passes_says_so() -> None:
+    no_small = rows_of(
+        "F13", with_large(pass_cost={512: PassCost(1.0, 100, 10), 4096: PassCost(2.0, 100, 10)})
+    )
+    assert [r.status for r in no_small] == [Status.MEASURED, Status.MEASURED]  # nothing to hold it to
+    no_passes = rows_of("F13", with_large(pass_cost={8: PassCost(1.0, 0, 10), 4096: PassCost(2.0, 100, 10)}))
+    assert (
+        no_passes[0].status == Status.NOT_MEASURED and no_passes[0].value == "not measured: no pass counted"
+    )
+    assert no_passes[1].status == Status.MEASURED
+    m = with_large(pass_cost={})
+    m.why["F13"] = "not in this run"
+    (row,) = rows_of("F13", m)
+    assert (row.status, row.value, row.bar) == (
+        Status.NOT_MEASURED,
+        "not measured: not in this run",
+        "largest job <= 2 x at 8 trainers",
+    )
+
+
+def test_a_quick_run_holds_its_smaller_large_job_to_the_4096_trainer_bars_and_says_so() -> None:
+    m = with_large(
+        trainers=512,
+        nodes=8,
+        pass_cost={8: PassCost(1.0, 250, 30), 64: PassCost(1.1, 250, 30), 512: PassCost(1.5, 250, 50)},
+    )
+    f12 = rows_of("F12", m)
+    assert all(r.what.endswith(" (at 512 trainers on 8 nodes; the bar is for 4,096 on 100)") for r in f12)
+    assert f12[0].what.startswith("bring-up: one job of 512 trainers created")
+    assert "one Indexed Job of 512" in f12[0].value
+    f13 = rows_of("F13", m)
+    assert [r.what.rsplit(" trainers", 1)[0].rsplit(" ", 1)[1] for r in f13] == ["8", "64", "512"]
+    assert f13[-1].what.endswith("one job of 512 trainers (the bar is for 4,096)")
+    assert (f13[-1].status, f13[1].status) == (Status.PASS, Status.MEASURED)
+
+
+def test_results_json_keeps_f12_and_f13s_measurements() -> None:
+    doc = report.document(
+        report.RunInfo("quick", "d", {}, 1.0, (), {}, ""),
+        rows=checks(measurements()),
+        m=measurements(),
+        usage=[],
+    )
+    assert json.loads(json.dumps(doc)) == doc
+    got = doc["measurements"]["large"]
+    assert got["pass_cost"]["8"] == {"cpu_s": 1.0, "passes": 250, "trials": 100}
+    assert set(got["pass_cost"]) == {"8", "512", "4096"}
+    assert (got["trainers"], got["nodes"], got["bringup"]) == (4096, 100, 60.0)
+    assert (got["bringup_peer"], got["cpu_per_pod"]) == (55.0, 0.004)
+    assert len(got["delete"]) == 200
+
+
+def test_the_cpu_per_pass_plot_has_a_point_per_size_with_passes_in_milliseconds() -> None:
+    m = Measurements(
+        pods=200,
+        large=LargeJob(
+            pass_cost={512: PassCost(3.0, 100, 5), 8: PassCost(0.5, 250, 5), 64: PassCost(1.0, 0, 5)}
+        ),
+    )
+    assert report.pass_series(m) == ([8, 512], [2.0, 30.0])  # no pass at 64: no point
+    assert report.pass_series(Measurements(pods=200)) == ([], [])
+    series = report.cdf_series(Measurements(pods=200, large=LargeJob(delete=[0.05])))
+    assert list(series) == ["F12 aitj: force delete, one large job (n=1)"]
+
+
+def test_the_operators_passes_are_the_count_of_its_pass_histogram() -> None:
+    assert "aitj_reconcile_seconds" in {f.name for f in metrics.CATALOGUE}
+    assert opmetrics.PASSES == "aitj_reconcile_seconds_count"
+    registry = CollectorRegistry()
+    passes = Histogram("aitj_reconcile_seconds", "One pass.", registry=registry, buckets=(0.01, 0.1))
+    for seconds in (0.001, 0.05, 2.0):
+        passes.observe(seconds)
+    text = generate_latest(registry).decode()
+    assert opmetrics.passes(text) == 3.0
+    assert (
+        opmetrics.passes(
+            'aitj_reconcile_seconds_count{shard="a"} 2.0\naitj_reconcile_seconds_count{shard="b"} 5\n'
+        )
+        == 7.0
+    )
+    with pytest.raises(ValueError):
+        opmetrics.passes("aitj_reconcile_seconds_counted 4\naitj_leader 1\n")
+
+
+def test_the_large_job_and_the_job_controllers_are_placed_on_the_large_pool() -> None:
+    job = workload.large_job(4096)
+    assert (job["metadata"]["name"], job["metadata"]["namespace"]) == ("large-4096", workload.NS_LARGE)
+    trainer = job["spec"]["replicaSpecs"]["trainer"]
+    assert trainer["replicas"] == trainer["maxReplicas"] == 4096
+    placement = workload.pool_placement(workload.LARGE_POOL)
+    assert placement == {
+        "nodeSelector": {workload.POOL_LABEL: "large"},
+        "tolerations": [
+            {"key": workload.POOL_LABEL, "operator": "Equal", "value": "large", "effect": "NoSchedule"}
+        ],
+    }
+    assert {k: trainer["template"]["spec"][k] for k in placement} == placement
+    theirs = peer.indexed_job("peer-large", 4096, workload.LARGE_POOL)
+    assert theirs["spec"]["completions"] == theirs["spec"]["parallelism"] == 4096
+    assert {k: theirs["spec"]["template"]["spec"][k] for k in placement} == placement
+    assert "nodeSelector" not in peer.indexed_job("p1-0000", 1)["spec"]["template"]["spec"]
+    assert workload.large_node(7) == "bench-large-7" and workload.NS_LARGE in workload.NAMESPACES

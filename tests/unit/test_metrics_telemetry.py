@@ -207,6 +207,20 @@ def test_a_pod_restart_recovers_when_its_replacement_runs_and_costs_its_gpus_fro
     assert recovery_time.advance(done, views(cluster), at(200)) == done
 
 
+def test_a_recovery_looks_only_at_the_pods_it_waits_on() -> None:
+    cluster = running_cluster()
+    pod = recovery_time.begin(restart(cluster, index=1).restarts[0], cluster.job, ledger(cluster))
+    cluster.run_all(103)
+    looked = recovery_time.awaited_pods([pod], views(cluster))
+    assert [(p.replica, p.index, p.generation) for p in looked] == [("trainer", 1, 1)]  # the replacement
+    # what it decides from them is what it decides from every pod
+    assert recovery_time.advance(pod, looked, at(104)) == recovery_time.advance(pod, views(cluster), at(104))
+    whole = running_cluster(RestartScope.REPLICA)
+    replica = recovery_time.begin(restart(whole).restarts[0], whole.job, ledger(whole))
+    assert {p.replica for p in recovery_time.awaited_pods([replica], views(whole))} == {"trainer"}
+    assert recovery_time.awaited_pods([], views(cluster)) == []
+
+
 def test_a_replica_restart_recovers_when_every_trainer_runs_with_the_new_epoch() -> None:
     cluster = running_cluster(RestartScope.REPLICA)
     plan = restart(cluster, index=1)

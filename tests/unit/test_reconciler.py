@@ -7,6 +7,7 @@ with a fake client (test_executor.py) and against the real apiserver (tests/e2e)
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import datetime as dt
 import threading
@@ -503,18 +504,28 @@ def test_only_a_plan_that_writes_the_status_and_nothing_else_may_wait(plan: Plan
     assert only_status(plan) is held
 
 
-def test_a_job_is_parsed_once_per_version() -> None:
-    doc = body()
-    r, planner, _ = reconciler(Recorder(), doc, plan=NOTHING)
+def test_a_job_s_spec_is_parsed_once_and_kept_while_only_its_status_changes() -> None:
+    first = body()
+    written = copy.deepcopy(first)  # a status write: the spec parsed before
+    written["metadata"]["resourceVersion"] = "8"
+    written["status"] = {"phase": "Running"}
+    edited = copy.deepcopy(written)  # a spec edit: parsed again
+    edited["metadata"]["resourceVersion"] = "9"
+    edited["spec"]["replicaSpecs"]["trainer"]["replicas"] = 4
+    versions = [first, written, edited]  # the cache's bodies: a new one per version
+    planner = Planner(NOTHING)
+    r = Reconciler(
+        Recorder(),
+        lambda key: Snapshot(versions[min(len(planner.jobs), 2)], [], {}, HAS_SECRET),
+        job_exists=lambda namespace, name: True,
+        sources=Sources(clock=lambda: NOW, planner=planner),
+    )
 
     async def run() -> None:
-        await r.kick(KEY)
-        await r.kick(KEY)  # the same version: the job parsed before
-        doc["metadata"]["resourceVersion"] = "8"
-        doc["spec"]["replicaSpecs"]["trainer"]["replicas"] = 4
-        await r.kick(KEY)  # a new version: parsed again
+        for _ in versions:
+            await r.kick(KEY)
 
     asyncio.run(run())
-    first, same, newer = planner.jobs
-    assert same is first
-    assert newer is not first and newer.spec.replica("trainer").replicas == 4
+    parsed, kept, again = planner.jobs
+    assert kept.spec is parsed.spec and kept.status.phase == Phase.RUNNING and kept.resource_version == "8"
+    assert again.spec is not parsed.spec and again.spec.replica("trainer").replicas == 4

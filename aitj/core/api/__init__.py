@@ -112,7 +112,7 @@ from aitj.core.api.status import (
     ShortfallCause,
 )
 from aitj.core.api.template import MODEL_ONLY_CHECKS
-from aitj.core.api.validation import InvalidJob, parse_job, update_errors
+from aitj.core.api.validation import InvalidJob, parse_again, parse_job, update_errors
 
 __all__ = [
     "API_VERSION",
@@ -203,6 +203,7 @@ __all__ = [
     "StrEnumMixin",
     "is_dns1035_label",
     "is_dns1123_label",
+    "parse_again",
     "parse_job",
     "parse_phase",
     "pod_name_length",

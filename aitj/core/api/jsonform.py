@@ -109,6 +109,16 @@ class JsonObject:
         got = _read_object(cls, value if isinstance(value, Mapping) else {})
         return typing.cast(Self, got)
 
+    @classmethod
+    def from_json_again(cls, value: object, before_value: object, before: Self) -> Self:
+        """from_json_again: ``from_json(value)``, reusing what ``before`` (``from_json`` of
+        ``before_value``) decoded under each key whose JSON is the same in both. A job's status
+        is read on every pass, and between two passes most of it (the restart records, the
+        conditions) has not changed: comparing JSON is far cheaper than decoding it."""
+        if not isinstance(value, Mapping) or not isinstance(before_value, Mapping) or type(before) is not cls:
+            return cls.from_json(value)
+        return typing.cast(Self, _read_object(cls, value, (before_value, before)))
+
     def to_json(self) -> dict[str, object]:
         """to_json: the JSON object, ``extra`` included (a field set wins over it)."""
         out: dict[str, object] = dict(self.extra)
@@ -172,7 +182,13 @@ def _compile(cls: type[JsonObject]) -> tuple[_Field, ...]:
     return tuple(out)
 
 
-def _read_object(cls: type[JsonObject], value: Mapping[str, object]) -> JsonObject:
+def _read_object(
+    cls: type[JsonObject],
+    value: Mapping[str, object],
+    before: tuple[Mapping[str, object], JsonObject] | None = None,
+) -> JsonObject:
+    """_read_object: the object of ``value``; with ``before`` (a JSON object and its object),
+    a key whose JSON is the same there keeps what was decoded of it."""
     fields = _fields(cls)
     known = {f.key for f in fields}
     extra = {k: v for k, v in value.items() if k not in known}
@@ -180,12 +196,50 @@ def _read_object(cls: type[JsonObject], value: Mapping[str, object]) -> JsonObje
     for f in fields:
         if f.key not in value:
             continue
+        if before is not None and f.key in before[0] and f.key not in before[1].extra:
+            old, raw = before[0][f.key], value[f.key]
+            if old == raw:
+                kwargs[f.name] = getattr(before[1], f.name)
+                continue
+            if isinstance(old, list) and isinstance(raw, list) and _of_objects(f.kind):
+                got = _items_again(typing.get_args(f.kind)[0], raw, old, getattr(before[1], f.name))
+                if got is not INVALID:
+                    kwargs[f.name] = got
+                    continue
         got = f.decode(value[f.key])
         if got is INVALID:
             extra[f.key] = value[f.key]
         else:
             kwargs[f.name] = got
     return cls(extra=extra, **kwargs)
+
+
+def _of_objects(kind: Any) -> bool:
+    """_of_objects: ``kind`` is a tuple of JsonObjects (an array of objects)."""
+    if typing.get_origin(kind) is not tuple:
+        return False
+    item = typing.get_args(kind)[0]
+    return isinstance(item, type) and issubclass(item, JsonObject)
+
+
+def _items_again(
+    cls: type[JsonObject], value: list[object], before_value: list[object], before: Any
+) -> object:
+    """_items_again: the objects of the array ``value``, where ``before`` holds the objects of
+    ``before_value``: an item equal to the one of ``before_value`` at its place, allowing for
+    the items that left the front (a bounded history: the oldest go, new ones are appended),
+    is the object decoded then."""
+    start = next((k for k, old in enumerate(before_value) if value and old == value[0]), len(before_value))
+    out: list[object] = []
+    for i, item in enumerate(value):
+        j = start + i
+        if j < len(before_value) and before_value[j] == item:
+            out.append(before[j])
+        elif isinstance(item, Mapping):
+            out.append(_read_object(cls, item))
+        else:
+            return INVALID
+    return tuple(out)
 
 
 def _strip_none(kind: Any) -> Any:

@@ -115,7 +115,28 @@ def parse_job(obj: Mapping[str, Any]) -> Job:
         _check_discovery_size(name, specs, errors)
     if errors or spec is None:
         raise InvalidJob(errors)
-    status = obj.get("status")
+    return _job(meta, name, spec, obj.get("status"))
+
+
+def parse_again(obj: Mapping[str, Any], before: Mapping[str, Any], parsed: Job) -> Job | None:
+    """parse_again: ``parse_job(obj)`` made from ``parsed``, the parse of ``before``, when the
+    two differ only where nothing is validated (the status, the resourceVersion, annotations,
+    the generation): the spec, the name, apiVersion and kind equal. None otherwise (parse
+    ``obj`` whole). Every status write makes a new version of the job, and parsing its spec
+    again each time was most of what a pass cost besides planning."""
+    meta, old = mapping(obj.get("metadata")), mapping(before.get("metadata"))
+    if (
+        obj.get("spec") != before.get("spec")
+        or meta.get("name") != old.get("name")
+        or (obj.get("apiVersion"), obj.get("kind")) != (before.get("apiVersion"), before.get("kind"))
+    ):
+        return None
+    status = JobStatus.from_json_again(obj.get("status"), before.get("status"), parsed.status)
+    return _job(meta, parsed.name, parsed.spec, status)
+
+
+def _job(meta: Mapping[str, Any], name: str, spec: JobSpec, status: object) -> Job:
+    """_job: the Job of a valid ``spec``, its ``meta`` and ``status`` (JSON, or decoded)."""
     generation = meta.get("generation")
     return Job(
         namespace=str(meta.get("namespace") or "default"),
@@ -123,7 +144,7 @@ def parse_job(obj: Mapping[str, Any]) -> Job:
         uid=str(meta.get("uid") or ""),
         generation=generation if isinstance(generation, int) else 0,
         spec=spec,
-        status=JobStatus.from_json(status),
+        status=status if isinstance(status, JobStatus) else JobStatus.from_json(status),
         resource_version=str(meta.get("resourceVersion") or ""),
         annotations={str(k): v for k, v in mapping(meta.get("annotations")).items() if isinstance(v, str)},
     )

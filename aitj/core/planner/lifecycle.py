@@ -68,12 +68,17 @@ def triage(body: Mapping[str, Any], pods: Sequence[PodView], now: datetime) -> J
     (foreground): let its tracked pods go and plan nothing else, or the pods garbage
     collection removes would look lost and be replaced. A spec the apiserver accepted but
     the model refuses: ``plan_invalid``."""
-    if (body.get("metadata") or {}).get("deletionTimestamp"):
+    if being_deleted(body):
         return release_tracked(pods)
     try:
         return parse_job(body)
     except InvalidJob as e:
         return plan_invalid(body, str(e), now)
+
+
+def being_deleted(body: Mapping[str, Any]) -> bool:
+    """being_deleted: the job has a deletionTimestamp (``triage`` plans it no more)."""
+    return bool((body.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def plan_invalid(body: Mapping[str, Any], message: str, now: datetime) -> Plan:

@@ -121,6 +121,15 @@ def begin(record: RestartRecord, job: Job, ledger: Ledger, created: datetime | N
     return Recovery(record, awaited, created)
 
 
+def awaited_pods(recoveries: Sequence[Recovery], pods: Sequence[PodView]) -> list[PodView]:
+    """awaited_pods: the ``pods`` some recovery waits on: at its index (scope Pod), or of its
+    replica (Replica, All). ``advance`` reads no other, and a pass of a job of thousands looks
+    at one or a few pods instead of checking whose every pod is (a name hashed per pod)."""
+    indexes = {(a.replica, a.index) for r in recoveries for a in r.awaited if a.index is not None}
+    replicas = {a.replica for r in recoveries for a in r.awaited if a.index is None}
+    return [p for p in pods if p.replica in replicas or (p.replica, p.index) in indexes]
+
+
 def advance(recovery: Recovery, pods: Sequence[PodView], now: datetime) -> Recovery:
     """advance: ``recovery`` after seeing the job's ``pods`` at ``now``: replacements Running for
     the first time are noted at ``now``; the failed index's replacement, when the operator did

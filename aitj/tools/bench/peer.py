@@ -14,12 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from aitj.controller.kubeclient import release
-from aitj.tools.bench.workload import IMAGE, NS_PEER
+from aitj.tools.bench.workload import IMAGE, NS_PEER, pool_placement
 
 
-def indexed_job(name: str, pods: int) -> dict[str, Any]:
-    """indexed_job: an Indexed Job of ``pods`` pods that run until deleted."""
-    return {
+def indexed_job(name: str, pods: int, pool: str | None = None) -> dict[str, Any]:
+    """indexed_job: an Indexed Job of ``pods`` pods that run until deleted (on the nodes of
+    ``pool`` if given)."""
+    body: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": name, "namespace": NS_PEER},
@@ -38,12 +39,16 @@ def indexed_job(name: str, pods: int) -> dict[str, Any]:
             },
         },
     }
+    if pool is not None:
+        body["spec"]["template"]["spec"].update(pool_placement(pool))
+    return body
 
 
-def create_jobs(batch: Any, names: list[str], pods: int) -> None:
-    """create_jobs creates an Indexed Job of ``pods`` pods for each name, one call after another."""
+def create_jobs(batch: Any, names: list[str], pods: int, pool: str | None = None) -> None:
+    """create_jobs creates an Indexed Job of ``pods`` pods for each name, one call after another
+    (on the nodes of ``pool`` if given)."""
     for name in names:
-        release(batch.create_namespaced_job(NS_PEER, indexed_job(name, pods), _preload_content=False))
+        release(batch.create_namespaced_job(NS_PEER, indexed_job(name, pods, pool), _preload_content=False))
 
 
 def delete_jobs(batch: Any) -> None:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import os
 import platform
 import subprocess
@@ -16,17 +17,20 @@ from typing import Any
 
 from aitj.tools.bench.bars import Check
 from aitj.tools.bench.figures import Measurements
+from aitj.tools.bench.largefigures import PASS_FACTOR, SMALL
 from aitj.tools.bench.stats import cdf_points
 
 SCHEMA = 1
 RESULTS, TABLE, CDF_PNG, USAGE_PNG = "results.json", "table.md", "latency_cdf.png", "operator_usage.png"
-# The latency CDFs drawn: (label, the Measurements field).
+PASS_PNG = "cpu_per_pass.png"  # F13
+# The latency CDFs drawn: (label, the Measurements field, dotted into a part of it).
 CDF_SERIES = (
     ("F0 floor: force delete", "floor_delete"),
     ("F1 aitj: force delete", "ours_delete"),
     ("F1g aitj: force delete, gang-scheduled", "gang_delete"),
     ("F2 aitj: exit code", "ours_exit"),
     ("P1 Job controller: force delete", "peer_delete"),
+    ("F12 aitj: force delete, one large job", "large.delete"),
 )
 
 
@@ -43,7 +47,7 @@ def cdf_series(m: Measurements) -> dict[str, tuple[list[float], list[float]]]:
     """cdf_series: for each latency measured, its CDF as (milliseconds, fraction)."""
     out = {}
     for label, name in CDF_SERIES:
-        values: list[float] = getattr(m, name)
+        values: list[float] = operator.attrgetter(name)(m)
         if values:
             xs, ys = cdf_points(values)
             # From 0 at the first sample, so the step starts on the axis.
@@ -58,6 +62,13 @@ def usage_series(points: list[tuple[int, float, float]]) -> dict[str, list[float
         "cpu_percent": [p[1] for p in points],
         "rss_mb": [p[2] for p in points],
     }
+
+
+def pass_series(m: Measurements) -> tuple[list[int], list[float]]:
+    """pass_series: F13's points, (trainers in the job, operator CPU ms per pass), by size;
+    a size with no pass counted is left out."""
+    points = [(size, cost.per_pass) for size, cost in sorted(m.large.pass_cost.items())]
+    return [s for s, per in points if per is not None], [per * 1000 for _, per in points if per is not None]
 
 
 @dataclass(frozen=True)
@@ -133,7 +144,7 @@ def commit(repo: Path) -> str:
 def write(
     out: Path, doc: dict[str, Any], rows: list[Check], m: Measurements, usage: list[tuple[int, float, float]]
 ) -> list[Path]:
-    """write puts results.json, table.md and the two plots in ``out``; returns their paths."""
+    """write puts results.json, table.md and the three plots in ``out``; returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
     (out / RESULTS).write_text(json.dumps(doc, indent=1) + "\n")
     header = (
@@ -141,12 +152,13 @@ def write(
     )
     (out / TABLE).write_text(header + table(rows))
     plot(out, m, usage, title=f"{doc['mode']} run {doc['date'][:10]}")
-    return [out / RESULTS, out / TABLE, out / CDF_PNG, out / USAGE_PNG]
+    return [out / RESULTS, out / TABLE, out / CDF_PNG, out / USAGE_PNG, out / PASS_PNG]
 
 
 def plot(out: Path, m: Measurements, usage: list[tuple[int, float, float]], *, title: str) -> None:
     """plot draws the latency CDFs (log time axis: the Job controller is seconds, the others
-    milliseconds) and the operator's CPU and RSS against the pod count."""
+    milliseconds), the operator's CPU and RSS against the pod count, and its CPU per pass
+    against the pods in the job (F13)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
@@ -184,4 +196,37 @@ def plot(out: Path, m: Measurements, usage: list[tuple[int, float, float]], *, t
     fig.suptitle(f"Operator CPU and RSS from /proc against the pod count ({title})")
     fig.tight_layout()
     fig.savefig(out / USAGE_PNG, dpi=110)
+    plt.close(fig)
+    _plot_passes(out, m, title, plt)
+
+
+def _plot_passes(out: Path, m: Measurements, title: str, plt: Any) -> None:
+    """_plot_passes: F13, the operator's CPU per pass (ms) against the trainers in the job
+    struck, on a log axis, with the bar (PASS_FACTOR x at 8 trainers) drawn when 8 was measured."""
+    sizes, per_pass = pass_series(m)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    ax.plot(sizes, per_pass, "o-", label="operator CPU per pass (/proc over aitj_reconcile_seconds_count)")
+    for x, y in zip(sizes, per_pass, strict=True):
+        ax.annotate(
+            f"{y:.2f} ms" if y < 10 else f"{y:.0f} ms", (x, y), textcoords="offset points", xytext=(6, 6)
+        )
+    if sizes and sizes[0] == SMALL:
+        bar = PASS_FACTOR * per_pass[0]
+        ax.axhline(
+            bar, color="tab:red", linestyle="--", label=f"F13's bar: {PASS_FACTOR:g} x at {SMALL} trainers"
+        )
+    if not sizes:
+        ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center")
+    ax.set_xscale("log", base=2)
+    if sizes:
+        ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
+        ax.minorticks_off()
+        ax.set_ylim(0, 1.2 * max([*per_pass, PASS_FACTOR * per_pass[0]]))
+    ax.set_xlabel("trainers (pods) in the job struck (log scale)")
+    ax.set_ylabel("operator CPU per pass (ms)")
+    ax.set_title(f"F13: operator CPU per pass against the job's size ({title})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out / PASS_PNG, dpi=110)
     plt.close(fig)

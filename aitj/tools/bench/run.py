@@ -2,9 +2,10 @@
 
 Order: the cluster and its node pools; the floor's pods and process; the Job controller's
 bring-up (F10, on the empty cluster, then removed); the operator and its bring-up (F10); idle
-(F6, F7); F0, F1 (F5 and F6 counted over it), F1g, F2, F3, F4; P1; then, in the full run only, the
-growth to 10,000 pods (F11), idle there (F6, F7) and the restart (F8); last, the leader
-takeover (F9) at the run's largest scale.
+(F6, F7); F0, F1 (F5 and F6 counted over it), F1g, F2, F3, F4; P1; one large job on a pool of
+its own, added and removed for it (F12, F13: ``large``), the operator restarted after it; then,
+in the full run only, the growth to 10,000 pods (F11), idle there (F6, F7) and the restart
+(F8); last, the leader takeover (F9) at the run's largest scale.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from aitj.tools.bench import apimetrics, peer, procstat, report
 from aitj.tools.bench import scenarios as sc
 from aitj.tools.bench.figures import Measurements, checks
 from aitj.tools.bench.floor import floor_pod
+from aitj.tools.bench.large import LargeShape, run_large
 from aitj.tools.bench.session import Say, Session
 from aitj.tools.bench.watcher import CountReaches
 from aitj.tools.bench.workload import (
@@ -49,10 +51,14 @@ BENCH_BASE_PORT = 21443
 WARMUP_NS = "bench-warmup"
 
 
+LARGE = LargeShape()  # F12: one job of 4,096 trainers on 100 nodes of its own (110 pods a node)
+
+
 @dataclass(frozen=True)
 class Shape:
     """Shape: how big a run is. ``pods`` on ``nodes`` general nodes (plus the F3 pool) for
-    the latency figures; ``big_pods`` on ``big_nodes`` for F8 and F11 (None: not run)."""
+    the latency figures; ``big_pods`` on ``big_nodes`` for F8 and F11 (None: not run);
+    ``large``: F12's and F13's job sizes, pool and trials (None: not run)."""
 
     pods: int
     nodes: int
@@ -66,12 +72,20 @@ class Shape:
     idle_seconds: float = 30  # at least one resync period (30 s)
     kills: int = 5  # F9: the leader's SIGKILLs
     timeout: float = 300  # a bring-up, a restart
+    large: LargeShape | None = LARGE
 
 
 # 1,000 pods = 125 jobs on 40 nodes (30 + the 10 of F3); 10,000 = 1,250 jobs on 110 nodes (each
 # node takes 110 pods, so 100 general nodes leave room for the floor's and the peer's).
+# QUICK's F12: one job of 512 trainers on 8 nodes.
 FULL = Shape(pods=1000, nodes=30, big_pods=10000, big_nodes=100)
-QUICK = Shape(pods=200, nodes=8, f3_rounds=10, f4_rounds=3)
+QUICK = Shape(
+    pods=200,
+    nodes=8,
+    f3_rounds=10,
+    f4_rounds=3,
+    large=LargeShape(trainers=512, nodes=8, trials=50, sizes=(8, 64), size_trials=30, timeout=300),
+)
 SMOKE = Shape(
     pods=32,
     nodes=2,
@@ -83,6 +97,7 @@ SMOKE = Shape(
     idle_seconds=1,
     kills=1,
     timeout=60,
+    large=LargeShape(trainers=32, nodes=1, trials=5, sizes=(8,), size_trials=5, timeout=60),
 )
 
 
@@ -192,12 +207,17 @@ def _measure(s: Session, shape: Shape, m: Measurements, notes: list[str]) -> Non
 
     say(f"P1: {shape.trials} force deletes, the Job controller")
     m.peer_delete = sc.peer_trials(s, shape.trials)
+    sc.peer_teardown(s)
 
-    if shape.big_pods is None:  # P1 was the last: its Jobs go with the cluster
+    if shape.large is None:
+        m.why["F12"] = m.why["F13"] = "not in this run"
+    else:
+        run_large(s, shape.large, m, shape.nodes + shape.f3_nodes, notes)
+        _fresh_operator(s, shape.timeout, notes)
+    if shape.big_pods is None:
         for fig in ("F8", "F11", "F6@10000", "F7@10000"):
             m.why[fig] = "only in the full run (10,000 pods)"
     else:
-        sc.peer_teardown(s)
         _big(s, shape, m, names, notes)
     say(f"F9: two operators under leader election, the leader SIGKILLed {shape.kills} times")
     m.takeover_pods = shape.pods if shape.big_pods is None else shape.big_pods
@@ -270,6 +290,17 @@ def _big(s: Session, shape: Shape, m: Measurements, names: list[str], notes: lis
     m.restart_first, m.restart_status = sc.restart(s, every, shape.timeout)
     if m.restart_first is None or m.restart_status is None:
         m.why["F8"] = f"not within {shape.timeout:.0f}s of the start"
+
+
+def _fresh_operator(s: Session, timeout: float, notes: list[str]) -> None:
+    """_fresh_operator restarts the operator after F12 and F13 and waits until it acts (the
+    warm-up job's trainer, force-deleted, runs again): CPython keeps the memory the large job
+    took, which F7 at 10,000 pods would count."""
+    rss = s.operator_rss() / 1e6
+    s.stop_operator()
+    s.start_operator()
+    sc.replacement_trials(s, WARMUP_NS, [(WARMUP_NS, "warmup", "trainer", "0")], sc.strike_delete, 1, timeout)
+    notes.append(f"the operator restarted after F12 and F13 (its RSS then {rss:.0f} MB)")
 
 
 def _warm_up(s: Session, timeout: float) -> None:

@@ -23,16 +23,17 @@ from kubernetes import client
 from aitj.controller.kubeclient import api_client
 from aitj.core import api
 from aitj.devcluster.cluster import LocalCluster, port_free
-from aitj.tools.bench import procstat
+from aitj.tools.bench import opmetrics, procstat
 from aitj.tools.bench.floor import start_floor
 from aitj.tools.bench.watcher import Matches, Watcher
-from aitj.tools.bench.workload import NS_OURS, job_classes, pod_classes, running, slot
+from aitj.tools.bench.workload import NS_LARGE, NS_OURS, job_classes, pod_classes, running, slot
 from aitj.tools.demo import start_operator
 from aitj.tools.listwatch import Obj
 
 Say = Callable[[str], None]
 LEASE_NAMESPACE = "default"  # F9's candidates elect on a Lease there
 CANDIDATE_PORTS = range(28080, 28200)  # F9's candidates' /metrics (below the ephemeral range)
+OPERATOR_PORTS = range(28200, 28300)  # the operator's /metrics: its passes, for F13
 
 
 def uid(obj: Obj) -> str:
@@ -51,6 +52,7 @@ class Session:
     jobs: Watcher = field(init=False)
     sampler: procstat.Sampler = field(init=False)
     operator: subprocess.Popen[bytes] | None = None
+    operator_port: int = 0  # the operator's /metrics, plain HTTP on 127.0.0.1
     floor: subprocess.Popen[bytes] | None = None
     candidates: list[Candidate] = field(default_factory=list)  # F9's operators under leader election
 
@@ -65,7 +67,9 @@ class Session:
             return custom.list_namespaced_custom_object(api.GROUP, api.VERSION, NS_OURS, api.PLURAL, **kw)
 
         self.jobs = Watcher(list_jobs, job_classes, "jobs")
-        self.sampler = procstat.Sampler(lambda: self.pods.count(f"{NS_OURS}/Running"))
+        self.sampler = procstat.Sampler(
+            lambda: self.pods.count(f"{NS_OURS}/Running") + self.pods.count(f"{NS_LARGE}/Running")
+        )
 
     @property
     def core(self) -> Any:
@@ -87,8 +91,10 @@ class Session:
         self.sampler.start()
 
     def start_operator(self) -> None:
-        """start_operator runs ``aitj run`` as a process and samples it."""
-        self.operator, _log = start_operator(self.cluster)
+        """start_operator runs ``aitj run`` as a process, /metrics on a free port of
+        OPERATOR_PORTS, and samples it."""
+        self.operator_port = next(p for p in OPERATOR_PORTS if port_free(p))
+        self.operator, _log = start_operator(self.cluster, metrics_port=self.operator_port)
         self.sampler.follow(self.operator.pid)
 
     def stop_operator(self, timeout: float = 60) -> None:
@@ -141,6 +147,19 @@ class Session:
         """operator_cpu: the operator's CPU seconds so far."""
         assert self.operator is not None, "the operator is not running"
         return procstat.cpu_seconds(self.operator.pid)
+
+    def operator_passes(self, timeout: float = 30) -> float:
+        """operator_passes: the passes the operator has made so far (its /metrics, retried
+        until it answers: it serves them once started)."""
+        assert self.operator is not None, "the operator is not running"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return opmetrics.passes(opmetrics.scrape(self.operator_port))
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def operator_rss(self) -> int:
         """operator_rss: the operator's resident memory in bytes."""

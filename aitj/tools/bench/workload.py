@@ -4,7 +4,9 @@ A scale of P pods is P/8 jobs of 8 trainers. Ten of the jobs (``f3-*``) are pinn
 node of their own (tainted, so nothing else lands there): F3 takes those nodes NotReady. One
 (``f4``) may grow to 108 trainers. The rest (``job-*``) are where F1 and F2 strike. The other
 nodes carry no taint and no pool: the scheduler spreads the jobs, the floor's pods and the
-Job controller's over them.
+Job controller's over them. F12 and F13's large jobs (``large-<trainers>``, namespace
+``bench-large``) and the Job controller's Indexed Job of as many pods run on a pool of their own
+(``bench-large-*``, tainted), added for them and removed after.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from aitj.devcluster.config import GANG_SCHEDULER
 
 NS_OURS, NS_FLOOR, NS_PEER = "bench", "bench-floor", "bench-peer"
 NS_GANG = "bench-gang"  # F1g's gang-scheduled jobs: a namespace of their own, kept to the end
-NAMESPACES = (NS_OURS, NS_FLOOR, NS_PEER, NS_GANG)
+NS_LARGE = "bench-large"  # F12, F13: one large job at a time, on the large pool
+NAMESPACES = (NS_OURS, NS_FLOOR, NS_PEER, NS_GANG, NS_LARGE)
+LARGE_POOL = "large"
 TRAINERS = 8
 F3_NODES = 10
 F4_TO = 108
@@ -37,6 +41,20 @@ IMAGE = "bench.aitj.dev/trainer:none"  # kwok runs no image
 def f3_node(i: int) -> str:
     """f3_node: the name of the i-th node of the F3 pool."""
     return f"bench-f3-{i}"
+
+
+def large_node(i: int) -> str:
+    """large_node: the name of the i-th node of the large pool (F12, F13)."""
+    return f"bench-large-{i}"
+
+
+def pool_placement(pool: str) -> dict[str, Any]:
+    """pool_placement: the pod spec fields that put a pod on the nodes of ``pool`` (its label
+    as the node selector, its taint tolerated)."""
+    return {
+        "nodeSelector": {POOL_LABEL: pool},
+        "tolerations": [{"key": POOL_LABEL, "operator": "Equal", "value": pool, "effect": "NoSchedule"}],
+    }
 
 
 def job_names(pods: int, f3_nodes: int = F3_NODES) -> list[str]:
@@ -99,6 +117,17 @@ def training_job(name: str, f4_to: int = F4_TO, *, gang: bool = False) -> dict[s
     }
 
 
+def large_job(trainers: int) -> dict[str, Any]:
+    """large_job: F12's and F13's job ``large-<trainers>`` in NS_LARGE: the bench's job with
+    ``trainers`` trainers (no more, no fewer), on the large pool."""
+    body = training_job(f"large-{trainers}")
+    body["metadata"]["namespace"] = NS_LARGE
+    trainer = body["spec"]["replicaSpecs"]["trainer"]
+    trainer["replicas"] = trainer["maxReplicas"] = trainers
+    trainer["template"]["spec"].update(pool_placement(LARGE_POOL))
+    return body
+
+
 def slot(pod: dict[str, Any]) -> tuple[str, ...] | None:
     """slot: what a replacement of the pod has in common with it: (namespace, job, replica,
     index) for ours, (namespace, Job, completion index) for the Job controller's, (namespace,
@@ -150,6 +179,12 @@ def add_nodes(cluster: LocalCluster, names: list[str], *, pool: str | None = Non
             body["metadata"]["labels"][POOL_LABEL] = pool
             body["spec"]["taints"].append({"key": POOL_LABEL, "value": pool, "effect": "NoSchedule"})
         cluster.apiserver.request("POST", "/api/v1/nodes", body)
+
+
+def delete_nodes(cluster: LocalCluster, names: list[str]) -> None:
+    """delete_nodes removes the nodes from the cluster (kwok stops tending them)."""
+    for name in names:
+        cluster.apiserver.request("DELETE", f"/api/v1/nodes/{name}")
 
 
 def wait_nodes_ready(cluster: LocalCluster, count: int, timeout: float = 120) -> None:
