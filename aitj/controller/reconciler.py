@@ -66,6 +66,7 @@ from aitj.core.planner import failed_pass, lifecycle, resources
 from aitj.core.planner import plan as make_plan
 from aitj.core.planner.failed_pass import FailureReason
 from aitj.core.planner.lifecycle import PodRefusal
+from aitj.core.planner.memo import Memo
 from aitj.core.planner.types import Plan, Settings, SshKeys
 from aitj.core.telemetry import finished_scalings
 from aitj.core.wire import mapping
@@ -142,6 +143,9 @@ class _JobState:
     terminating: bool = False  # the namespace is being deleted: its pods are let go
     status_written_at: float | None = None  # loop time of the last status write (STATUS_INTERVAL)
     parsed: tuple[Mapping[str, Any], api.Job] | None = None  # the last body parsed, and its Job: _triage
+    # What the job's passes reuse of the last (aitj.core.planner.memo: cheaper, never different);
+    # it goes with this state when the job is forgotten.
+    memo: Memo = field(default_factory=Memo)
 
 
 @dataclass(frozen=True)
@@ -258,9 +262,8 @@ class Reconciler:
         keys = None
         if resources.needs_ssh_keys(job, snap.owned, snap.pods):
             keys = await self._run(self.keygen, job.name)  # tens of ms: off the loop
-        plan = self.planner(
-            job, snap.pods, snap.nodes, now, owned=snap.owned, keys=keys, settings=self.settings
-        )
+        given = {"owned": snap.owned, "keys": keys, "settings": self.settings, "memo": state.memo}
+        plan = self.planner(job, snap.pods, snap.nodes, now, **given)
         if self._held(key, state, plan):
             return
         await self._execute(key, state, job, plan, snap)
@@ -307,6 +310,7 @@ class Reconciler:
         if await self._run(self.job_exists, *key):
             return  # the cache has not caught up yet; the job's own pass will handle the pods
         self._forget(key)
+        state.memo = Memo()  # what it held was the gone job's
         log.info("releasing pods of a deleted job", namespace=key[0], job=key[1], pods=list(orphans.release))
         await self._execute(key, state, lifecycle.JobRef(key[0], key[1], ""), orphans, snap)
 

@@ -189,13 +189,19 @@ def vanished(pod_name: str) -> Failure:
     return Failure(FailureKind.POD_FORCE_DELETED, f"pod {pod_name} vanished without the operator deleting it")
 
 
+def restart_timer_runs(pod: PodView, replica: ReplicaSpec) -> bool:
+    """restart_timer_runs: ``restart_timed_out`` reads the clock for ``pod``: a replacement with
+    a restartTimeout that has not run yet (aitj.core.planner.memo keys its verdicts on it)."""
+    if replica.restart_timeout is None or pod.generation == 0 or pod.created is None:
+        return False
+    return pod.running_since is None and pod.phase == "Pending"
+
+
 def restart_timed_out(pod: PodView, replica: ReplicaSpec, now: datetime) -> Failure | None:
     """restart_timed_out: a replacement (generation > 0) that has not reached Running within
     ``restartTimeout`` seconds of its creation. A pod that ever ran is judged by classify."""
     timeout = replica.restart_timeout
-    if timeout is None or pod.generation == 0 or pod.created is None:
-        return None
-    if pod.running_since is not None or pod.phase != "Pending":
+    if timeout is None or pod.created is None or not restart_timer_runs(pod, replica):
         return None
     deadline = pod.created + timedelta(seconds=timeout)
     if now < deadline:

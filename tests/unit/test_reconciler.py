@@ -36,6 +36,7 @@ from aitj.core.api import Job, JobStatus, Phase, RestartScope
 from aitj.core.observed import TRACKING_FINALIZER, PodView
 from aitj.core.planner.failed_pass import Report
 from aitj.core.planner.lifecycle import PodRefusal
+from aitj.core.planner.memo import Memo
 from aitj.core.planner.types import (
     Event,
     ObjectKind,
@@ -150,12 +151,20 @@ def test_a_kick_plans_the_job_once_and_hands_the_plan_to_the_executor() -> None:
     asyncio.run(r.kick(KEY))
     assert len(planner.calls) == 1
     assert [t.resource_version for t, _ in rec.executed] == ["7"]  # the job's version goes with it
+    assert isinstance(planner.calls[0].pop("memo"), Memo)  # the job's, kept between its passes
     assert planner.calls[0] == {
         "owned": HAS_SECRET,
         "keys": None,
         "settings": Settings({"high": "top"}),
     }
     assert made == []
+
+
+def test_the_passes_of_a_job_share_its_memo() -> None:
+    r, planner, _ = reconciler(Recorder(), body())
+    asyncio.run(r.kick(KEY))
+    asyncio.run(r.kick(KEY))
+    assert len(planner.calls) == 2 and planner.calls[0]["memo"] is planner.calls[1]["memo"]
 
 
 def test_a_missing_ssh_secret_gets_a_fresh_key_pair_passed_to_the_planner() -> None:

@@ -9,7 +9,7 @@ aitj.core.planner.part says what a part does with them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,7 +19,7 @@ from aitj.core.planner import gang, hostfiles, rule_budgets, scaling
 from aitj.core.planner.part import Context
 from aitj.core.planner.status import live_condition
 from aitj.core.planner.survey import Survey
-from aitj.core.planner.types import Owned, Settings, SshKeys
+from aitj.core.planner.types import HostLists, Owned, Settings, SshKeys
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,8 @@ class Given:
     settings: Settings
     nodes: Mapping[str, NodeView]
     foreign: Owned  # objects under the job's names held by another
+    # plugin.discovery's lists: hostfiles.host_lists, or the job's Memo's (the same lists)
+    host_lists: Callable[..., HostLists | None] = hostfiles.host_lists
 
 
 def build(
@@ -67,6 +69,6 @@ def build(
         records=records,
         ledger=rule_budgets.prune(job, found.ledger.recording(records), now),
         shortfalls=tuple(s.shortfall for s in found.slots if s.shortfall is not None),
-        lists=hostfiles.host_lists(job, found, joining, prev, now),
+        lists=given.host_lists(job, found, joining, prev, now),
         gang=gang.plan_gang(job, found, given.owned, given.settings),
     )

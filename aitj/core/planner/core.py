@@ -30,6 +30,13 @@ turn to the one before, the wake-up at the soonest any part asks for. The parts,
 
 A new feature is a module with a ``part(ctx)``, its tests, and its line in ``PARTS`` (with its
 name in the import of the planner's modules).
+
+The caller may keep a Memo per job and hand it to each pass (``memo``; the reconciler does):
+what earlier passes computed from inputs that have not changed (which pods are the job's, the
+ledger parsed and merged, the survey's verdict of each current pod, a survey that decided
+nothing, redone only where pods changed or do not run) is reused. It makes a pass
+cheaper, never different (aitj.core.planner.memo says why; docs/operator.md, "Large jobs",
+has the figures).
 """
 
 from __future__ import annotations
@@ -58,13 +65,14 @@ from aitj.core.planner import (
 )
 from aitj.core.planner.context import Given
 from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.memo import Memo, Seen
 from aitj.core.planner.objects import owned_by as owned_by  # the pods' rule; core.owned_by for its readers
 from aitj.core.planner.outcome import judge
 from aitj.core.planner.part import Context, Part, combine
 from aitj.core.planner.scaling import part as scaling_part
 from aitj.core.planner.stamps import observe
 from aitj.core.planner.status import Condition
-from aitj.core.planner.survey import Survey, survey
+from aitj.core.planner.survey import Shape, Survey, survey
 from aitj.core.planner.types import DeleteReason, Event, Outcome, Owned, Plan, PodDelete, Settings, SshKeys
 from aitj.core.wire import format_time, parse_time
 
@@ -80,6 +88,7 @@ def plan(
     owned: Owned | None = None,
     keys: SshKeys | None = None,
     settings: Settings = DEFAULT_SETTINGS,
+    memo: Memo | None = None,
 ) -> Plan:
     """plan: what to do for ``job`` given its observed ``pods``, the cluster's ``nodes`` (by
     name; a missing node is gone) and the time ``now``. The same inputs give the same Plan.
@@ -87,8 +96,10 @@ def plan(
     ``owned``: the objects other than pods observed under the job's names, with their state
     (None: not observed, see ``resources``; only those the job controls are its own:
     ``objects.split``); ``keys``: a key pair for the ssh Secret when
-    ``resources.needs_ssh_keys`` says one is wanted; ``settings``: the operator's own."""
-    return plan_and_assessment(job, pods, nodes, now, owned=owned, keys=keys, settings=settings)[0]
+    ``resources.needs_ssh_keys`` says one is wanted; ``settings``: the operator's own;
+    ``memo``: what the job's earlier passes found, kept by the caller for the job's next pass
+    (aitj.core.planner.memo: it makes a pass cheaper, never different)."""
+    return plan_and_assessment(job, pods, nodes, now, owned=owned, keys=keys, settings=settings, memo=memo)[0]
 
 
 def plan_and_assessment(
@@ -100,6 +111,7 @@ def plan_and_assessment(
     owned: Owned | None = None,
     keys: SshKeys | None = None,
     settings: Settings = DEFAULT_SETTINGS,
+    memo: Memo | None = None,
 ) -> tuple[Plan, Assessment | None]:
     """plan_and_assessment: ``plan``, and the Assessment it was made from (None for a job that
     has finished: its cleanup assesses nothing). ``aitj explain`` reads both."""
@@ -110,11 +122,18 @@ def plan_and_assessment(
     # end the job. Nor is a pod of an earlier job of that name (deleted and created again
     # while its pods were still terminating) this job's. Any other pod only gets back the
     # finalizer it may carry.
-    mine, others = objects.pods_of(job, pods)
+    if memo is None:
+        (mine, others), work = objects.pods_of(job, pods), None
+    else:  # the same, each pod view judged once in its life
+        seen = memo.seen(job, pods)
+        mine, others, work = seen.mine, seen.others, (memo, seen)
     foreign = tuple(p.name for p in others if p.tracked)
     # Likewise the job's other objects: those it controls (objects.split).
     own, held = objects.split(job, owned)
-    result, a = _plan_mine(job, mine, prev, nodes, now, Given(own, keys, settings, nodes, held))
+    given = Given(own, keys, settings, nodes, held)
+    if memo is not None:
+        given = replace(given, host_lists=memo.host_lists)
+    result, a = _plan_mine(job, mine, prev, nodes, now, given, work)
     if foreign:
         result = replace(result, release=tuple(dict.fromkeys(result.release + foreign)))
     return result, a
@@ -127,11 +146,12 @@ def _plan_mine(
     nodes: Mapping[str, NodeView],
     now: datetime,
     g: Given,
+    memo: tuple[Memo, Seen] | None,
 ) -> tuple[Plan, Assessment | None]:
     """_plan_mine: the plan for the job's own pods (plan_and_assessment's body)."""
     if (phase := prev.phase) in FINISHED_PHASES:
         return _cleanup(job, mine, phase, g.owned), None
-    a = assess(job, mine, nodes, now, g.settings)
+    a = assess(job, mine, nodes, now, g.settings, memo)
     outcome = judge(job.spec, a.found, a.started, now)
     if outcome is not None:
         return _finish(job, mine, prev, a, outcome, now, g.owned), a
@@ -151,17 +171,32 @@ class Assessment:
 
 
 def assess(
-    job: Job, mine: Sequence[PodView], nodes: Mapping[str, NodeView], now: datetime, settings: Settings
+    job: Job,
+    mine: Sequence[PodView],
+    nodes: Mapping[str, NodeView],
+    now: datetime,
+    settings: Settings,
+    memo: tuple[Memo, Seen] | None = None,
 ) -> Assessment:
-    """assess: the first steps of ``plan`` for a job that has not finished, given its own pods."""
+    """assess: the first steps of ``plan`` for a job that has not finished, given its own pods
+    (``memo``: the job's Memo and what it saw of this pass's pods)."""
     prev = job.status
-    ledger = observe(Ledger.from_status(prev), job, mine)
+    if memo is None:
+        ledger = observe(Ledger.from_status(prev), job, mine)
+    else:
+        ledger = memo[0].observe(memo[0].ledger(prev), job, memo[1])
+
+    def surveyed(shape: Shape) -> Survey:
+        if memo is None:
+            return survey(job, mine, nodes, ledger, now, shape, settings.node_signals)
+        return memo[0].survey(job, memo[1], nodes, ledger, now, shape, settings.node_signals)
+
     started = parse_time(prev.start_running_time)
     scale = scaling.prepare(job, prev, mine, now, started is not None)
-    found = survey(job, mine, nodes, ledger, now, scale.shape, settings.node_signals)
+    found = surveyed(scale.shape)
     scale, reshaped = scaling.settle(job, scale, found, now)
     if reshaped:  # a scale-out rolled back: its slots are gone, its pods retired
-        found = survey(job, mine, nodes, ledger, now, scale.shape, settings.node_signals)
+        found = surveyed(scale.shape)
     return Assessment(ledger, scale, found, started)
 
 

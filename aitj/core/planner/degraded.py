@@ -52,11 +52,14 @@ def shortfalls(
     slot that neither runs nor succeeded; it wins over an Unschedulable pod of the same index
     (its cause says why the pod cannot be placed). Scale-out slots still ``joining`` are the
     scale operation's business (a rollback at scaleTimeout), not a shortfall."""
-    slots = {(s.replica.name, s.index): s for s in found.slots if (s.replica.name, s.index) not in joining}
+    if not extra and not any(State.PENDING in counts for counts in found.states.values()):
+        return ()  # no index is held back, and none waits for a node
+    # Only a slot that neither runs nor succeeded falls short (checked first: most run).
+    short = [s for s in found.slots if s.state is not State.RUNNING and s.state is not State.SUCCEEDED]
+    slots = {(s.replica.name, s.index): s for s in short if (s.replica.name, s.index) not in joining}
     given: dict[tuple[str, int], Shortfall] = {}
     for sf in extra:
-        slot = slots.get((sf.replica, sf.index))
-        if slot is not None and slot.state not in (State.RUNNING, State.SUCCEEDED):
+        if (sf.replica, sf.index) in slots:
             given.setdefault((sf.replica, sf.index), sf)
     out: list[Shortfall] = []
     for key, slot in slots.items():

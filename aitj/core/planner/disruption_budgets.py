@@ -25,8 +25,9 @@ from aitj.core.planner.types import Manifest, ObjectKind, ObjectRef, Owned, Plan
 def part(ctx: Context) -> Part:
     """part: the budgets to write and to remove, and what they are, for the status to record."""
     job = ctx.job
+    ended = (State.SUCCEEDED, State.FAILED)
     expected = {
-        r.name: sum(1 for s in ctx.found.of(r.name) if s.state not in (State.SUCCEEDED, State.FAILED))
+        r.name: sum(n for st, n in ctx.found.states.get(r.name, {}).items() if st not in ended)
         for r in job.spec.replicas
     }
     wanted = wanted_budgets(job, expected)

@@ -78,10 +78,10 @@ def host_lists(
         for s in listed
         if s.replica.replica_type is ReplicaType.WORKER
     )
-    running = {
-        r.name: tuple(s.name for s in sorted(listed, key=lambda s: s.index) if s.replica.name == r.name)
-        for r in job.spec.replicas
-    }
+    running_by: dict[str, list[str]] = {r.name: [] for r in job.spec.replicas}
+    for s in sorted(listed, key=lambda s: s.index):
+        running_by[s.replica.name].append(s.name)
+    running = {name: tuple(names) for name, names in running_by.items()}
     masters = {r.name: running[r.name] for r in job.spec.replicas if r.replica_type is ReplicaType.MASTER}
     wake = min(waiting.values(), default=None)
     return HostLists(hosts, running, masters, held=tuple(sorted(waiting)), wake=wake)
@@ -100,6 +100,8 @@ def held(
     pending = [s.pod for s in workers if s.state is State.PENDING and s.pod is not None]
     starting = [p.created for p in pending if p.created is not None and p.deleted_at is None]
     waits: dict[str, float] = {}
+    if not starting:
+        return waits  # no wave is starting: nobody waits for one
     for s in workers:
         pod = s.pod
         if s.state is not State.RUNNING or pod is None or pod.name in listed:

@@ -269,6 +269,11 @@ class Ledger:
 
     def to_status(self) -> RestartLedger:
         """to_status: ``status.restartLedger``, the full wire form."""
+        return self._status
+
+    @functools.cached_property
+    def _status(self) -> RestartLedger:
+        # Made once per ledger: a pass's is often the last pass's, kept (aitj.core.planner.memo).
         return RestartLedger(self.to_json())
 
     @classmethod

@@ -78,9 +78,19 @@ def pods_of(job: Job, pods: Sequence[PodView]) -> tuple[list[PodView], list[PodV
     mine: list[PodView] = []
     others: list[PodView] = []
     for p in pods:
-        if p.job == job.name and p.namespace in ("", job.namespace):
-            (mine if owned_by(job, p) else others).append(p)
+        verdict = belongs(job, p)
+        if verdict is not None:
+            (mine if verdict else others).append(p)
     return mine, others
+
+
+def belongs(job: Job, pod: PodView) -> bool | None:
+    """belongs: ``pod`` is the job's (``owned_by``: True), carries its label in its namespace
+    without being its (False), or is another job's (None). ``pods_of`` asks it of every pod;
+    aitj.core.planner.memo asks it once per pod view."""
+    if pod.job != job.name or pod.namespace not in ("", job.namespace):
+        return None
+    return owned_by(job, pod)
 
 
 def split(job: Job, owned: Owned | None) -> tuple[Owned | None, Owned]:

@@ -8,6 +8,7 @@ is updated in place, with lastProbeTime; lastTransitionTime keeps when the phase
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -118,7 +119,8 @@ def live_condition(
     that stand do not hold it up). Before that: Pending while no pod has been scheduled, then
     Creating with the pods not yet running.
     """
-    waiting = [s for s in survey.slots if s.state.in_progress]
+    busy = any(state.in_progress for counts in survey.states.values() for state in counts)
+    waiting = [s for s in survey.slots if s.state.in_progress] if busy else []
     replacing = [s for s in waiting if (s.replica.name, s.index) not in joining]
     if survey.restarts:
         return Condition(Phase.RESTARTING, REASON_RESTARTING, restart_message(survey))
@@ -181,15 +183,15 @@ def replica_statuses(survey: Survey, names: Sequence[str]) -> dict[str, ReplicaS
     succeeded, failed (failures that stand) and active (pending + running)."""
     out: dict[str, ReplicaStatus] = {}
     for name in names:
-        states = [s.state for s in survey.of(name)]
-        pending = sum(1 for st in states if st.in_progress)
-        running = states.count(State.RUNNING)
+        states = survey.states.get(name, Counter[State]())
+        pending = sum(n for st, n in states.items() if st.in_progress)
+        running = states[State.RUNNING]
         out[name] = ReplicaStatus(
             active=pending + running,
             pending=pending,
             running=running,
-            succeeded=states.count(State.SUCCEEDED),
-            failed=states.count(State.FAILED),
+            succeeded=states[State.SUCCEEDED],
+            failed=states[State.FAILED],
         )
     return out
 

@@ -30,18 +30,25 @@ How the pieces fit (docs/semantics.md has the user-facing version):
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+import functools
+from collections import Counter
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from aitj.core import naming
-from aitj.core.api import Job, ReplicaSpec, ReplicaType, RestartScope
+from aitj.core.api import Job, ReplicaSpec, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import rule_budgets
 from aitj.core.planner.ledger import IndexHistory, Ledger, pod_epoch
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
+from aitj.core.planner.survey_terms import Retiree as Retiree  # their readers import them from here
+from aitj.core.planner.survey_terms import RetireReason as RetireReason
+from aitj.core.planner.survey_terms import Shape as Shape
+from aitj.core.planner.survey_terms import Slot as Slot
+from aitj.core.planner.survey_terms import State as State
+from aitj.core.planner.survey_terms import gate, gate_open, waits
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
     Fail,
@@ -53,85 +60,13 @@ from aitj.core.policy import (
     classify,
     decide,
     restart_timed_out,
+    restart_timer_runs,
     vanished,
 )
 
-
-class State(enum.Enum):
-    """State of a slot after this pass's decisions."""
-
-    CREATE = "create"  # no pod: create one at ``generation``
-    REPLACE = "replace"  # the current pod is retired; its successor is created at ``generation``
-    WAITING = "waiting"  # a master that needs a pod but waits until every worker runs
-    BACKOFF = "backoff"  # needs a pod, and waits out its rule's backoff first (``Slot.shortfall``)
-    PENDING = "pending"  # the pod exists and has not reached Running yet
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"  # a failure that is not restarted: failPolicy judges it
-
-    @property
-    def in_progress(self) -> bool:
-        """in_progress: the index is on its way to Running."""
-        return self in (State.CREATE, State.REPLACE, State.WAITING, State.BACKOFF, State.PENDING)
-
-    @property
-    def needs_pod(self) -> bool:
-        return self in (State.CREATE, State.REPLACE, State.WAITING, State.BACKOFF)
-
-
-@dataclass(frozen=True)
-class Slot:
-    """Slot: one index of one replica. ``generation`` and ``name`` are those of the pod the
-    index has after this pass (the successor's, when one is to be created). ``pod`` is the
-    observed current pod, if any. ``failure``/``fail``: the failure found and, when it stands,
-    why it is not restarted; ``restart``: when this pass restarts it, the rule engine's verdict
-    (its trace is what ``aitj explain`` shows). ``shortfall``: what holds the index back (a
-    backoff, a used-up rule budget, an excluded node; aitj.core.planner.rule_budgets)."""
-
-    replica: ReplicaSpec
-    index: int
-    generation: int
-    name: str
-    state: State
-    pod: PodView | None = None
-    failure: Failure | None = None
-    fail: Fail | None = None
-    restart: RestartDecision | None = None
-    shortfall: Shortfall | None = None
-
-
-class RetireReason(enum.StrEnum):
-    """RetireReason: why the operator no longer wants a pod."""
-
-    NOT_IN_SPEC = "NotInSpec"  # its replica is not in the job's spec (or it has no index)
-    SCALED_AWAY = "ScaledAway"  # its index is not one of those wanted
-    SUPERSEDED = "Superseded"  # a higher generation of its index exists
-    RESTART = "Restart"  # the old pod of a restart counted in this pass
-    RESTART_COUNTED = "RestartCounted"  # its failure was counted by a pass that did not finish
-    RESTART_SCOPE = "RestartScope"  # a Replica- or All-scope restart recreates it
-    EXCLUSION_EXPIRED = "ExclusionExpired"  # unschedulable while it kept off nodes no longer excluded
-    ENDED = "Ended"  # its generation was ended (scaled away) and it is terminating; the index is wanted again
-
-    @property
-    def restart(self) -> bool:
-        """restart: the pod is the old pod of a restart, so restartTimeLimit applies to its
-        termination."""
-        return self not in (RetireReason.NOT_IN_SPEC, RetireReason.SCALED_AWAY, RetireReason.ENDED)
-
-
-@dataclass(frozen=True)
-class Retiree:
-    """Retiree: a pod the operator no longer wants, why (``reason``), and the same for people
-    (``text``: the deletion's reason in logs and ``aitj explain``)."""
-
-    pod: PodView
-    reason: RetireReason
-    text: str
-
-    @property
-    def restart(self) -> bool:
-        """restart: see RetireReason.restart."""
-        return self.reason.restart
+# Verdicts of current pods kept between passes (aitj.core.planner.memo), by id(pod): the pod (so
+# that its id is not reused while the entry lives), what the verdict was made of, the Slot.
+Judged = MutableMapping[int, tuple[PodView, tuple[object, ...], Slot]]
 
 
 @dataclass(frozen=True)
@@ -151,22 +86,14 @@ class Survey:
     def of(self, replica: str) -> tuple[Slot, ...]:
         return tuple(s for s in self.slots if s.replica.name == replica)
 
-
-@dataclass(frozen=True)
-class Shape:
-    """Shape: which indices of each replica have a slot in this pass (aitj.core.planner.scaling
-    decides it). ``indices``: by replica name; a replica missing from it has ``0 .. replicas-1``.
-    ``keep``: pod names left alone (scale-in pods out of the host list, waiting for their grace
-    period): neither slots nor retired, never judged. ``joining``: (replica, index) of scale-out
-    slots not in the host list yet; they do not hold the launcher back."""
-
-    indices: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    keep: frozenset[str] = frozenset()
-    joining: frozenset[tuple[str, int]] = frozenset()
-
-    def of(self, r: ReplicaSpec) -> tuple[int, ...]:
-        found = self.indices.get(r.name)
-        return tuple(range(r.replicas)) if found is None else found
+    @functools.cached_property
+    def states(self) -> Mapping[str, Counter[State]]:
+        """states: per replica, how many of its slots are in each state (the status's counts;
+        counted once per survey, and ``resurvey`` keeps them by delta)."""
+        out: dict[str, Counter[State]] = {}
+        for (name, state), n in Counter((s.replica.name, s.state) for s in self.slots).items():
+            out.setdefault(name, Counter())[state] = n
+        return out
 
 
 def survey(
@@ -177,21 +104,75 @@ def survey(
     now: datetime,
     shape: Shape | None = None,
     signals: NodeSignals = DEFAULT_SIGNALS,
+    judged: Judged | None = None,
 ) -> Survey:
     """survey: slots, retirees and restarts for one pass (see the module docstring); ``signals``:
-    the node conditions and taints that make a node bad besides Ready (``aitj.core.nodesignals``)."""
+    the node conditions and taints that make a node bad besides Ready (``aitj.core.nodesignals``);
+    ``judged``: the verdicts of earlier passes of the job's spec (aitj.core.planner.memo), reused
+    where nothing they were made of changed, and this pass's added."""
     shape = shape or Shape()
     s = _Surveyor(job, ledger, shape, now, signals)
+    s.judged = judged
     groups = s.group(pods)
     slots: list[Slot] = []
     for r in job.spec.replicas:
         for i in shape.of(r):
             slots.append(s.look(r, i, groups.get((r.name, i), []), nodes))
     slots = [s.resolve(slot) if slot.failure is not None and slot.fail is None else slot for slot in slots]
-    slots = [s.hold(s.sweep(slot)) for slot in slots]
+    # Without a Replica/All-scope restart in this pass no epoch moved since ``look``: nothing to sweep.
+    slots = [s.hold(s.sweep(slot) if s.covered else slot) for slot in slots]
     released = tuple(slot.pod.name for slot in slots if slot.pod is not None and s.settle(slot, ledger))
-    gated = tuple(_gate(slots, shape.joining))
+    gated = tuple(gate(slots, shape.joining))
     return Survey(gated, tuple(s.retirees), tuple(s.restarts), s.ledger, released)
+
+
+def settled(found: Survey, ledger: Ledger) -> tuple[int, ...] | None:
+    """settled: the places of the slots of ``found`` (the survey of ``ledger``) that do not run,
+    when it decided nothing: nothing retired, restarted, released or written into the ledger,
+    no failure found (None otherwise). Its running slots are then clock-free (no restartTimeout,
+    backoff or budget is read for a running, healthy pod), each its one pod's, and no slot's
+    verdict depends on another's: what lets ``resurvey`` redo only some of them."""
+    if found.retirees or found.restarts or found.released or found.ledger is not ledger:
+        return None
+    if any(s.failure is not None for s in found.slots):
+        return None
+    return tuple(k for k, s in enumerate(found.slots) if s.state is not State.RUNNING)
+
+
+def resurvey(
+    last: Survey,
+    job: Job,
+    nodes: Mapping[str, NodeView],
+    now: datetime,
+    shape: Shape,
+    signals: NodeSignals,
+    judged: Judged | None,
+    groups: Mapping[int, list[PodView]],
+) -> tuple[Survey, tuple[int, ...]] | None:
+    """resurvey: ``survey`` of the settled survey ``last``'s pods (same spec, ledger, shape,
+    signals, nodes) where only the slots at the places in ``groups`` (those that did not run,
+    and those whose pods came or went) may differ, each with its pods now; and the places of
+    its slots that do not run. Those slots are redone; None when one of them decides anything
+    (a failure, a retirement, a release, the ledger): then only a full survey says what."""
+    s = _Surveyor(job, last.ledger, shape, now, signals)
+    s.judged = judged
+    slots, states = list(last.slots), {name: Counter(counts) for name, counts in last.states.items()}
+    for k, group in groups.items():
+        old = slots[k]
+        slot = s.look(old.replica, old.index, group, nodes)
+        if slot.failure is not None:  # decided with the whole replica's ledger and budgets
+            return None
+        slots[k] = slot = s.hold(slot)
+        if s.settle(slot, last.ledger) or s.retirees or s.ledger is not last.ledger:
+            return None
+        states[old.replica.name][old.state] -= 1
+    if not gate_open([slots[k] for k in groups], shape.joining):  # the others run
+        slots = [waits(s) if k in groups else s for k, s in enumerate(slots)]
+    for k in groups:
+        states[slots[k].replica.name][slots[k].state] += 1
+    found = replace(last, slots=tuple(slots))
+    found.__dict__["states"] = {name: +counts for name, counts in states.items()}  # Survey.states, by delta
+    return found, tuple(k for k in groups if slots[k].state is not State.RUNNING)
 
 
 class _Surveyor:
@@ -208,6 +189,7 @@ class _Surveyor:
         self.retirees: list[Retiree] = []
         self.restarts: list[RestartRecord] = []
         self.covered: set[str] = set()  # replicas a Replica/All-scope restart recreates this pass
+        self.judged: Judged | None = None
 
     def name(self, replica: str, index: int, generation: int) -> str:
         return naming.pod_name(self.job.name, self.job.uid, replica, index, generation)
@@ -231,9 +213,16 @@ class _Surveyor:
         return groups
 
     def look(self, r: ReplicaSpec, i: int, group: list[PodView], nodes: Mapping[str, NodeView]) -> Slot:
-        """look: the slot as observed, with the failure of its current pod, if any."""
+        """look: the slot as observed, with the failure of its current pod, if any. An index's
+        one pod judged by an earlier pass in the same circumstances (``judged``, ``made_of``)
+        takes the same way to ``judge``, where nothing else happens: its slot is that pass's."""
+        if len(group) == 1 and self.judged is not None:
+            entry = self.judged.get(id(group[0]))
+            if entry is not None and entry[0] is group[0] and entry[1] == self.made_of(r, i, group[0], nodes):
+                return entry[2]
         record = self.ledger.replica(r.name).index(i)
-        group = sorted(group, key=lambda p: (p.generation, p.name), reverse=True)
+        if len(group) > 1:
+            group = sorted(group, key=lambda p: (p.generation, p.name), reverse=True)
         top = max(record.seen, group[0].generation if group else -1)
         current = group[0] if group and group[0].generation == top else None
         for old in group[1:] if current is not None else group:
@@ -274,14 +263,39 @@ class _Surveyor:
         """judge: the slot of the index's current pod, with its failure, if any. A scale-out's
         pod (``joining``) is not a restart's replacement, even in an index used before: its
         start is the operation's business, judged by scaleTimeout (aitj.core.planner.scaling),
-        not by restartTimeout."""
+        not by restartTimeout. The slot goes into ``judged`` for the next passes."""
         failure = classify(current, nodes.get(current.node_name) if current.node_name else None, self.signals)
         if failure is None and (r.name, i) not in self.joining:
             failure = restart_timed_out(current, r, self.now)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:
             state = State.PENDING
-        return Slot(r, i, top, current.name, state, current, failure)
+        slot = Slot(r, i, top, current.name, state, current, failure)
+        if self.judged is not None:
+            self.judged[id(current)] = (current, self.made_of(r, i, current, nodes), slot)
+        return slot
+
+    def made_of(
+        self, r: ReplicaSpec, i: int, pod: PodView, nodes: Mapping[str, NodeView]
+    ) -> tuple[object, ...]:
+        """made_of: what ``look`` and ``judge`` read to make the slot of ``pod``, the index's
+        current pod, besides the pod and the spec (aitj.core.planner.memo drops ``judged`` when
+        the spec changes): the index's ledger record, the replica's epoch, the pod's node's
+        view, whether it joins a scale-out, the node signals, and the clock when
+        ``restart_timed_out`` reads it."""
+        history = self.ledger.replica(r.name)
+        node = nodes.get(pod.node_name) if pod.node_name else None
+        clock = self.now if restart_timer_runs(pod, r) else None
+        return (
+            r.name,
+            i,
+            history.index(i),
+            history.epoch,
+            node,
+            (r.name, i) in self.joining,
+            self.signals,
+            clock,
+        )
 
     def resolve(self, slot: Slot) -> Slot:
         """resolve: what a failure found by ``look`` leads to (``policy.decide``, then the
@@ -421,25 +435,3 @@ def _stood(r: ReplicaSpec, i: int, generation: int, name: str) -> Slot:
     failure = Failure(FailureKind.POD_FAILED, f"pod {name} failed and was not restarted; it is gone")
     fail = Fail(FailReason.STOOD, f"the failure of generation {generation} stands (recorded)")
     return Slot(r, i, generation, name, State.FAILED, failure=failure, fail=fail)
-
-
-def gate_open(slots: Sequence[Slot], joining: frozenset[tuple[str, int]] = frozenset()) -> bool:
-    """gate_open: no worker index is on its way (each is running, succeeded or failed for
-    good). Masters (the launcher) are created only then. Scale-out slots (``joining``) do not
-    count: the launcher runs without them until they join."""
-    return not any(
-        s.state.in_progress
-        for s in slots
-        if s.replica.replica_type is ReplicaType.WORKER and (s.replica.name, s.index) not in joining
-    )
-
-
-def _gate(slots: list[Slot], joining: frozenset[tuple[str, int]]) -> list[Slot]:
-    if gate_open(slots, joining):
-        return slots
-    return [
-        replace(s, state=State.WAITING)
-        if s.replica.replica_type is ReplicaType.MASTER and s.state.needs_pod and s.state is not State.BACKOFF
-        else s
-        for s in slots
-    ]

@@ -1,0 +1,228 @@
+"""Incremental planning (issue 26): a pass planned with the job's Memo equals a full re-plan.
+
+Random event sequences on small random jobs, run pass by pass on the simulated cluster of
+tests/unit/builders.py: pods start, exit with random codes, are disrupted (evicted,
+preempted), are deleted (forced or graceful) and finish terminating, nodes go NotReady and come
+back, replicas are scaled, time moves on, and the executor carries each plan out, sometimes
+without its status write, its creates or the steps after the status write (a crash). At every
+pass the plan made with the Memo kept across the passes is the full planner's, the whole Plan.
+
+The simulated cluster hands the planner the same PodView for a pod its events left alone, and
+the same NodeView for an unchanged node, as the operator's cache does (aitj.controller.cache):
+that is what lets the Memo reuse anything, so it is what has to be right.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aitj.core.api import LABEL_INDEX, Job, RestartScope
+from aitj.core.observed import PodView
+from aitj.core.planner import plan
+from aitj.core.planner.memo import Memo
+from aitj.core.planner.types import Plan
+from tests.unit.builders import (
+    KEYS,
+    Cluster,
+    Pod,
+    at,
+    exit_rule,
+    launcher,
+    name_of,
+    node,
+    observed,
+    seed_job,
+    trainer,
+    with_replica,
+    with_status,
+)
+from tests.unit.builders import (
+    event_rule as on_event,
+)
+
+NODES = ("node-a", "node-b", "node-c")
+DISRUPTIONS = ["EvictionByEvictionAPI", "PreemptionByScheduler", "DeletionByTaintManager"]
+
+
+class Twin(Cluster):
+    """Twin: the simulated cluster, whose every pass is planned twice, in full and with the
+    Memo, and checked equal. Pod and node views are kept while their bodies are unchanged."""
+
+    def __init__(self, job: Job) -> None:
+        super().__init__(job, node_views=[node(n) for n in NODES])
+        self.memo = Memo()
+        self.views: dict[str, tuple[str, PodView]] = {}
+        self.passes = 0
+
+    def pod_views(self) -> list[PodView]:
+        """pod_views: the pods' views, the same object while a pod's body is unchanged, in the
+        order the cache keeps them (a changed pod moves to the end)."""
+        fresh: dict[str, tuple[str, PodView]] = {}
+        for name, pod in self.pods.items():
+            body = json.dumps(pod.raw, sort_keys=True)
+            kept = self.views.get(name)
+            fresh[name] = kept if kept is not None and kept[0] == body else (body, pod.view())
+        order = [n for n in self.views if n in fresh and fresh[n] is self.views[n]]
+        order += [n for n in fresh if n not in order]
+        self.views = {n: fresh[n] for n in order}
+        return [v for _, v in self.views.values()]
+
+    def plan(self, now: float) -> Plan:
+        owned = observed(self.objects)
+        pods = self.pod_views()
+        keys = KEYS  # always offered: the planner uses it only when it wants one
+        full = plan(self.job, pods, self.nodes, at(now), owned=owned, keys=keys)
+        kept = plan(self.job, pods, self.nodes, at(now), owned=owned, keys=keys, memo=self.memo)
+        assert kept == full, f"pass {self.passes}: the Memo's plan differs from the full planner's"
+        self.passes += 1
+        return full
+
+
+# Events: (what, argument). Pods are picked by their place among the live pods' names.
+EVENTS = st.one_of(
+    st.tuples(st.just("run"), st.integers(0, 7)),
+    st.tuples(st.just("exit"), st.integers(0, 7), st.sampled_from([0, 1, 101, 129, 137])),
+    st.tuples(st.just("delete"), st.integers(0, 7), st.sampled_from([0, 30])),
+    st.tuples(st.just("disrupt"), st.integers(0, 7), st.sampled_from(DISRUPTIONS)),
+    st.tuples(st.just("terminate"), st.just(0)),
+    st.tuples(st.just("run_all"), st.integers(0, len(NODES) - 1)),
+    st.tuples(st.just("node"), st.integers(0, len(NODES) - 1), st.sampled_from(["True", "False", "Unknown"])),
+    st.tuples(st.just("scale"), st.integers(1, 4)),
+    st.tuples(st.just("wait"), st.sampled_from([1, 5, 30, 120])),
+    st.tuples(st.just("crash"), st.sampled_from(["status", "rest", "creates"])),
+)
+
+
+@st.composite
+def jobs(draw: st.DrawFn) -> Job:
+    """jobs: a small job: 1 to 3 trainers with or without a launcher, random restart settings."""
+    scope = draw(st.sampled_from(list(RestartScope)))
+    rules = (on_event("nodeNotReady,PodForceDeleted", scope), exit_rule("1,137", scope))
+    worker = trainer(
+        replicas=draw(st.integers(1, 3)),
+        max_replicas=4,
+        restart_limit=draw(st.sampled_from([None, 1, 3])),
+        restart_timeout=draw(st.sampled_from([None, 20, 864000])),
+        rules=draw(st.sampled_from([rules, rules[:1], ()])),
+    )
+    replicas = (worker, launcher()) if draw(st.booleans()) else (worker,)
+    return seed_job(*replicas, discovery=draw(st.booleans()), ssh=draw(st.booleans()))
+
+
+def _live(cluster: Twin) -> list[str]:
+    return sorted(cluster.pods)
+
+
+def _event(cluster: Twin, event: tuple[Any, ...], now: float) -> str | None:
+    """_event: what happens in the cluster; the part of the next pass's plan the executor does
+    not carry out (it crashed: ``Cluster.apply``), if any."""
+    what, arg, *more = event
+    names = _live(cluster)
+    pod = cluster.pods[names[arg % len(names)]] if names and isinstance(arg, int) else None
+    if what == "run" and pod is not None and pod.raw["status"]["phase"] == "Pending":
+        pod.running(now, NODES[arg % len(NODES)])
+    elif what == "exit" and pod is not None:
+        pod.exited(more[0], now)
+    elif what == "delete" and pod is not None and "deletionTimestamp" not in pod.raw["metadata"]:
+        pod.deleted(now, more[0])
+    elif what == "disrupt" and pod is not None:
+        pod.disrupted(more[0], now)
+    elif what == "run_all":
+        cluster.run_all(now, NODES[arg])
+    elif what == "terminate":
+        cluster.terminate_deleted()
+    elif what == "node":
+        name = NODES[arg]
+        cluster.nodes = {**cluster.nodes, name: node(name, more[0], now)}
+    elif what == "scale":
+        replicas = min(arg, cluster.job.spec.replicas[0].max_replicas)
+        cluster.job = with_replica(cluster.job, "trainer", replicas=replicas)
+        cluster.job = dataclasses.replace(cluster.job, generation=cluster.job.generation + 1)
+    return str(arg) if what == "crash" else None
+
+
+def _run(job: Job, events: Sequence[tuple[Any, ...]]) -> Twin:
+    cluster = Twin(job)
+    now = 10.0
+    cluster.step(now)
+    for event in events:
+        if event[0] == "wait":
+            now += event[1]
+        lost = _event(cluster, event, now)
+        now += 1
+        cluster.step(now, status=lost != "status", rest=lost != "rest", creates=lost != "creates")
+        cluster.collect()
+    return cluster
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs(), st.lists(EVENTS, min_size=1, max_size=12))
+def test_the_memo_plans_what_the_full_planner_plans(job: Job, events: list[tuple[Any, ...]]) -> None:
+    cluster = _run(job, events)
+    assert cluster.passes == len(events) + 1
+
+
+def test_a_memo_handed_another_job_forgets_the_first() -> None:
+    first = Twin(seed_job())
+    first.step(10)
+    other = dataclasses.replace(seed_job(), uid="another-uid")
+    pods = first.pod_views()
+    assert plan(other, pods, first.nodes, at(11), keys=KEYS, memo=first.memo) == plan(
+        other, pods, first.nodes, at(11), keys=KEYS
+    )
+
+
+def test_scaled_pods_are_judged_again() -> None:
+    """A spec change drops the survey's verdicts (their slots hold the old replica spec)."""
+    cluster = Twin(seed_job())
+    for now in range(10, 14):
+        cluster.step(now)
+        cluster.run_all(now)
+    cluster.job = with_replica(cluster.job, "trainer", replicas=2)
+    cluster.step(20)
+    assert {p.raw["metadata"]["labels"][LABEL_INDEX] for p in cluster.pods.values()} >= {"0", "1"}
+
+
+def _twice(pod: PodView, before: dict[str, Any], after: dict[str, Any]) -> tuple[Plan, Plan]:
+    """_twice: the seed job's pass with the status ledger ``before`` (the memo learns the pod's
+    verdict), then with ``after`` and the same pod view: the memo's plan and the full one."""
+    memo, job, nodes = Memo(), seed_job(trainer(replicas=1), launcher(replicas=0)), {"node-a": node("node-a")}
+    plan(with_status(job, {"restartLedger": before}), [pod], nodes, at(20), keys=KEYS, memo=memo)
+    job = with_status(job, {"restartLedger": after})
+    return plan(job, [pod], nodes, at(21), keys=KEYS, memo=memo), plan(job, [pod], nodes, at(21), keys=KEYS)
+
+
+def test_a_pod_made_stale_by_a_new_epoch_is_judged_again() -> None:
+    """The status may bring a Replica-scope restart's epoch while the pod's view stays."""
+    pod = Pod("trainer", 0).running(1).view()
+    kept, full = _twice(pod, {"trainer": {"epoch": 0, "seen": [0]}}, {"trainer": {"epoch": 1, "seen": [0]}})
+    assert kept == full and [d.name for d in full.deletes] == [pod.name]
+
+
+def test_a_terminating_pod_whose_generation_was_ended_is_judged_again() -> None:
+    """The status may record that the operator ended the pod's generation while its view stays."""
+    pod = Pod("trainer", 0).running(1).deleted(5, 30).view()
+    kept, full = _twice(
+        pod, {"trainer": {"epoch": 0, "seen": [0]}}, {"trainer": {"epoch": 0, "seen": [0], "ended": {"0": 0}}}
+    )
+    assert kept == full and [c.name for c in full.creates] == [name_of("trainer", 0, 1)]
+
+
+def test_a_live_pod_of_an_ended_generation_deleted_after_a_settled_pass_is_passed_over() -> None:
+    """A generation the ledger says was ended (a scale-in whose delete was lost, then a
+    scale-out) whose pod is deleted later: its slot's redo retires it and creates the next."""
+    ledger = {"trainer": {"epoch": 0, "seen": [0], "ended": {"0": 0}}}
+    job = with_status(seed_job(trainer(replicas=1), launcher(replicas=0)), {"restartLedger": ledger})
+    memo, nodes, pod = Memo(), {"node-a": node("node-a")}, Pod("trainer", 0).running(1)
+    plan(job, [pod.view()], nodes, at(20), keys=KEYS, memo=memo)
+    assert memo.quiet is not None  # the pass decided nothing: the next redoes only what changed
+    gone = pod.deleted(21, 30).view()
+    kept = plan(job, [gone], nodes, at(22), keys=KEYS, memo=memo)
+    assert kept == plan(job, [gone], nodes, at(22), keys=KEYS)
+    assert [c.name for c in kept.creates] == [name_of("trainer", 0, 1)]
