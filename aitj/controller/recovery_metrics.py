@@ -35,6 +35,7 @@ from structlog.typing import FilteringBoundLogger
 from aitj.controller import metrics
 from aitj.controller.executor import Sent
 from aitj.core import api
+from aitj.core.api import RestartScope
 from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.lifecycle import phase_of
@@ -68,7 +69,10 @@ class Recoveries:
         this pass created. A job that finished in this status is not followed."""
         if status.phase in api.FINISHED_PHASES:
             return
-        ledger = Ledger.from_status(status)
+        # The ledger's epochs are what a Replica or All restart waits for; a Pod restart needs
+        # none, and the ledger of a job of thousands costs milliseconds to read.
+        whole = any(r.scope is not RestartScope.POD for r in records)
+        ledger = Ledger.from_status(status) if whole else None
         started = []
         for r in records:
             made = created.get((r.replica, r.index))

@@ -221,6 +221,17 @@ def test_a_recovery_looks_only_at_the_pods_it_waits_on() -> None:
     assert recovery_time.awaited_pods([], views(cluster)) == []
 
 
+def test_a_pod_restart_needs_no_ledger_and_a_wider_one_is_refused_without_it() -> None:
+    cluster = running_cluster()
+    record = restart(cluster).restarts[0]
+    assert recovery_time.begin(record, cluster.job, None) == recovery_time.begin(
+        record, cluster.job, ledger(cluster)
+    )
+    whole = running_cluster(RestartScope.REPLICA)
+    with pytest.raises(ValueError, match="ledger"):
+        recovery_time.begin(restart(whole).restarts[0], whole.job, None)
+
+
 def test_a_replica_restart_recovers_when_every_trainer_runs_with_the_new_epoch() -> None:
     cluster = running_cluster(RestartScope.REPLICA)
     plan = restart(cluster, index=1)

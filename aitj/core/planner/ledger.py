@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from aitj.core.api import JobStatus, RestartEntry, RestartLedger, RestartScope
@@ -67,6 +67,8 @@ class IndexHistory:
 
     def merge(self, other: IndexHistory) -> IndexHistory:
         """merge is the per-field max; (failed, restarts) move together."""
+        if other is self or other == self:  # a pod's stamp mostly tells what the status holds
+            return self
         failed, restarts = max((self.failed, self.restarts), (other.failed, other.restarts))
         return IndexHistory(
             max(self.seen, other.seen),
@@ -361,11 +363,13 @@ def record_from_json(value: object) -> RestartRecord | None:
 
 
 def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
-    indices: dict[int, IndexHistory] = {}
+    # Each index's fields gathered first and its IndexHistory made once: a job of thousands
+    # reads thousands of them from its status after every status write.
+    fields_of: dict[int, dict[str, int]] = {}
 
     def put(i: int | None, **fields: int) -> None:
         if i is not None and i >= 0:
-            indices[i] = replace(indices.get(i, IndexHistory()), **fields)
+            fields_of.setdefault(i, {}).update(fields)
 
     for i, seen in enumerate(as_list(e.get("seen"))):
         gen = as_int(seen)
@@ -379,6 +383,7 @@ def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
     for key, pair in mapping(e.get("restarts")).items():
         if (restarts := _restart_pair(pair)) is not None:
             put(as_int(key), failed=restarts[0], restarts=restarts[1])
+    indices = {i: IndexHistory(**fields) for i, fields in fields_of.items()}
     epoch = as_int(e.get("epoch"), 0) or 0
     found = (record_from_json(r) for r in as_list(e.get("records")))
     records = {r.key: r for r in found if r is not None and r.replica == name}

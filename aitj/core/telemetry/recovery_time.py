@@ -107,15 +107,20 @@ class Recovery:
         return index == (r.replica, r.index) and pod.generation > r.generation
 
 
-def begin(record: RestartRecord, job: Job, ledger: Ledger, created: datetime | None = None) -> Recovery:
+def begin(
+    record: RestartRecord, job: Job, ledger: Ledger | None, created: datetime | None = None
+) -> Recovery:
     """begin: the recovery of ``record``. ``ledger``: the restart ledger of the status that
-    recorded it (its epochs say what a scope restart waits for); ``created``: when this pass
-    created the failed index's replacement, if it did."""
+    recorded it (its epochs say what a scope restart waits for; None will do for a Pod
+    restart, which waits for its index alone); ``created``: when this pass created the failed
+    index's replacement, if it did."""
     per_pod = {r.name: gpus(r.template) for r in job.spec.replicas}
     if record.scope is RestartScope.POD:
         one = Awaited(record.replica, record.index, record.generation, 0, per_pod.get(record.replica, 0))
         awaited: tuple[Awaited, ...] = (one,)
     else:
+        if ledger is None:
+            raise ValueError(f"a {record.scope} restart's recovery needs the ledger's epochs")
         names = [record.replica] if record.scope is RestartScope.REPLICA else list(per_pod)
         awaited = tuple(Awaited(n, None, -1, ledger.replica(n).epoch, per_pod.get(n, 0)) for n in names)
     return Recovery(record, awaited, created)
