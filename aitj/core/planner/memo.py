@@ -13,9 +13,10 @@ event changes one view and the rest are found again by identity. What it keeps:
 
 - per pod view, whether it is the job's (``objects.belongs``: a name hashed per pod);
 - the restart ledger parsed from the status (``status.restartLedger``), while that is equal;
-- the ledger merged with the pods' stamps and generations (``stamps.observe``), while the
-  status ledger is that same one and the pods that came or went carry the same (replica,
-  index, generation, stamp) as each other (a pod's new view that changed its phase, say);
+- what the pods tell of the ledger, their stamps and generations merged (``stamps.told``),
+  while the pods that came or went carry the same (replica, index, generation, stamp) as each
+  other (a pod's new view that changed its phase, say), and the status ledger merged with it
+  (``stamps.observe``) while that is the same one too: after a status write, one merge;
 - per current pod, the survey's verdict of it (``survey.Judged``: ``policy.classify`` and
   ``restart_timed_out``), while its node's view, its slot and the replica's spec are the same;
   the clock is part of that key exactly when ``policy.restart_timed_out`` reads it;
@@ -46,7 +47,7 @@ from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import hostfiles
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.objects import belongs
-from aitj.core.planner.stamps import observe
+from aitj.core.planner.stamps import told
 from aitj.core.planner.survey import Judged, Shape, Survey, resurvey, settled, survey
 from aitj.core.planner.types import HostLists
 
@@ -74,8 +75,8 @@ class Memo:
     passes: int = 0  # the passes seen: ``observed`` holds for the one after its own only
     pods: dict[int, tuple[PodView, bool | None]] = field(default_factory=dict)  # id -> (view, belongs)
     status_ledger: tuple[Any, Ledger] | None = None  # (status.restartLedger's value, parsed)
-    # (the pass, its status ledger, its replicas' names, the merged ledger)
-    observed: tuple[int, Ledger, tuple[str, ...], Ledger] | None = None
+    # (the pass, its status ledger, its replicas' names, the merged ledger, what the pods told)
+    observed: tuple[int, Ledger, tuple[str, ...], Ledger, Ledger] | None = None
     judged: Judged = field(default_factory=dict)  # the survey's verdicts, by id(pod)
     quiet: Quiet | None = None  # the last pass's survey, when it decided nothing
     resurveyed: tuple[Survey, Survey] | None = None  # the last resurvey, and the one it redid (all running)
@@ -120,16 +121,20 @@ class Memo:
         return self.status_ledger[1]
 
     def observe(self, base: Ledger, job: Job, seen: Seen) -> Ledger:
-        """observe: ``stamps.observe(base, job, seen.mine)``, merged again only when the status
-        ledger or what the pods that came and went tell of it changed."""
+        """observe: ``stamps.observe(base, job, seen.mine)``: ``base`` merged with what the pods
+        tell (``stamps.told``), which is made again only when the pods that came and went tell
+        different things; a new status ledger is one merge."""
         names = tuple(r.name for r in job.spec.replicas)
         last = self.observed
-        held = last is not None and last[0] == self.passes - 1 and last[1] is base and last[2] == names
-        if last is not None and held and _told(seen.came) == _told(seen.went):
-            merged = last[3]  # the pods that came tell what those that went told
+        same = last is not None and last[0] == self.passes - 1 and last[2] == names
+        if last is not None and same and _told(seen.came) == _told(seen.went):
+            # the pods that came tell what those that went told: what the pods tell is the same
+            pods = last[4]
+            merged = last[3] if last[1] is base else base.merge(pods)  # a status write: one merge
         else:
-            merged = observe(base, job, seen.mine)
-        self.observed = (self.passes, base, names, merged)
+            pods = told(job, seen.mine)
+            merged = base.merge(pods)
+        self.observed = (self.passes, base, names, merged, pods)
         return merged
 
     def survey(

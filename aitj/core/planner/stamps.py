@@ -15,7 +15,17 @@ from aitj.core.planner.ledger import IndexHistory, Ledger, ReplicaHistory, pod_l
 
 
 def observe(ledger: Ledger, job: Job, pods: Sequence[PodView]) -> Ledger:
-    """observe merges what the pods tell into the ledger: their stamps and their generations."""
+    """observe merges what the pods tell into the ledger: their stamps and their generations.
+
+    The merge is a join (per field the latest, for each record the first), so what the pods
+    tell is one ledger (``told``), merged into the status's: a caller that keeps it while the
+    pods tell the same (aitj.core.planner.memo) merges one ledger into a new status's, not
+    every pod's stamp again."""
+    return ledger.merge(told(job, pods))
+
+
+def told(job: Job, pods: Sequence[PodView]) -> Ledger:
+    """told: what ``pods`` tell of the ledger: their stamps and their generations, merged."""
     names = {r.name for r in job.spec.replicas}
     generations: dict[str, dict[int, int]] = {}
     for p in pods:
@@ -31,4 +41,4 @@ def observe(ledger: Ledger, job: Job, pods: Sequence[PodView]) -> Ledger:
     # Pods created by one pass carry one stamp, parsed once (pod_ledger caches it): merge
     # each distinct stamp once, not once per pod.
     stamps = {id(stamp): stamp for stamp in map(pod_ledger, pods)}
-    return ledger.merge(*stamps.values(), seen)
+    return Ledger().merge(*stamps.values(), seen)
