@@ -35,7 +35,6 @@ from structlog.typing import FilteringBoundLogger
 from aitj.controller import metrics
 from aitj.controller.executor import Sent
 from aitj.core import api
-from aitj.core.api import RestartScope
 from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.lifecycle import phase_of
@@ -71,7 +70,7 @@ class Recoveries:
             return
         # The ledger's epochs are what a Replica or All restart waits for; a Pod restart needs
         # none, and the ledger of a job of thousands costs milliseconds to read.
-        whole = any(r.scope is not RestartScope.POD for r in records)
+        whole = any(r.scope is not api.RestartScope.POD for r in records)
         ledger = Ledger.from_status(status) if whole else None
         started = []
         for r in records:

@@ -90,9 +90,9 @@ The executor's pass and the test double (tests/unit/builders.py ``Cluster``) bot
 Modules: ``contract`` (the steps, ``PlanSink``, ``Sent`` and the stops), ``calls`` (one pass's
 calls), ``clients`` (the API clients and per-kind call tables), ``answers`` (what an answer
 says: the returned object, a stale write, an existing object's metadata), ``events`` (Event
-bodies), ``wire`` (the calls of a recovery as prebuilt JSON), ``fanout`` (a pass's pod creates, several
-at once in batches of 1, 2, 4, ...), ``kube_executor`` (``execute``
-and ``report``).
+bodies), ``wire`` (the calls of a recovery as prebuilt JSON), ``fanout`` (a pass's pod
+creates, several at once in batches of 1, 2, 4, ...), ``kube_executor`` (``execute`` and
+``report``).
 """
 
 from aitj.controller.executor.contract import (

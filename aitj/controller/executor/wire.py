@@ -27,9 +27,9 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from aitj.controller.informer import JSON
 from aitj.core import api
 
-JSON = "application/json"
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 # A pod's patches use strategic merge: the finalizer's release is a ``$deleteFromPrimitiveList``.
