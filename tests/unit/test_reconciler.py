@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import datetime as dt
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +30,15 @@ from aitj.controller.executor import (
     Target,
     only_status,
 )
-from aitj.controller.reconciler import ErrorStage, JobKey, Reconciler, Sources, retry_after, retry_delay
+from aitj.controller.reconciler import (
+    PACED_PLAN_SECONDS,
+    ErrorStage,
+    JobKey,
+    Reconciler,
+    Sources,
+    retry_after,
+    retry_delay,
+)
 from aitj.controller.written import Written
 from aitj.core import naming
 from aitj.core.api import Job, JobStatus, Phase, RestartScope
@@ -103,16 +112,21 @@ class Recorder:
 
 
 class Planner:
-    """Planner records the calls the reconciler makes to ``plan``."""
+    """Planner records the calls the reconciler makes to ``plan``; each takes ``takes`` seconds
+    of CPU."""
 
-    def __init__(self, plan: Plan = WRITE) -> None:
+    def __init__(self, plan: Plan = WRITE, takes: float = 0.0) -> None:
         self.plan = plan
+        self.takes = takes
         self.calls: list[dict[str, Any]] = []
         self.jobs: list[Job] = []
 
     def __call__(self, job: Job, pods: Sequence[PodView], nodes: Any, now: dt.datetime, **given: Any) -> Plan:
         self.calls.append(given)
         self.jobs.append(job)
+        started = time.thread_time()
+        while time.thread_time() - started < self.takes:
+            pass
         return self.plan
 
 
@@ -125,8 +139,9 @@ def reconciler(
     exists: bool = False,
     written: list[tuple[JobKey, Written]] | None = None,
     status_interval: float = 0.0,
+    plan_takes: float = 0.0,
 ) -> tuple[Reconciler, Planner, list[str]]:
-    planner = Planner(plan)
+    planner = Planner(plan, plan_takes)
     made: list[str] = []
 
     def keygen(name: str) -> SshKeys:
@@ -187,6 +202,25 @@ def test_kicks_during_a_pass_coalesce_into_one_more_pass() -> None:
 
     asyncio.run(burst())
     assert len(planner.calls) == 2
+
+
+@pytest.mark.parametrize(("takes", "paced"), [(0.0, False), (10 * PACED_PLAN_SECONDS, True)])
+def test_a_kick_after_a_long_plan_waits_twice_as_long(takes: float, paced: bool) -> None:
+    """A job whose plan took PACED_PLAN_SECONDS or more (thousands of pods) is planned again
+    no sooner than twice that long after; a job of quick plans is planned again at once."""
+    rec = Recorder()
+    r, planner, _ = reconciler(rec, body(), plan_takes=takes)
+
+    async def run() -> list[int]:
+        await r.kick(KEY)
+        ended = time.monotonic()
+        await r.kick(KEY)  # a pod event right after the pass
+        seen = [len(planner.calls)]
+        await asyncio.sleep(max(0.0, ended + 3 * takes - time.monotonic()))
+        seen.append(len(planner.calls))
+        return seen
+
+    assert asyncio.run(run()) == ([1, 2] if paced else [2, 2])
 
 
 def test_a_job_gone_from_the_cache_is_forgotten_without_planning() -> None:
