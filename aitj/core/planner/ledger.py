@@ -118,21 +118,27 @@ class ReplicaHistory:
         """merged: the merge of all ``histories`` at once (one sort, not one per pair)."""
         if len(histories) == 1:
             return histories[0]
-        merged: dict[int, IndexHistory] = {}
-        for h in histories:
-            for i, record in h.indices:
-                merged[i] = merged[i].merge(record) if i in merged else record
+        base = max(histories, key=lambda h: len(h.indices))
+        indices, by_index = _merged_indices(base, [h for h in histories if h is not base])
         every = [r for h in histories for r in h.records]
         records: dict[tuple[str, int, int], RestartRecord] = {}
         for r in sorted(every, key=lambda r: format_time(r.time), reverse=True):
             records[r.key] = r  # one pass decides a restart; the earliest copy wins all the same
-        return ReplicaHistory(
+        out = ReplicaHistory(
             max(h.epoch for h in histories),
-            tuple(sorted(merged.items())),
+            indices,
             tuple(records[k] for k in sorted(records)),
             merge_rules(h.rules for h in histories),
             merge_excluded(h.excluded for h in histories),
         )
+        if by_index is not None:  # the same indices as base's, in the same places
+            out.__dict__["_by_index"], out.__dict__["_places"] = by_index, base._places
+        return out
+
+    @functools.cached_property
+    def _places(self) -> dict[int, int]:
+        # Where each index is in ``indices``: a merge into a large history patches it there.
+        return {i: k for k, (i, _) in enumerate(self.indices)}
 
     @functools.cached_property
     def _rules_by_index(self) -> dict[int, dict[str, RuleHistory]]:
@@ -161,8 +167,9 @@ class ReplicaHistory:
         """excluded_of: the nodes ``index`` keeps off (expired ones included), by node."""
         return self._excluded_by_index.get(index, ())
 
-    @property
+    @functools.cached_property
     def restart_count(self) -> int:
+        # Each restart decided in a pass asks (policy's restartLimit): summed once per history.
         return sum(record.restarts for _, record in self.indices)
 
 
@@ -394,6 +401,26 @@ def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
         rules_from_json(e.get("rules")),
         excluded_from_json(e.get("excluded")),
     )
+
+
+def _merged_indices(
+    base: ReplicaHistory, others: Sequence[ReplicaHistory]
+) -> tuple[tuple[tuple[int, IndexHistory], ...], dict[int, IndexHistory] | None]:
+    """_merged_indices: ``base``'s index records joined with ``others``' (order-free), and their
+    dict when the indices are base's: then base's are patched (a few into thousands, per decision)."""
+    if all(i in base._by_index for h in others for i, _ in h.indices):
+        items, by_index, places = list(base.indices), dict(base._by_index), base._places
+        for h in others:
+            for i, record in h.indices:
+                joined = by_index[i].merge(record)
+                if joined is not by_index[i]:
+                    by_index[i], items[places[i]] = joined, (i, joined)
+        return tuple(items), by_index
+    merged = dict(base.indices)
+    for h in others:
+        for i, record in h.indices:
+            merged[i] = merged[i].merge(record) if i in merged else record
+    return tuple(sorted(merged.items())), None
 
 
 def _restart_pair(pair: object) -> tuple[int, int] | None:
