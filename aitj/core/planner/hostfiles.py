@@ -18,12 +18,13 @@ when the lists differ from the status's).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from aitj.core.api import Job, JobStatus, ReplicaType
 from aitj.core.planner import objects, resources
 from aitj.core.planner.part import Context, Part
-from aitj.core.planner.survey import State, Survey
+from aitj.core.planner.survey import Slot, State, Survey
 from aitj.core.planner.types import HostEntry, HostLists, Owned, Plan, PodNudge
 
 
@@ -97,6 +98,12 @@ def held(
         for s in found.slots
         if s.replica.replica_type is ReplicaType.WORKER and (s.replica.name, s.index) not in joining
     ]
+    return held_among(workers, listed, now)
+
+
+def held_among(workers: Sequence[Slot], listed: frozenset[str], now: datetime) -> dict[str, float]:
+    """held_among: ``held`` of the worker slots ``workers`` (aitj.core.planner.listing hands it
+    the few a pass redid: the others run, listed)."""
     pending = [s.pod for s in workers if s.state is State.PENDING and s.pod is not None]
     starting = [p.created for p in pending if p.created is not None and p.deleted_at is None]
     waits: dict[str, float] = {}

@@ -44,9 +44,9 @@ from typing import Any
 from aitj.core.api import Job, JobSpec, JobStatus
 from aitj.core.nodesignals import NodeSignals
 from aitj.core.observed import NodeView, PodView
-from aitj.core.planner import hostfiles
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.ledger_delta import Changes, Parsed, Told, parse, remerged, reparse, retold, tell
+from aitj.core.planner.listing import Listing, listing, relisted
 from aitj.core.planner.objects import belongs
 from aitj.core.planner.survey import Judged, RetireReason, Shape, Survey, clean, resurvey, survey
 from aitj.core.planner.types import HostLists
@@ -82,8 +82,10 @@ class Memo:
     observed: Observed | None = None  # the last pass's ledgers
     judged: Judged = field(default_factory=dict)  # the survey's verdicts, by id(pod)
     quiet: Quiet | None = None  # the last pass's survey, when it decided nothing
-    resurveyed: tuple[Survey, Survey] | None = None  # the last resurvey, and the one it redid (all running)
-    lists: tuple[Survey, frozenset[tuple[str, int]], HostLists | None] | None = None  # host_lists'
+    resurveyed: tuple[Survey, Survey, tuple[int, ...]] | None = (
+        None  # the last resurvey, the one it redid, where
+    )
+    lists: tuple[Survey, frozenset[tuple[str, int]], Listing] | None = None  # host_lists'
 
     def seen(self, job: Job, pods: Sequence[PodView]) -> Seen:
         """seen: ``objects.pods_of(job, pods)``, each pod view judged once in its life, and
@@ -179,13 +181,10 @@ class Memo:
         if last is not None and groups is not None and found is not None:
             loud = {k: g for k, g in groups.items() if not clean(found.slots[k], g)}
             self.quiet = Quiet(self.passes, made_of, found, last.where, loud)
-            same = last.made_of[0] is ledger or all(
-                found.slots[k].name == last.found.slots[k].name for k in groups
-            )
-            self.resurveyed = (found, last.found) if same and not (loud or last.loud) else None
+            self.resurveyed = (found, last.found, tuple(groups))
             return found
         found = survey(job, seen.mine, nodes, ledger, now, shape, signals, self.judged)
-        self.quiet = self.resurveyed = None
+        self.quiet, self.resurveyed = None, None
         if not any(r.reason in (RetireReason.NOT_IN_SPEC, RetireReason.SCALED_AWAY) for r in found.retirees):
             where = {(s.replica.name, s.index): k for k, s in enumerate(found.slots)}
             self.quiet = Quiet(self.passes, made_of, found, where, _loud(found, where, seen.mine, shape.keep))
@@ -213,20 +212,18 @@ class Memo:
     def host_lists(
         self, job: Job, found: Survey, joining: frozenset[tuple[str, int]], prev: JobStatus, now: datetime
     ) -> HostLists | None:
-        """host_lists: ``hostfiles.host_lists``, or the last pass's lists when this pass's survey
-        redid the one they were made of (``resurvey``), every slot running in both, and the same
-        slots join. When every slot runs no wave starts and nothing is held (neither ``prev``
-        nor ``now`` counts), and a slot redone holds a pod of the same name (the same replica,
-        index and generation: the ledger, which holds them, is the same object), running: the
-        lists are the same."""
+        """host_lists: ``hostfiles.host_lists``; when this pass's survey redid the one the last
+        lists were made of (``resurvey``) with the same slots joining, those lists patched at
+        the slots it redid (``listing.relisted``)."""
         last, redone = self.lists, self.resurveyed
+        listed = None
         same = last is not None and redone is not None and redone[0] is found and redone[1] is last[0]
-        if last is not None and same and last[1] == joining:
-            lists = last[2]
-        else:
-            lists = hostfiles.host_lists(job, found, joining, prev, now)
-        self.lists = (found, joining, lists)
-        return lists
+        if last is not None and redone is not None and same and last[1] == joining:
+            listed = relisted(last[2], last[0], found, redone[2], joining, prev, now)
+        if listed is None:
+            listed = listing(job, found, joining, prev, now)
+        self.lists = (found, joining, listed)
+        return listed.lists
 
 
 @dataclass(frozen=True)
