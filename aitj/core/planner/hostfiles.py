@@ -149,7 +149,7 @@ def drifted(job: Job, owned: Owned, lists: HostLists) -> bool:
 
 
 def _pods(lists: HostLists) -> tuple[str, ...]:
-    return tuple(h.pod for h in lists.hosts)
+    return lists.pods
 
 
 def digest(lists: HostLists) -> str:

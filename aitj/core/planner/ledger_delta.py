@@ -256,19 +256,7 @@ def retold(
     what changed. None when a replica's pods came or all went: then only ``tell`` says."""
     if names != last.names:
         return None
-    generations, stamps = dict(last.generations), Counter(last.stamps)
-    touched: dict[str, set[int]] = {}
-    for pods, step in ((went, -1), (came, 1)):
-        for p in pods:
-            if p.replica in names and p.index is not None and p.index >= 0:
-                key = (p.replica, p.index)
-                gens = generations[key] = Counter(generations.get(key, ()))
-                gens[p.generation] += step
-                touched.setdefault(p.replica, set()).add(p.index)
-            if p.ledger_annotation is not None:
-                stamps[p.ledger_annotation] += step
-    generations = {k: +g for k, g in generations.items() if +g}
-    stamps = +stamps
+    generations, stamps, touched = _counted(last, names, came, went)
     seen, cs = _seen_patched_ledger(last.seen, generations, touched)
     if cs is None:
         return None
@@ -280,6 +268,32 @@ def retold(
     ct = {} if stamped is last.stamped else _diff(stamped, last.stamped)
     ledger, changes = remerged(last.ledger, seen, stamped, cs, ct)
     return Told(names, generations, stamps, seen, stamped, ledger), changes
+
+
+def _counted(
+    last: Told, names: tuple[str, ...], came: Sequence[PodView], went: Sequence[PodView]
+) -> tuple[dict[tuple[str, int], Counter[int]], Counter[str], dict[str, set[int]]]:
+    """_counted: ``last``'s generations and stamps after ``came`` came and ``went`` went, and
+    the indices whose generations moved."""
+    generations, stamps = dict(last.generations), Counter(last.stamps)
+    touched: dict[str, set[int]] = {}
+    for pods, step in ((went, -1), (came, 1)):
+        for p in pods:
+            if p.replica in names and p.index is not None and p.index >= 0:
+                key = (p.replica, p.index)
+                gens = generations[key] = Counter(generations.get(key, ()))
+                gens[p.generation] += step
+                touched.setdefault(p.replica, set()).add(p.index)
+            if p.ledger_annotation is not None:
+                stamps[p.ledger_annotation] += step
+    for name, indices in touched.items():  # only counts that moved: the others are positive
+        for i in indices:
+            if not (gens := +generations[(name, i)]):
+                del generations[(name, i)]
+            else:
+                generations[(name, i)] = gens
+    stamps = +stamps
+    return generations, stamps, touched
 
 
 def _seen_patched_ledger(

@@ -153,4 +153,4 @@ def _add(
 
 
 def _pods(lists: HostLists) -> tuple[str, ...]:
-    return tuple(h.pod for h in lists.hosts)
+    return lists.pods

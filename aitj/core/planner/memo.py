@@ -39,6 +39,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from itertools import compress
 from typing import Any
 
 from aitj.core.api import Job, JobSpec, JobStatus
@@ -74,6 +75,8 @@ class Memo:
     spec: JobSpec | None = None  # the spec ``judged`` was made under
     passes: int = 0  # the passes seen: ``observed`` holds for the one after its own only
     pods: dict[int, tuple[PodView, bool | None]] = field(default_factory=dict)  # id -> (view, belongs)
+    mine_ids: set[int] = field(default_factory=set)  # the ids of those the job's
+    other_ids: set[int] = field(default_factory=set)  # the ids of those with its label it did not make
     parsed: Parsed | None = None  # status.restartLedger's value, parsed
     reparsed: tuple[Ledger | None, Changes] = (
         None,
@@ -99,6 +102,28 @@ class Memo:
             self.judged, self.quiet = {}, None
         self.spec = job.spec
         self.passes += 1
+        ids = list(map(id, pods))
+        fresh = set(ids)
+        if len(fresh) != len(ids):  # a view given twice: sorted one by one, as pods_of does
+            return self._seen_each(job, pods)
+        known = self.pods
+        came = [pods[k] for k in sorted(map(ids.index, fresh - known.keys()))]
+        gone = [known.pop(k) for k in known.keys() - fresh]
+        for p, _ in gone:
+            self.judged.pop(id(p), None)
+        for p in came:
+            known[id(p)] = (p, belongs(job, p))
+        self.mine_ids -= {id(p) for p, _ in gone}
+        self.mine_ids |= {id(p) for p in came if known[id(p)][1]}
+        self.other_ids -= {id(p) for p, _ in gone}
+        self.other_ids |= {id(p) for p in came if known[id(p)][1] is False}
+        # Sorted in C: a pass of a job of thousands looks at each of its pods' ids, not more.
+        mine = list(compress(pods, map(self.mine_ids.__contains__, ids)))
+        others = list(compress(pods, map(self.other_ids.__contains__, ids))) if self.other_ids else []
+        return Seen(mine, others, [p for p in came if known[id(p)][1]], [p for p, b in gone if b])
+
+    def _seen_each(self, job: Job, pods: Sequence[PodView]) -> Seen:
+        """_seen_each: ``seen``, each pod view looked up in turn (a list holding one twice)."""
         known, fresh = self.pods, {}
         mine: list[PodView] = []
         others: list[PodView] = []
@@ -114,6 +139,8 @@ class Memo:
                 (mine if entry[1] else others).append(p)
         went = [known[k][0] for k in known.keys() - fresh.keys() if known[k][1]]
         self.pods = fresh
+        self.mine_ids = {k for k, e in fresh.items() if e[1]}
+        self.other_ids = {k for k, e in fresh.items() if e[1] is False}
         for p in went:
             self.judged.pop(id(p), None)
         return Seen(mine, others, came, went)

@@ -48,6 +48,7 @@ from aitj.core.planner.survey_terms import RetireReason as RetireReason
 from aitj.core.planner.survey_terms import Shape as Shape
 from aitj.core.planner.survey_terms import Slot as Slot
 from aitj.core.planner.survey_terms import State as State
+from aitj.core.planner.survey_terms import clean as clean
 from aitj.core.planner.survey_terms import gate, gate_open, waits
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
@@ -87,6 +88,17 @@ class Survey:
         return tuple(s for s in self.slots if s.replica.name == replica)
 
     @functools.cached_property
+    def astir(self) -> tuple[Slot, ...]:
+        """astir: the slots that do not run, in order: all a part that looks for slots to
+        create, wait for, or fail has to look at (found once per survey; ``resurvey`` keeps
+        them by delta, the others it keeps run)."""
+        return tuple(self.slots[k] for k in self._astir)
+
+    @functools.cached_property
+    def _astir(self) -> tuple[int, ...]:
+        return tuple(k for k, s in enumerate(self.slots) if s.state is not State.RUNNING)
+
+    @functools.cached_property
     def states(self) -> Mapping[str, Counter[State]]:
         """states: per replica, how many of its slots are in each state (the status's counts;
         counted once per survey, and ``resurvey`` keeps them by delta)."""
@@ -124,14 +136,6 @@ def survey(
     released = tuple(slot.pod.name for slot in slots if slot.pod is not None and s.settle(slot, ledger))
     gated = tuple(gate(slots, shape.joining))
     return Survey(gated, tuple(s.retirees), tuple(s.restarts), s.ledger, released)
-
-
-def clean(slot: Slot, group: Sequence[PodView]) -> bool:
-    """clean: ``slot``, made of the pods ``group``, runs its one pod with no failure. Its verdict
-    reads no clock (no restartTimeout, backoff or budget is read for a running, healthy pod), no
-    other slot's, and of the ledger only its index's record and its replica's epoch: what lets
-    ``resurvey`` keep it while those are the same."""
-    return slot.state is State.RUNNING and slot.failure is None and len(group) == 1 and group[0] is slot.pod
 
 
 def resurvey(
@@ -175,6 +179,10 @@ def resurvey(
         states[slots[k].replica.name][slots[k].state] += 1
     found = Survey(tuple(slots), tuple(s.retirees), tuple(s.restarts), s.ledger, released)
     found.__dict__["states"] = {name: +counts for name, counts in states.items()}  # Survey.states, by delta
+    astir = {k for k in last._astir if k not in groups} | {
+        k for k in places if slots[k].state is not State.RUNNING
+    }
+    found.__dict__["_astir"] = tuple(sorted(astir))  # Survey.astir, by delta
     return found
 
 

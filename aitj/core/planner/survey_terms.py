@@ -135,3 +135,11 @@ def waits(s: Slot) -> Slot:
     if s.replica.replica_type is ReplicaType.MASTER and s.state.needs_pod and s.state is not State.BACKOFF:
         return replace(s, state=State.WAITING)
     return s
+
+
+def clean(slot: Slot, group: Sequence[PodView]) -> bool:
+    """clean: ``slot``, made of the pods ``group``, runs its one pod with no failure. Its verdict
+    reads no clock (no restartTimeout, backoff or budget is read for a running, healthy pod), no
+    other slot's, and of the ledger only its index's record and its replica's epoch: what lets
+    ``resurvey`` keep it while those are the same."""
+    return slot.state is State.RUNNING and slot.failure is None and len(group) == 1 and group[0] is slot.pod
