@@ -156,7 +156,12 @@ def digest(lists: HostLists) -> str:
     """digest: a short fingerprint of what the ConfigMap is rendered from: the host list and
     the master replicas' files (the workers' files hold the host list's pods again, so they
     change with it), as the status records them."""
-    return resources.hosts_digest(_pods(lists), lists.masters)
+    # Made once per lists (a pass reads it to tell a drifted ConfigMap and to nudge the
+    # masters, and the memo keeps unchanged lists): kept on them as Survey.states is.
+    made = lists.__dict__.get("_digest")
+    if made is None:
+        made = lists.__dict__["_digest"] = resources.hosts_digest(_pods(lists), lists.masters)
+    return str(made)
 
 
 def nudges(found: Survey, lists: HostLists | None) -> tuple[PodNudge, ...]:
@@ -168,11 +173,7 @@ def nudges(found: Survey, lists: HostLists | None) -> tuple[PodNudge, ...]:
     period: nudging every pod of a large job on every change would cost a write per pod."""
     if lists is None:
         return ()
-    pods = [
-        s.pod
-        for s in found.slots
-        if s.replica.replica_type is ReplicaType.MASTER and s.state is State.RUNNING and s.pod is not None
-    ]
+    pods = [s.pod for s in found.masters if s.state is State.RUNNING and s.pod is not None]
     if not pods:
         return ()  # no fingerprint to compute: it costs a pass time on a large job
     d = digest(lists)

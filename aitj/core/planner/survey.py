@@ -30,10 +30,9 @@ How the pieces fit (docs/semantics.md has the user-facing version):
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 
 from aitj.core import naming
@@ -48,6 +47,7 @@ from aitj.core.planner.survey_terms import RetireReason as RetireReason
 from aitj.core.planner.survey_terms import Shape as Shape
 from aitj.core.planner.survey_terms import Slot as Slot
 from aitj.core.planner.survey_terms import State as State
+from aitj.core.planner.survey_terms import Survey as Survey
 from aitj.core.planner.survey_terms import clean as clean
 from aitj.core.planner.survey_terms import gate, gate_open, waits
 from aitj.core.planner.types import RestartRecord
@@ -68,44 +68,6 @@ from aitj.core.policy import (
 # Verdicts of current pods kept between passes (aitj.core.planner.memo), by id(pod): the pod (so
 # that its id is not reused while the entry lives), what the verdict was made of, the Slot.
 Judged = MutableMapping[int, tuple[PodView, tuple[object, ...], Slot]]
-
-
-@dataclass(frozen=True)
-class Survey:
-    """Survey: the slots, the pods to retire, the restarts this pass decided (each restarted
-    slot keeps its ``RestartDecision``), the ledger with this pass's
-    decisions, and ``released``: pods the slots keep (succeeded, or failed for good) that are on
-    their way out and whose outcome the ledger the pass started from already records, so their
-    finalizer goes (the operator never holds a pod it does not need)."""
-
-    slots: tuple[Slot, ...]
-    retirees: tuple[Retiree, ...]
-    restarts: tuple[RestartRecord, ...]
-    ledger: Ledger  # with this pass's decisions
-    released: tuple[str, ...] = ()
-
-    def of(self, replica: str) -> tuple[Slot, ...]:
-        return tuple(s for s in self.slots if s.replica.name == replica)
-
-    @functools.cached_property
-    def astir(self) -> tuple[Slot, ...]:
-        """astir: the slots that do not run, in order: all a part that looks for slots to
-        create, wait for, or fail has to look at (found once per survey; ``resurvey`` keeps
-        them by delta, the others it keeps run)."""
-        return tuple(self.slots[k] for k in self._astir)
-
-    @functools.cached_property
-    def _astir(self) -> tuple[int, ...]:
-        return tuple(k for k, s in enumerate(self.slots) if s.state is not State.RUNNING)
-
-    @functools.cached_property
-    def states(self) -> Mapping[str, Counter[State]]:
-        """states: per replica, how many of its slots are in each state (the status's counts;
-        counted once per survey, and ``resurvey`` keeps them by delta)."""
-        out: dict[str, Counter[State]] = {}
-        for (name, state), n in Counter((s.replica.name, s.state) for s in self.slots).items():
-            out.setdefault(name, Counter())[state] = n
-        return out
 
 
 def survey(
@@ -183,6 +145,7 @@ def resurvey(
         k for k in places if slots[k].state is not State.RUNNING
     }
     found.__dict__["_astir"] = tuple(sorted(astir))  # Survey.astir, by delta
+    found.__dict__["_masters"] = last._masters  # the same slots, in the same places
     return found
 
 
