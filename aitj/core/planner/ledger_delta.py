@@ -90,9 +90,7 @@ def _patched(
         changed |= moved
     if any(new.get(k) != old.get(k) for k in META):
         meta = _replica_history(name, {k: new[k] for k in META if k in new})
-        history = replace(
-            history, epoch=meta.epoch, records=meta.records, rules=meta.rules, excluded=meta.excluded
-        )
+        history = _remeta(history, meta)
     records = {i: _record(out, i) for i in changed}
     return with_records(history, records), out, changed
 
@@ -149,31 +147,49 @@ def _record(fields: Mapping[str, Mapping[int, Any]], i: int) -> IndexHistory | N
 
 def with_records(history: ReplicaHistory, records: Mapping[int, IndexHistory | None]) -> ReplicaHistory:
     """with_records: ``history`` with the records of some indices replaced (None: removed); a
-    record equal to the one it replaces keeps that object, and the others stay where they were."""
+    record equal to the one it replaces keeps that object, and the others stay where they were.
+    What ``history`` found of its indices (their dict, places, restart count) is patched too."""
     if all(record is history._by_index.get(i) for i, record in records.items()):
         return history
     by_index, items = dict(history._by_index), list(history.indices)
-    places: dict[int, int] | None = history._places
+    places: dict[int, int] | None = history.__dict__.get("_places")
+    count: int | None = history.__dict__.get("restart_count")
     for i, record in sorted(records.items()):
         had = by_index.get(i)
-        if record is None and had is not None:
+        if record == had:
+            continue
+        if count is not None:
+            count += (record.restarts if record else 0) - (had.restarts if had else 0)
+        if record is None:
             del by_index[i]
-            items.pop(bisect.bisect_left(items, i, key=lambda item: item[0]))
+            items.pop(bisect.bisect_left(items, i, key=_index))
             places = None
-        elif record is not None and had is None:
+        elif had is None:
             by_index[i] = record
-            bisect.insort(items, (i, record), key=lambda item: item[0])
+            bisect.insort(items, (i, record), key=_index)
             places = None
-        elif record is not None and had is not None and record != had:
+        else:
             by_index[i] = record
-            items[bisect.bisect_left(items, i, key=lambda item: item[0]) if places is None else places[i]] = (
-                i,
-                record,
-            )
+            items[bisect.bisect_left(items, i, key=_index) if places is None else places[i]] = (i, record)
     out = replace(history, indices=tuple(items))
     out.__dict__["_by_index"] = by_index
-    if places is not None:
-        out.__dict__["_places"] = places
+    for key, value in (("_places", places), ("restart_count", count)):
+        if value is not None:
+            out.__dict__[key] = value
+    return out
+
+
+def _index(item: tuple[int, IndexHistory]) -> int:
+    return item[0]
+
+
+def _remeta(history: ReplicaHistory, meta: ReplicaHistory) -> ReplicaHistory:
+    """_remeta: ``history`` with ``meta``'s epoch, records, rules and exclusions; its indices,
+    and what was found of them, as they were."""
+    out = replace(history, epoch=meta.epoch, records=meta.records, rules=meta.rules, excluded=meta.excluded)
+    for key in ("_by_index", "_places", "restart_count"):
+        if key in history.__dict__:
+            out.__dict__[key] = history.__dict__[key]
     return out
 
 
@@ -197,10 +213,7 @@ def remerged(prev: Ledger, a: Ledger, b: Ledger, ca: Changes, cb: Changes) -> tu
             continue
         touched = ca.get(name, set()) | cb.get(name, set())
         meta = ReplicaHistory.merged([replace(one, indices=()), replace(other, indices=())])
-        kept = replace(
-            olds[name], epoch=meta.epoch, records=meta.records, rules=meta.rules, excluded=meta.excluded
-        )
-        histories[name] = with_records(kept, {i: _join(one, other, i) for i in touched})
+        histories[name] = with_records(_remeta(olds[name], meta), {i: _join(one, other, i) for i in touched})
         changes[name] = touched
     return Ledger(tuple(sorted(histories.items()))), changes
 
