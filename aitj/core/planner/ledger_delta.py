@@ -176,7 +176,7 @@ def with_records(history: ReplicaHistory, records: Mapping[int, IndexHistory | N
     for key, value in (("_places", places), ("restart_count", count)):
         if value is not None:
             out.__dict__[key] = value
-    return out
+    return out.derived(history, records)
 
 
 def _index(item: tuple[int, IndexHistory]) -> int:
@@ -190,7 +190,7 @@ def _remeta(history: ReplicaHistory, meta: ReplicaHistory) -> ReplicaHistory:
     for key in ("_by_index", "_places", "restart_count"):
         if key in history.__dict__:
             out.__dict__[key] = history.__dict__[key]
-    return out
+    return out.derived(history, ())
 
 
 def remerged(prev: Ledger, a: Ledger, b: Ledger, ca: Changes, cb: Changes) -> tuple[Ledger, Changes]:
