@@ -137,3 +137,16 @@ def test_what_the_pods_tell_kept_by_delta_is_what_they_tell(
         again = ledger_delta.retold(kept, names, came, went)
         kept = again[0] if again is not None else ledger_delta.tell(names, pods)
         assert kept.ledger == told(job, pods)
+
+
+@settings(max_examples=200, deadline=None)
+@given(EDITS, st.lists(EDITS, min_size=1, max_size=5))
+def test_a_restart_count_kept_by_delta_is_the_sum(start: list[Any], steps: list[Any]) -> None:
+    ledger = _ledger(start)
+    for edits in steps:
+        for name in NAMES:
+            assert ledger.replica(name).restart_count >= 0  # found, and kept by the next merges
+        for name, i, record, _ in edits:
+            ledger = ledger.with_index(name, i, record)
+        for name, h in ledger.replicas:
+            assert h.restart_count == sum(r.restarts for _, r in h.indices), name

@@ -136,6 +136,9 @@ class ReplicaHistory:
         )
         if by_index is not None:  # the same indices as base's, in the same places
             out.__dict__["_by_index"], out.__dict__["_places"] = by_index, base._places
+            if "restart_count" in base.__dict__:  # by delta: a restart decided asks for it
+                moved = sum(by_index[i].restarts - base._by_index[i].restarts for i in changed)
+                out.__dict__["restart_count"] = base.restart_count + moved
             out.derived(base, changed)
         return out
 

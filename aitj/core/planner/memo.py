@@ -77,6 +77,8 @@ class Memo:
     pods: dict[int, tuple[PodView, bool | None]] = field(default_factory=dict)  # id -> (view, belongs)
     mine_ids: set[int] = field(default_factory=set)  # the ids of those the job's
     other_ids: set[int] = field(default_factory=set)  # the ids of those with its label it did not make
+    ids: list[int] = field(default_factory=list)  # the ids of the last pass's views, in order
+    last: Seen | None = None  # what ``seen`` made of them (None: ``_seen_each`` did)
     parsed: Parsed | None = None  # status.restartLedger's value, parsed
     reparsed: tuple[Ledger | None, Changes] = (
         None,
@@ -103,6 +105,9 @@ class Memo:
         self.spec = job.spec
         self.passes += 1
         ids = list(map(id, pods))
+        if ids == self.ids and self.last is not None:  # the very same views (a status write's pass)
+            return Seen(list(self.last.mine), list(self.last.others), [], [])
+        self.ids, self.last = ids, None
         fresh = set(ids)
         if len(fresh) != len(ids):  # a view given twice: sorted one by one, as pods_of does
             return self._seen_each(job, pods)
@@ -120,7 +125,8 @@ class Memo:
         # Sorted in C: a pass of a job of thousands looks at each of its pods' ids, not more.
         mine = list(compress(pods, map(self.mine_ids.__contains__, ids)))
         others = list(compress(pods, map(self.other_ids.__contains__, ids))) if self.other_ids else []
-        return Seen(mine, others, [p for p in came if known[id(p)][1]], [p for p, b in gone if b])
+        self.last = Seen(mine, others, [p for p in came if known[id(p)][1]], [p for p, b in gone if b])
+        return Seen(list(mine), list(others), self.last.came, self.last.went)
 
     def _seen_each(self, job: Job, pods: Sequence[PodView]) -> Seen:
         """_seen_each: ``seen``, each pod view looked up in turn (a list holding one twice)."""
