@@ -6,28 +6,41 @@ reconciler keeps one Memo per job and hands it to each of the job's passes, whic
 serialises; a Memo is not safe to share between jobs running at once.
 
 Why it is safe: every entry is the result of a pure function of inputs the entry keeps, and it
-is reused only when this pass's inputs are those same objects (``is``) or equal ones (``==``).
-The cache (aitj.controller.cache) hands the planner the same immutable PodView for a pod until
-the pod's resourceVersion moves, and the same NodeView for a node until it changes, so one pod
-event changes one view and the rest are found again by identity. What it keeps:
+is reused only when this pass's inputs are those same objects (``is``) or equal ones (``==``),
+or patched where they are not. The cache (aitj.controller.cache) hands the planner the same
+immutable PodView for a pod until the pod's resourceVersion moves, and the same NodeView for a
+node until it changes, so one pod event changes one view and the rest are found again by
+identity. What it keeps, so that a pass costs what changed (a pod event, a status write), not
+what the job holds:
 
-- per pod view, whether it is the job's (``objects.belongs``: a name hashed per pod);
-- the restart ledger parsed from the status (``status.restartLedger``), while that is equal;
-- what the pods tell of the ledger, their stamps and generations merged (``stamps.told``),
-  while the pods that came or went carry the same (replica, index, generation, stamp) as each
-  other (a pod's new view that changed its phase, say), and the status ledger merged with it
-  (``stamps.observe``) while that is the same one too: after a status write, one merge;
+- per pod view, whether it is the job's (``objects.belongs``: a name hashed per pod), and the
+  ids of the job's and the others' views: a pass's views are sorted by set arithmetic on ids
+  and ``itertools.compress`` (in C), and the very same views as the last pass's at once;
+- the status's ``restartLedger`` (``ledger_delta.Parsed``: its value, its Ledger, each index's
+  fields), read again only where the value changed (``ledger_delta.reparse``);
+- what the pods tell of the ledger (``ledger_delta.Told``: each index's generations, the pods'
+  stamps by annotation, the ledgers they make), counted by delta from the views that came and
+  went (``retold``), and the status's ledger merged with it (``stamps.observe``), patched where
+  either changed (``remerged``); ``Observed.changes`` says which index records changed;
 - per current pod, the survey's verdict of it (``survey.Judged``: ``policy.classify`` and
   ``restart_timed_out``), while its node's view, its slot and the replica's spec are the same;
   the clock is part of that key exactly when ``policy.restart_timed_out`` reads it;
-- the last pass's survey when it decided nothing (``survey.settled``: nothing retired,
-  restarted, released or recorded, no failure; its running slots read no clock and none
-  depends on another): while the ledger (the same object), shape, node signals and nodes are
-  the same, only the slots that did not run and those whose pods came or went are looked at
-  again (``survey.resurvey``); one of them deciding anything, and the pass surveys all;
-- the host lists of a survey where every slot runs (no wave starts, so neither the clock nor
-  the status's lists count), while the next survey redoes it with every slot running
-  (``host_lists``).
+- the last pass's survey (``Quiet``) when every slot but some (``loud``) is clean (running its
+  one pod with no failure: ``survey_terms.clean``) and it retired no pod but theirs: while the
+  shape, node signals and nodes are the same and no epoch moved, the next pass redoes only the
+  loud slots, those whose pods came or went and those whose ledger record changed
+  (``survey.resurvey``), in the survey's order, deciding restarts, retirements and releases
+  as the full survey would; a Replica- or All-scope restart (other slots go stale) or many
+  slots to redo, and the pass surveys all. The survey's counts, the slots that do not run
+  (``Survey.astir``: what the parts that create, wait and fail look at) and the masters'
+  places are kept by delta;
+- the discovery lists with the places of their entries (``listing.Listing``), patched at the
+  slots a resurvey redid (``listing.relisted``) while none waits for its wave.
+
+Beside it, the objects themselves keep what was found of them: a ledger's history its index
+dict, places, restart count and status form (``ReplicaHistory.wire``, patched from the history
+it was patched from), the discovery lists their pod names and digest. docs/operator.md, "Large
+jobs: the planner's memo", has the figures.
 
 Nothing in it is a decision: a pass with an empty Memo decides the same, only slower. A Memo
 forgets everything when it is handed another job (another namespace, name or uid).
