@@ -190,7 +190,7 @@ class Memo:
         if last is None or last.passes != self.passes - 1 or last.names != names:
             told = tell(names, seen.mine)
             merged = base.merge(told.ledger)
-            self.observed = Observed(self.passes, base, names, told, merged, None)
+            self.observed = Observed(self.passes, base, names, told, merged, None, None)
             return merged
         again: tuple[Told, Changes] | None = (last.told, {})
         if _told(seen.came) != _told(seen.went):
@@ -202,7 +202,7 @@ class Memo:
         elif since is not last.base:
             cb = None
         merged, changes = remerged(last.merged, base, told.ledger, cb, ct)
-        self.observed = Observed(self.passes, base, names, told, merged, changes)
+        self.observed = Observed(self.passes, base, names, told, merged, changes, last.merged)
         return merged
 
     def survey(
@@ -246,7 +246,12 @@ class Memo:
             return None
         before = last.made_of[0]
         changes: Changes = {} if ledger is before else None
-        if changes is None and observed is not None and observed.passes == self.passes:
+        if (
+            changes is None
+            and observed is not None
+            and observed.passes == self.passes
+            and observed.since is before
+        ):
             changes = observed.changes
         if changes is None or any(ledger.replica(n).epoch != before.replica(n).epoch for n in changes):
             return None
@@ -275,7 +280,7 @@ class Memo:
 @dataclass(frozen=True)
 class Observed:
     """Observed: a pass's ledgers: the status's (``base``), what its pods told, both merged, and
-    where the merge changed since the pass before (``ledger_delta.Changes``)."""
+    where the merge changed (``ledger_delta.Changes``) since the pass before's (``since``)."""
 
     passes: int
     base: Ledger
@@ -283,6 +288,7 @@ class Observed:
     told: Told
     merged: Ledger
     changes: Changes
+    since: Ledger | None  # the merge ``changes`` are counted from (the pass before's)
 
 
 @dataclass(frozen=True)
