@@ -254,3 +254,32 @@ def test_a_recovery_in_a_larger_job_is_redone_slot_by_slot() -> None:
     assert [r["pod"] for r in cluster.status["restarts"]] == [name_of("trainer", 7)]
     assert name_of("trainer", 7) not in cluster.pods
     assert cluster.memo.quiet is not None and not cluster.memo.quiet.loud  # all 41 run
+
+
+def test_a_view_handed_twice_is_sorted_as_the_full_planner_sorts_it() -> None:
+    """A pod list holding one view twice (no cache hands one, but plan takes any list): the
+    memo sorts it view by view, and the passes after it as usual."""
+    cluster = Twin(seed_job(trainer(replicas=2), launcher()))
+    for now in range(10, 13):
+        cluster.step(now)
+        cluster.run_all(now)
+    pods = cluster.pod_views()
+    new = dataclasses.replace(pods[0])  # a new view of the same pod, handed twice, then gone
+    steps = [[*pods, pods[0]], pods, pods, [*pods[1:], new, new], [*pods[1:], new], pods[1:], pods[1:]]
+    for now, views in enumerate(steps, start=20):
+        kept = plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS, memo=cluster.memo)
+        assert kept == plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS)
+
+
+def test_a_recovery_of_many_slots_at_once_surveys_all() -> None:
+    """More slots to redo than a quarter of the job's (a node lost under many pods): the memo
+    surveys all, and plans what the full planner plans."""
+    cluster = Twin(seed_job(trainer(replicas=40, max_replicas=40)))
+    for now in range(10, 14):
+        cluster.step(now)
+        cluster.run_all(now)
+    for i in range(12):
+        cluster.pods[name_of("trainer", i)].deleted(20, 0)
+    for now in (21, 22, 23):
+        cluster.step(now)
+    assert len(cluster.status["restarts"]) == 12

@@ -92,6 +92,7 @@ class Memo:
     other_ids: set[int] = field(default_factory=set)  # the ids of those with its label it did not make
     ids: list[int] = field(default_factory=list)  # the ids of the last pass's views, in order
     last: Seen | None = None  # what ``seen`` made of them (None: ``_seen_each`` did)
+    doubled: int = -1  # the last pass handed a view twice
     parsed: Parsed | None = None  # status.restartLedger's value, parsed
     reparsed: tuple[Ledger | None, Changes] = (
         None,
@@ -123,6 +124,9 @@ class Memo:
         self.ids, self.last = ids, None
         fresh = set(ids)
         if len(fresh) != len(ids):  # a view given twice: sorted one by one, as pods_of does
+            # Counted twice by the survey (a pod superseded by itself) and what the pods tell:
+            # this pass keeps neither for the next (``doubled``).
+            self.quiet, self.doubled = None, self.passes
             return self._seen_each(job, pods)
         known = self.pods
         came = [pods[k] for k in sorted(map(ids.index, fresh - known.keys()))]
@@ -187,6 +191,9 @@ class Memo:
         where, for the survey."""
         names = tuple(r.name for r in job.spec.replicas)
         last = self.observed
+        if self.doubled == self.passes:
+            self.observed = None
+            return base.merge(tell(names, seen.mine).ledger)
         if last is None or last.passes != self.passes - 1 or last.names != names:
             told = tell(names, seen.mine)
             merged = base.merge(told.ledger)
@@ -231,7 +238,10 @@ class Memo:
             return found
         found = survey(job, seen.mine, nodes, ledger, now, shape, signals, self.judged)
         self.quiet, self.resurveyed = None, None
-        if not any(r.reason in (RetireReason.NOT_IN_SPEC, RetireReason.SCALED_AWAY) for r in found.retirees):
+        group_level = any(
+            r.reason in (RetireReason.NOT_IN_SPEC, RetireReason.SCALED_AWAY) for r in found.retirees
+        )
+        if not group_level and self.doubled != self.passes:
             where = {(s.replica.name, s.index): k for k, s in enumerate(found.slots)}
             self.quiet = Quiet(self.passes, made_of, found, where, _loud(found, where, seen.mine, shape.keep))
         return found
