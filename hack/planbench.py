@@ -18,6 +18,15 @@ time (``time.process_time``) per ``plan()`` call over ``--seconds`` seconds:
 With ``--pending`` the first trainer waits for a node (Pending, unscheduled): the job is coming
 up or recovering, and every pass decides something about that pod.
 
+With ``--recovery`` (aitj.core.planner's figure F13): a recovery of one trainer, a different one
+each trial, in the running job with its memo, applied as the executor would
+(tests/unit/builders.py's ``Cluster``): the trainer is force-deleted, pass; the plan applied (its
+finalizer released and the pod gone, the replacement created Pending, the restart written into
+the status), pass; the replacement scheduled, pass; Running, pass; and after any pass that wrote
+the status, one more (the status update comes back as a job event). As the cache does, the
+planner gets the same PodView of every pod that did not change. Printed: CPU ms per ``plan()``
+call, for each step and per whole recovery (only the ``plan()`` calls are timed).
+
 Each is measured without a memo (the full planner) and with one (``aitj.core.planner.memo``,
 kept across the passes as the reconciler keeps it).
 """
@@ -27,15 +36,17 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
+import json
 import pstats
 import time
 from collections.abc import Callable, Mapping
+from statistics import mean
 
-from aitj.core.api import Job
+from aitj.core.api import LABEL_INDEX, Job
 from aitj.core.observed import NodeView, PodView
-from aitj.core.planner import plan
+from aitj.core.planner import Plan, plan
 from aitj.core.planner.memo import Memo
-from tests.unit.builders import Pod, at, node, seed_job, trainer, views, with_status
+from tests.unit.builders import KEYS, Cluster, Pod, at, node, observed, seed_job, trainer, views, with_status
 
 NODES = 100
 
@@ -81,13 +92,124 @@ def passes(
     return step
 
 
+class Recovering(Cluster):
+    """Recovering: the simulated cluster planned with a Memo, handing the planner the same
+    PodView for a pod whose body did not change (as aitj.controller.cache does); ``spent``
+    holds the CPU seconds of each ``plan()`` call since it was last emptied."""
+
+    def __init__(self, job: Job, pods: list[Pod], node_views: list[NodeView]) -> None:
+        super().__init__(job, pods, node_views)
+        self.memo = Memo()
+        self.views: dict[str, tuple[str, PodView]] = {}
+        self.spent: list[float] = []
+        self.profile: cProfile.Profile | None = None  # when set, the ``plan()`` calls are profiled
+
+    def pod_views(self) -> list[PodView]:
+        """pod_views: the views, the same object while a pod's body is the same; a changed pod
+        moves to the end, as in the cache."""
+        fresh: dict[str, tuple[str, PodView]] = {}
+        for name, pod in self.pods.items():
+            body = json.dumps(pod.raw, sort_keys=True)
+            kept = self.views.get(name)
+            fresh[name] = kept if kept is not None and kept[0] == body else (body, pod.view())
+        order = [n for n in self.views if n in fresh and fresh[n] is self.views[n]]
+        order += [n for n in fresh if n not in order]
+        self.views = {n: fresh[n] for n in order}
+        return [v for _, v in self.views.values()]
+
+    def plan(self, now: float) -> Plan:
+        pods, owned = self.pod_views(), observed(self.objects)
+        start = time.process_time()
+        if self.profile is not None:
+            self.profile.enable()
+        result = plan(self.job, pods, self.nodes, at(now), owned=owned, keys=KEYS, memo=self.memo)
+        if self.profile is not None:
+            self.profile.disable()
+        self.spent.append(time.process_time() - start)
+        return result
+
+    def settle(self, now: float) -> float:
+        """settle: a pass, then one more after each that wrote the status (at most 3);
+        the time after."""
+        for _ in range(4):
+            now += 0.1
+            if self.step(now).status is None:
+                break
+        return now
+
+
+STEPS = ("force-deleted", "scheduled", "running")
+
+
+def recovering(n: int) -> Recovering:
+    """recovering: the running job of ``n`` trainers on the simulated cluster, settled."""
+    job = seed_job(trainer(replicas=n, max_replicas=n, min_replicas=1), discovery=True, ssh=True)
+    pods = [Pod("trainer", i).running(1, f"node-{i % NODES}") for i in range(n)]
+    cluster = Recovering(job, pods, [node(f"node-{i}") for i in range(NODES)])
+    cluster.settle(10)
+    return cluster
+
+
+def recovery(cluster: Recovering, k: int, now: float) -> tuple[float, dict[str, list[float]]]:
+    """recovery: trainer ``k`` force-deleted and replaced (see the module docstring); the time
+    after, and the CPU seconds of each ``plan()`` call by step."""
+    spent: dict[str, list[float]] = {}
+    victim = next(p for p in cluster.pods.values() if p.raw["metadata"]["labels"][LABEL_INDEX] == str(k))
+    for step in STEPS:
+        if step == "force-deleted":
+            victim.deleted(now, 0)
+        else:
+            fresh = next(
+                p for p in cluster.pods.values() if p.raw["metadata"]["labels"][LABEL_INDEX] == str(k)
+            )
+            fresh.on(f"node-{k % NODES}") if step == "scheduled" else fresh.running(now, f"node-{k % NODES}")
+        cluster.spent = []
+        now = cluster.settle(now)
+        spent[step] = cluster.spent
+    return now + 1, spent
+
+
+def recoveries(n: int, trials: int, profile: bool) -> None:
+    """recoveries: ``trials`` recoveries of the job of ``n`` trainers, their figures printed:
+    the mean of each pass of each step, of a pass, of a recovery."""
+    cluster = recovering(n)
+    now, runs = 100.0, []
+    for t in range(trials + 1):
+        now, spent = recovery(cluster, (7 * t + 1) % n, now)
+        if t > 0:  # the first fills what the memo keeps of the recovery's passes
+            runs.append(spent)
+    shapes = {tuple(len(c) for c in run.values()) for run in runs}
+    steps = " ".join(
+        f"{step} " + "/".join(f"{mean([run[step][k] for run in runs]) * 1000:.2f}" for k in range(len(calls)))
+        for step, calls in runs[0].items()
+    )
+    calls = [c for run in runs for cs in run.values() for c in cs]
+    per_recovery = sum(calls) / trials * 1000
+    print(
+        f"{n:8d}  {mean(calls) * 1000:8.3f}  {per_recovery:9.3f}   {steps}"
+        + ("" if len(shapes) == 1 else " (uneven)")
+    )
+    if profile:
+        cluster.profile = cProfile.Profile()
+        for t in range(5):
+            recovery(cluster, (7 * t + 3) % n, now + 10 * t)
+        pstats.Stats(cluster.profile).sort_stats("cumtime").print_stats(60)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 512, 4096], help="trainers per job")
     parser.add_argument("--seconds", type=float, default=2.0, help="CPU seconds measured per figure")
     parser.add_argument("--profile", action="store_true", help="cProfile the memo's event passes")
     parser.add_argument("--pending", action="store_true", help="the first trainer waits for a node")
+    parser.add_argument("--recovery", action="store_true", help="a trainer force-deleted and replaced")
+    parser.add_argument("--trials", type=int, default=10, help="recoveries measured per size (--recovery)")
     args = parser.parse_args()
+    if args.recovery:
+        print("trainers  per pass  recovery   each pass of each step (ms of CPU)")
+        for n in args.sizes:
+            recoveries(n, args.trials, args.profile)
+        return
     print("trainers  steady full  steady memo  event full  event memo   (ms of CPU per pass)")
     for n in args.sizes:
         job, pods, nodes = running_job(n, args.pending)

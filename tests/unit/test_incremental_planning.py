@@ -87,13 +87,14 @@ class Twin(Cluster):
 # Events: (what, argument). Pods are picked by their place among the live pods' names.
 EVENTS = st.one_of(
     st.tuples(st.just("run"), st.integers(0, 7)),
+    st.tuples(st.just("schedule"), st.integers(0, 7)),
     st.tuples(st.just("exit"), st.integers(0, 7), st.sampled_from([0, 1, 101, 129, 137])),
     st.tuples(st.just("delete"), st.integers(0, 7), st.sampled_from([0, 30])),
     st.tuples(st.just("disrupt"), st.integers(0, 7), st.sampled_from(DISRUPTIONS)),
     st.tuples(st.just("terminate"), st.just(0)),
     st.tuples(st.just("run_all"), st.integers(0, len(NODES) - 1)),
     st.tuples(st.just("node"), st.integers(0, len(NODES) - 1), st.sampled_from(["True", "False", "Unknown"])),
-    st.tuples(st.just("scale"), st.integers(1, 4)),
+    st.tuples(st.just("scale"), st.integers(1, 6)),
     st.tuples(st.just("wait"), st.sampled_from([1, 5, 30, 120])),
     st.tuples(st.just("crash"), st.sampled_from(["status", "rest", "creates"])),
 )
@@ -101,12 +102,12 @@ EVENTS = st.one_of(
 
 @st.composite
 def jobs(draw: st.DrawFn) -> Job:
-    """jobs: a small job: 1 to 3 trainers with or without a launcher, random restart settings."""
+    """jobs: a small job: 1 to 6 trainers with or without a launcher, random restart settings."""
     scope = draw(st.sampled_from(list(RestartScope)))
     rules = (on_event("nodeNotReady,PodForceDeleted", scope), exit_rule("1,137", scope))
     worker = trainer(
-        replicas=draw(st.integers(1, 3)),
-        max_replicas=4,
+        replicas=draw(st.integers(1, 6)),
+        max_replicas=6,
         restart_limit=draw(st.sampled_from([None, 1, 3])),
         restart_timeout=draw(st.sampled_from([None, 20, 864000])),
         rules=draw(st.sampled_from([rules, rules[:1], ()])),
@@ -127,6 +128,8 @@ def _event(cluster: Twin, event: tuple[Any, ...], now: float) -> str | None:
     pod = cluster.pods[names[arg % len(names)]] if names and isinstance(arg, int) else None
     if what == "run" and pod is not None and pod.raw["status"]["phase"] == "Pending":
         pod.running(now, NODES[arg % len(NODES)])
+    elif what == "schedule" and pod is not None and "nodeName" not in pod.raw["spec"]:
+        pod.on(NODES[arg % len(NODES)])  # Pending on a node: its containers not started yet
     elif what == "exit" and pod is not None:
         pod.exited(more[0], now)
     elif what == "delete" and pod is not None and "deletionTimestamp" not in pod.raw["metadata"]:
@@ -162,7 +165,7 @@ def _run(job: Job, events: Sequence[tuple[Any, ...]]) -> Twin:
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs(), st.lists(EVENTS, min_size=1, max_size=12))
+@given(jobs(), st.lists(EVENTS, min_size=1, max_size=16))
 def test_the_memo_plans_what_the_full_planner_plans(job: Job, events: list[tuple[Any, ...]]) -> None:
     cluster = _run(job, events)
     assert cluster.passes == len(events) + 1
@@ -226,3 +229,57 @@ def test_a_live_pod_of_an_ended_generation_deleted_after_a_settled_pass_is_passe
     kept = plan(job, [gone], nodes, at(22), keys=KEYS, memo=memo)
     assert kept == plan(job, [gone], nodes, at(22), keys=KEYS)
     assert [c.name for c in kept.creates] == [name_of("trainer", 0, 1)]
+
+
+def test_a_recovery_in_a_larger_job_is_redone_slot_by_slot() -> None:
+    """A trainer force-deleted in a job of 40, its finalizer released and its replacement
+    created, scheduled and run: every pass equals the full planner's, and after the first (which
+    surveys all) each redoes only the slots that changed (the Memo keeps a survey to redo)."""
+    cluster = Twin(seed_job(trainer(replicas=40, max_replicas=40), launcher()))
+    for now in range(10, 14):
+        cluster.step(now)
+        cluster.run_all(now)
+    victim = cluster.pods[name_of("trainer", 7)]
+    victim.deleted(20, 0)
+    for now in (21, 22, 23):
+        cluster.step(now)
+        assert cluster.memo.quiet is not None
+    fresh = cluster.pods[name_of("trainer", 7, 1)]
+    fresh.on("node-b")
+    cluster.step(24)
+    fresh.running(25, "node-b")
+    for now in (26, 27):
+        cluster.step(now)
+        assert cluster.memo.quiet is not None
+    assert [r["pod"] for r in cluster.status["restarts"]] == [name_of("trainer", 7)]
+    assert name_of("trainer", 7) not in cluster.pods
+    assert cluster.memo.quiet is not None and not cluster.memo.quiet.loud  # all 41 run
+
+
+def test_a_view_handed_twice_is_sorted_as_the_full_planner_sorts_it() -> None:
+    """A pod list holding one view twice (no cache hands one, but plan takes any list): the
+    memo sorts it view by view, and the passes after it as usual."""
+    cluster = Twin(seed_job(trainer(replicas=2), launcher()))
+    for now in range(10, 13):
+        cluster.step(now)
+        cluster.run_all(now)
+    pods = cluster.pod_views()
+    new = dataclasses.replace(pods[0])  # a new view of the same pod, handed twice, then gone
+    steps = [[*pods, pods[0]], pods, pods, [*pods[1:], new, new], [*pods[1:], new], pods[1:], pods[1:]]
+    for now, views in enumerate(steps, start=20):
+        kept = plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS, memo=cluster.memo)
+        assert kept == plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS)
+
+
+def test_a_recovery_of_many_slots_at_once_surveys_all() -> None:
+    """More slots to redo than a quarter of the job's (a node lost under many pods): the memo
+    surveys all, and plans what the full planner plans."""
+    cluster = Twin(seed_job(trainer(replicas=40, max_replicas=40)))
+    for now in range(10, 14):
+        cluster.step(now)
+        cluster.run_all(now)
+    for i in range(12):
+        cluster.pods[name_of("trainer", i)].deleted(20, 0)
+    for now in (21, 22, 23):
+        cluster.step(now)
+    assert len(cluster.status["restarts"]) == 12

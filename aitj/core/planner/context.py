@@ -68,7 +68,7 @@ def build(
         started=started,
         records=records,
         ledger=rule_budgets.prune(job, found.ledger.recording(records), now),
-        shortfalls=tuple(s.shortfall for s in found.slots if s.shortfall is not None),
+        shortfalls=tuple(s.shortfall for s in found.astir if s.shortfall is not None),  # none runs
         lists=given.host_lists(job, found, joining, prev, now),
         gang=gang.plan_gang(job, found, given.owned, given.settings),
     )

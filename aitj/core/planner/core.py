@@ -33,10 +33,11 @@ name in the import of the planner's modules).
 
 The caller may keep a Memo per job and hand it to each pass (``memo``; the reconciler does):
 what earlier passes computed from inputs that have not changed (which pods are the job's, the
-ledger parsed and merged, the survey's verdict of each current pod, a survey that decided
-nothing, redone only where pods changed or do not run) is reused. It makes a pass
-cheaper, never different (aitj.core.planner.memo says why; docs/operator.md, "Large jobs",
-has the figures).
+ledger parsed and merged, the survey's verdict of each current pod, the last survey and the
+discovery lists) is reused, and patched where they changed (a ledger read again where the
+status changed, a survey redone at the slots whose pods or records changed or that do not
+run). It makes a pass cheaper, never different (aitj.core.planner.memo says why;
+docs/operator.md, "Large jobs", has the figures).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from aitj.core.planner.types import Plan, PodCreate
 
 def part(ctx: Context) -> Part:
     """part: the pods to create."""
-    wanted = [s for s in ctx.found.slots if s.state in (State.CREATE, State.REPLACE)]
+    wanted = [s for s in ctx.found.astir if s.state in (State.CREATE, State.REPLACE)]
     if not wanted:
         return Part()
     job = ctx.job

@@ -55,7 +55,7 @@ def shortfalls(
     if not extra and not any(State.PENDING in counts for counts in found.states.values()):
         return ()  # no index is held back, and none waits for a node
     # Only a slot that neither runs nor succeeded falls short (checked first: most run).
-    short = [s for s in found.slots if s.state is not State.RUNNING and s.state is not State.SUCCEEDED]
+    short = [s for s in found.astir if s.state is not State.SUCCEEDED]
     slots = {(s.replica.name, s.index): s for s in short if (s.replica.name, s.index) not in joining}
     given: dict[tuple[str, int], Shortfall] = {}
     for sf in extra:

@@ -18,12 +18,13 @@ when the lists differ from the status's).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from aitj.core.api import Job, JobStatus, ReplicaType
 from aitj.core.planner import objects, resources
 from aitj.core.planner.part import Context, Part
-from aitj.core.planner.survey import State, Survey
+from aitj.core.planner.survey import Slot, State, Survey
 from aitj.core.planner.types import HostEntry, HostLists, Owned, Plan, PodNudge
 
 
@@ -97,6 +98,12 @@ def held(
         for s in found.slots
         if s.replica.replica_type is ReplicaType.WORKER and (s.replica.name, s.index) not in joining
     ]
+    return held_among(workers, listed, now)
+
+
+def held_among(workers: Sequence[Slot], listed: frozenset[str], now: datetime) -> dict[str, float]:
+    """held_among: ``held`` of the worker slots ``workers`` (aitj.core.planner.listing hands it
+    the few a pass redid: the others run, listed)."""
     pending = [s.pod for s in workers if s.state is State.PENDING and s.pod is not None]
     starting = [p.created for p in pending if p.created is not None and p.deleted_at is None]
     waits: dict[str, float] = {}
@@ -142,14 +149,19 @@ def drifted(job: Job, owned: Owned, lists: HostLists) -> bool:
 
 
 def _pods(lists: HostLists) -> tuple[str, ...]:
-    return tuple(h.pod for h in lists.hosts)
+    return lists.pods
 
 
 def digest(lists: HostLists) -> str:
     """digest: a short fingerprint of what the ConfigMap is rendered from: the host list and
     the master replicas' files (the workers' files hold the host list's pods again, so they
     change with it), as the status records them."""
-    return resources.hosts_digest(_pods(lists), lists.masters)
+    # Made once per lists (a pass reads it to tell a drifted ConfigMap and to nudge the
+    # masters, and the memo keeps unchanged lists): kept on them as Survey.states is.
+    made = lists.__dict__.get("_digest")
+    if made is None:
+        made = lists.__dict__["_digest"] = resources.hosts_digest(_pods(lists), lists.masters)
+    return str(made)
 
 
 def nudges(found: Survey, lists: HostLists | None) -> tuple[PodNudge, ...]:
@@ -161,11 +173,7 @@ def nudges(found: Survey, lists: HostLists | None) -> tuple[PodNudge, ...]:
     period: nudging every pod of a large job on every change would cost a write per pod."""
     if lists is None:
         return ()
-    pods = [
-        s.pod
-        for s in found.slots
-        if s.replica.replica_type is ReplicaType.MASTER and s.state is State.RUNNING and s.pod is not None
-    ]
+    pods = [s.pod for s in found.masters if s.state is State.RUNNING and s.pod is not None]
     if not pods:
         return ()  # no fingerprint to compute: it costs a pass time on a large job
     d = digest(lists)

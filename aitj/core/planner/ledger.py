@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aitj.core.api import JobStatus, RestartEntry, RestartLedger, RestartScope
+from aitj.core.api import JobStatus, RestartLedger
 from aitj.core.observed import PodView
+from aitj.core.planner.ledger_records import record_entry as record_entry  # its readers import it from here
+from aitj.core.planner.ledger_records import record_from_json as record_from_json
+from aitj.core.planner.ledger_records import record_to_json as record_to_json
+from aitj.core.planner.ledger_wire import wire, wire_patched
 from aitj.core.planner.rulelog import (
     Exclusion,
     NodeKey,
@@ -37,8 +41,7 @@ from aitj.core.planner.rulelog import (
     rules_to_json,
 )
 from aitj.core.planner.types import RestartRecord
-from aitj.core.policy import Failure, FailureKind
-from aitj.core.wire import as_int, as_list, format_time, mapping, parse_time
+from aitj.core.wire import as_int, as_list, format_time, mapping
 
 
 @dataclass(frozen=True)
@@ -118,21 +121,31 @@ class ReplicaHistory:
         """merged: the merge of all ``histories`` at once (one sort, not one per pair)."""
         if len(histories) == 1:
             return histories[0]
-        merged: dict[int, IndexHistory] = {}
-        for h in histories:
-            for i, record in h.indices:
-                merged[i] = merged[i].merge(record) if i in merged else record
+        base = max(histories, key=lambda h: len(h.indices))
+        indices, by_index, changed = _merged_indices(base, [h for h in histories if h is not base])
         every = [r for h in histories for r in h.records]
         records: dict[tuple[str, int, int], RestartRecord] = {}
         for r in sorted(every, key=lambda r: format_time(r.time), reverse=True):
             records[r.key] = r  # one pass decides a restart; the earliest copy wins all the same
-        return ReplicaHistory(
+        out = ReplicaHistory(
             max(h.epoch for h in histories),
-            tuple(sorted(merged.items())),
+            indices,
             tuple(records[k] for k in sorted(records)),
             merge_rules(h.rules for h in histories),
             merge_excluded(h.excluded for h in histories),
         )
+        if by_index is not None:  # the same indices as base's, in the same places
+            out.__dict__["_by_index"], out.__dict__["_places"] = by_index, base._places
+            if "restart_count" in base.__dict__:  # by delta: a restart decided asks for it
+                moved = sum(by_index[i].restarts - base._by_index[i].restarts for i in changed)
+                out.__dict__["restart_count"] = base.restart_count + moved
+            out.derived(base, changed)
+        return out
+
+    @functools.cached_property
+    def _places(self) -> dict[int, int]:
+        # Where each index is in ``indices``: a merge into a large history patches it there.
+        return {i: k for k, (i, _) in enumerate(self.indices)}
 
     @functools.cached_property
     def _rules_by_index(self) -> dict[int, dict[str, RuleHistory]]:
@@ -161,8 +174,27 @@ class ReplicaHistory:
         """excluded_of: the nodes ``index`` keeps off (expired ones included), by node."""
         return self._excluded_by_index.get(index, ())
 
-    @property
+    @functools.cached_property
+    def wire(self) -> Mapping[str, Any]:
+        """wire: the replica's part of the ledger's status form (``Ledger.to_json``; not to be
+        changed). A history patched from another (``_from``: it and the indices whose records
+        may differ) patches that one's, so a status write of a job of thousands of indices
+        copies its lists and maps (in C) rather than writing every index again."""
+        parent = self.__dict__.pop("_from", None)  # not kept: it would keep its parent alive
+        return wire(self) if parent is None else wire_patched(self, parent[0].wire, parent[1])
+
+    def derived(self, parent: ReplicaHistory, changed: Iterable[int]) -> ReplicaHistory:
+        """derived: this history, noted as ``parent`` patched at the ``changed`` indices (its
+        other records are the parent's; see ``wire``). At most a few parents are kept waiting
+        for their own to be written: past that, this one writes its own."""
+        depth = 0 if "wire" in parent.__dict__ else parent.__dict__.get("_depth", 0) + 1
+        if depth <= 4:
+            self.__dict__["_from"], self.__dict__["_depth"] = (parent, frozenset(changed)), depth
+        return self
+
+    @functools.cached_property
     def restart_count(self) -> int:
+        # Each restart decided in a pass asks (policy's restartLimit): summed once per history.
         return sum(record.restarts for _, record in self.indices)
 
 
@@ -236,24 +268,14 @@ class Ledger:
         the records of its pass with their indices' rules and exclusions. Records are never
         part of this form.
         """
+        if not for_pod:  # each replica's made once per history, or patched from its parent's
+            return {name: dict(record.wire) for name, record in self.replicas}
         out: dict[str, Any] = {}
         for name, record in self.replicas:
             entry: dict[str, Any] = {"epoch": record.epoch}
             restarts = {str(i): [r.failed, r.restarts] for i, r in record.indices if r.restarts}
             if restarts:
                 entry["restarts"] = restarts
-            if not for_pod:
-                if record.rules:
-                    entry["rules"] = rules_to_json(record.rules)
-                if record.excluded:
-                    entry["excluded"] = excluded_to_json(record.excluded)
-                size = max((i + 1 for i, r in record.indices if r.seen >= 0), default=0)
-                if size:
-                    entry["seen"] = [record.index(i).seen for i in range(size)]
-                for key in ("ended", "succeeded", "stood", "recorded"):
-                    sparse = {str(i): getattr(r, key) for i, r in record.indices if getattr(r, key) >= 0}
-                    if sparse:
-                        entry[key] = sparse
             out[name] = entry
         return out
 
@@ -310,58 +332,6 @@ class Ledger:
         return json.dumps(out, sort_keys=True, separators=(",", ":"))
 
 
-def record_to_json(r: RestartRecord) -> dict[str, Any]:
-    """record_to_json: a restart record's wire form, which is also its ``status.restarts`` entry.
-    ``cause`` is the failure's wording (``exitCode 137``, ``nodeNotReady``); ``exitCode`` is set
-    for exit-code failures only, ``failureTime`` when the failure time is known."""
-    out: dict[str, Any] = {
-        "time": format_time(r.time),
-        "replica": r.replica,
-        "index": r.index,
-        "generation": r.generation,
-        "pod": r.pod,
-        "cause": r.failure.cause,
-        "message": r.failure.description,
-        "rule": r.rule,
-        "scope": r.scope.value,
-    }
-    if r.failure.exit_code is not None:
-        out["exitCode"] = r.failure.exit_code
-    if r.failure.at is not None:
-        out["failureTime"] = format_time(r.failure.at)
-    return out
-
-
-def record_entry(r: RestartRecord) -> RestartEntry:
-    """record_entry: a restart record's ``status.restarts`` entry (``record_to_json``'s form)."""
-    return RestartEntry.from_json(record_to_json(r))
-
-
-def record_from_json(value: object) -> RestartRecord | None:
-    """record_from_json reads ``record_to_json``'s form; None when it is unreadable."""
-    e = mapping(value)
-    index, generation, code = as_int(e.get("index")), as_int(e.get("generation")), as_int(e.get("exitCode"))
-    time = parse_time(e.get("time"))
-    try:
-        kind = FailureKind.EXIT_CODE if code is not None else FailureKind(str(e.get("cause")))
-        scope = RestartScope(str(e.get("scope")))
-    except ValueError:
-        return None
-    if index is None or generation is None or time is None:
-        return None
-    failure = Failure(kind, str(e.get("message", "")), code, parse_time(e.get("failureTime")))
-    return RestartRecord(
-        str(e.get("replica", "")),
-        index,
-        generation,
-        str(e.get("pod", "")),
-        failure,
-        str(e.get("rule", "")),
-        scope,
-        time,
-    )
-
-
 def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
     # Each index's fields gathered first and its IndexHistory made once: a job of thousands
     # reads thousands of them from its status after every status write.
@@ -394,6 +364,27 @@ def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
         rules_from_json(e.get("rules")),
         excluded_from_json(e.get("excluded")),
     )
+
+
+def _merged_indices(
+    base: ReplicaHistory, others: Sequence[ReplicaHistory]
+) -> tuple[tuple[tuple[int, IndexHistory], ...], dict[int, IndexHistory] | None, set[int]]:
+    """_merged_indices: ``base``'s index records joined with ``others``' (order-free), and, when
+    the indices are base's (then base's are patched), their dict and those that changed."""
+    if all(i in base._by_index for h in others for i, _ in h.indices):
+        items, by_index, places, changed = list(base.indices), dict(base._by_index), base._places, set()
+        for h in others:
+            for i, record in h.indices:
+                joined = by_index[i].merge(record)
+                if joined is not by_index[i]:
+                    by_index[i], items[places[i]] = joined, (i, joined)
+                    changed.add(i)
+        return tuple(items), by_index, changed
+    merged = dict(base.indices)
+    for h in others:
+        for i, record in h.indices:
+            merged[i] = merged[i].merge(record) if i in merged else record
+    return tuple(sorted(merged.items())), None, set()
 
 
 def _restart_pair(pair: object) -> tuple[int, int] | None:

@@ -6,28 +6,41 @@ reconciler keeps one Memo per job and hands it to each of the job's passes, whic
 serialises; a Memo is not safe to share between jobs running at once.
 
 Why it is safe: every entry is the result of a pure function of inputs the entry keeps, and it
-is reused only when this pass's inputs are those same objects (``is``) or equal ones (``==``).
-The cache (aitj.controller.cache) hands the planner the same immutable PodView for a pod until
-the pod's resourceVersion moves, and the same NodeView for a node until it changes, so one pod
-event changes one view and the rest are found again by identity. What it keeps:
+is reused only when this pass's inputs are those same objects (``is``) or equal ones (``==``),
+or patched where they are not. The cache (aitj.controller.cache) hands the planner the same
+immutable PodView for a pod until the pod's resourceVersion moves, and the same NodeView for a
+node until it changes, so one pod event changes one view and the rest are found again by
+identity. What it keeps, so that a pass costs what changed (a pod event, a status write), not
+what the job holds:
 
-- per pod view, whether it is the job's (``objects.belongs``: a name hashed per pod);
-- the restart ledger parsed from the status (``status.restartLedger``), while that is equal;
-- what the pods tell of the ledger, their stamps and generations merged (``stamps.told``),
-  while the pods that came or went carry the same (replica, index, generation, stamp) as each
-  other (a pod's new view that changed its phase, say), and the status ledger merged with it
-  (``stamps.observe``) while that is the same one too: after a status write, one merge;
+- per pod view, whether it is the job's (``objects.belongs``: a name hashed per pod), and the
+  ids of the job's and the others' views: a pass's views are sorted by set arithmetic on ids
+  and ``itertools.compress`` (in C), and the very same views as the last pass's at once;
+- the status's ``restartLedger`` (``ledger_delta.Parsed``: its value, its Ledger, each index's
+  fields), read again only where the value changed (``ledger_delta.reparse``);
+- what the pods tell of the ledger (``ledger_delta.Told``: each index's generations, the pods'
+  stamps by annotation, the ledgers they make), counted by delta from the views that came and
+  went (``retold``), and the status's ledger merged with it (``stamps.observe``), patched where
+  either changed (``remerged``); ``Observed.changes`` says which index records changed;
 - per current pod, the survey's verdict of it (``survey.Judged``: ``policy.classify`` and
   ``restart_timed_out``), while its node's view, its slot and the replica's spec are the same;
   the clock is part of that key exactly when ``policy.restart_timed_out`` reads it;
-- the last pass's survey when it decided nothing (``survey.settled``: nothing retired,
-  restarted, released or recorded, no failure; its running slots read no clock and none
-  depends on another): while the ledger (the same object), shape, node signals and nodes are
-  the same, only the slots that did not run and those whose pods came or went are looked at
-  again (``survey.resurvey``); one of them deciding anything, and the pass surveys all;
-- the host lists of a survey where every slot runs (no wave starts, so neither the clock nor
-  the status's lists count), while the next survey redoes it with every slot running
-  (``host_lists``).
+- the last pass's survey (``Quiet``) when every slot but some (``loud``) is clean (running its
+  one pod with no failure: ``survey_terms.clean``) and it retired no pod but theirs: while the
+  shape, node signals and nodes are the same and no epoch moved, the next pass redoes only the
+  loud slots, those whose pods came or went and those whose ledger record changed
+  (``survey.resurvey``), in the survey's order, deciding restarts, retirements and releases
+  as the full survey would; a Replica- or All-scope restart (other slots go stale) or many
+  slots to redo, and the pass surveys all. The survey's counts, the slots that do not run
+  (``Survey.astir``: what the parts that create, wait and fail look at) and the masters'
+  places are kept by delta;
+- the discovery lists with the places of their entries (``listing.Listing``), patched at the
+  slots a resurvey redid (``listing.relisted``) while none waits for its wave.
+
+Beside it, the objects themselves keep what was found of them: a ledger's history its index
+dict, places, restart count and status form (``ReplicaHistory.wire``, patched from the history
+it was patched from), the discovery lists their pod names and digest. docs/operator.md, "Large
+jobs: the planner's memo", has the figures.
 
 Nothing in it is a decision: a pass with an empty Memo decides the same, only slower. A Memo
 forgets everything when it is handed another job (another namespace, name or uid).
@@ -39,16 +52,17 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from itertools import compress
 from typing import Any
 
 from aitj.core.api import Job, JobSpec, JobStatus
 from aitj.core.nodesignals import NodeSignals
 from aitj.core.observed import NodeView, PodView
-from aitj.core.planner import hostfiles
 from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.ledger_delta import Changes, Parsed, Told, parse, remerged, reparse, retold, tell
+from aitj.core.planner.listing import Listing, listing, relisted
 from aitj.core.planner.objects import belongs
-from aitj.core.planner.stamps import told
-from aitj.core.planner.survey import Judged, Shape, Survey, resurvey, settled, survey
+from aitj.core.planner.survey import Judged, RetireReason, Shape, Survey, clean, resurvey, survey
 from aitj.core.planner.types import HostLists
 
 _Stamp = tuple[str | None, int | None, int, str | None]
@@ -74,13 +88,23 @@ class Memo:
     spec: JobSpec | None = None  # the spec ``judged`` was made under
     passes: int = 0  # the passes seen: ``observed`` holds for the one after its own only
     pods: dict[int, tuple[PodView, bool | None]] = field(default_factory=dict)  # id -> (view, belongs)
-    status_ledger: tuple[Any, Ledger] | None = None  # (status.restartLedger's value, parsed)
-    # (the pass, its status ledger, its replicas' names, the merged ledger, what the pods told)
-    observed: tuple[int, Ledger, tuple[str, ...], Ledger, Ledger] | None = None
+    mine_ids: set[int] = field(default_factory=set)  # the ids of those the job's
+    other_ids: set[int] = field(default_factory=set)  # the ids of those with its label it did not make
+    ids: list[int] = field(default_factory=list)  # the ids of the last pass's views, in order
+    last: Seen | None = None  # what ``seen`` made of them (None: ``_seen_each`` did)
+    doubled: int = -1  # the last pass handed a view twice
+    parsed: Parsed | None = None  # status.restartLedger's value, parsed
+    reparsed: tuple[Ledger | None, Changes] = (
+        None,
+        None,
+    )  # the ledger ``parsed`` was patched from, and where
+    observed: Observed | None = None  # the last pass's ledgers
     judged: Judged = field(default_factory=dict)  # the survey's verdicts, by id(pod)
     quiet: Quiet | None = None  # the last pass's survey, when it decided nothing
-    resurveyed: tuple[Survey, Survey] | None = None  # the last resurvey, and the one it redid (all running)
-    lists: tuple[Survey, frozenset[tuple[str, int]], HostLists | None] | None = None  # host_lists'
+    resurveyed: tuple[Survey, Survey, tuple[int, ...]] | None = (
+        None  # the last resurvey, the one it redid, where
+    )
+    lists: tuple[Survey, frozenset[tuple[str, int]], Listing] | None = None  # host_lists'
 
     def seen(self, job: Job, pods: Sequence[PodView]) -> Seen:
         """seen: ``objects.pods_of(job, pods)``, each pod view judged once in its life, and
@@ -94,6 +118,35 @@ class Memo:
             self.judged, self.quiet = {}, None
         self.spec = job.spec
         self.passes += 1
+        ids = list(map(id, pods))
+        if ids == self.ids and self.last is not None:  # the very same views (a status write's pass)
+            return Seen(list(self.last.mine), list(self.last.others), [], [])
+        self.ids, self.last = ids, None
+        fresh = set(ids)
+        if len(fresh) != len(ids):  # a view given twice: sorted one by one, as pods_of does
+            # Counted twice by the survey (a pod superseded by itself) and what the pods tell:
+            # this pass keeps neither for the next (``doubled``).
+            self.quiet, self.doubled = None, self.passes
+            return self._seen_each(job, pods)
+        known = self.pods
+        came = [pods[k] for k in sorted(map(ids.index, fresh - known.keys()))]
+        gone = [known.pop(k) for k in known.keys() - fresh]
+        for p, _ in gone:
+            self.judged.pop(id(p), None)
+        for p in came:
+            known[id(p)] = (p, belongs(job, p))
+        self.mine_ids -= {id(p) for p, _ in gone}
+        self.mine_ids |= {id(p) for p in came if known[id(p)][1]}
+        self.other_ids -= {id(p) for p, _ in gone}
+        self.other_ids |= {id(p) for p in came if known[id(p)][1] is False}
+        # Sorted in C: a pass of a job of thousands looks at each of its pods' ids, not more.
+        mine = list(compress(pods, map(self.mine_ids.__contains__, ids)))
+        others = list(compress(pods, map(self.other_ids.__contains__, ids))) if self.other_ids else []
+        self.last = Seen(mine, others, [p for p in came if known[id(p)][1]], [p for p, b in gone if b])
+        return Seen(list(mine), list(others), self.last.came, self.last.went)
+
+    def _seen_each(self, job: Job, pods: Sequence[PodView]) -> Seen:
+        """_seen_each: ``seen``, each pod view looked up in turn (a list holding one twice)."""
         known, fresh = self.pods, {}
         mine: list[PodView] = []
         others: list[PodView] = []
@@ -109,32 +162,54 @@ class Memo:
                 (mine if entry[1] else others).append(p)
         went = [known[k][0] for k in known.keys() - fresh.keys() if known[k][1]]
         self.pods = fresh
+        self.mine_ids = {k for k, e in fresh.items() if e[1]}
+        self.other_ids = {k for k, e in fresh.items() if e[1] is False}
         for p in went:
             self.judged.pop(id(p), None)
         return Seen(mine, others, came, went)
 
     def ledger(self, status: JobStatus) -> Ledger:
-        """ledger: ``Ledger.from_status(status)``, parsed again only when it changed."""
+        """ledger: ``Ledger.from_status(status)``, parsed again only where it changed
+        (``ledger_delta.reparse``)."""
         value = status.restart_ledger.value if status.restart_ledger is not None else None
-        if self.status_ledger is None or self.status_ledger[0] != value:
-            self.status_ledger = (value, Ledger.from_status(status))
-        return self.status_ledger[1]
+        last = self.parsed
+        if last is None:
+            self.parsed, self.reparsed = parse(value), (None, None)
+        elif last.value != value:
+            self.parsed, changes = reparse(last, value)
+            self.reparsed = (last.ledger, changes)
+        else:
+            self.reparsed = (last.ledger, {})
+        assert self.parsed is not None
+        return self.parsed.ledger
 
     def observe(self, base: Ledger, job: Job, seen: Seen) -> Ledger:
         """observe: ``stamps.observe(base, job, seen.mine)``: ``base`` merged with what the pods
-        tell (``stamps.told``), which is made again only when the pods that came and went tell
-        different things; a new status ledger is one merge."""
+        tell (``stamps.told``). What the pods tell is kept by delta (``ledger_delta.retold``:
+        the same when the pods that came tell what those that went told), and the merge is the
+        last one patched where either changed (``ledger_delta.remerged``); ``changes`` says
+        where, for the survey."""
         names = tuple(r.name for r in job.spec.replicas)
         last = self.observed
-        same = last is not None and last[0] == self.passes - 1 and last[2] == names
-        if last is not None and same and _told(seen.came) == _told(seen.went):
-            # the pods that came tell what those that went told: what the pods tell is the same
-            pods = last[4]
-            merged = last[3] if last[1] is base else base.merge(pods)  # a status write: one merge
-        else:
-            pods = told(job, seen.mine)
-            merged = base.merge(pods)
-        self.observed = (self.passes, base, names, merged, pods)
+        if self.doubled == self.passes:
+            self.observed = None
+            return base.merge(tell(names, seen.mine).ledger)
+        if last is None or last.passes != self.passes - 1 or last.names != names:
+            told = tell(names, seen.mine)
+            merged = base.merge(told.ledger)
+            self.observed = Observed(self.passes, base, names, told, merged, None, None)
+            return merged
+        again: tuple[Told, Changes] | None = (last.told, {})
+        if _told(seen.came) != _told(seen.went):
+            again = retold(last.told, names, seen.came, seen.went)
+        told, ct = again if again is not None else (tell(names, seen.mine), None)
+        since, cb = self.reparsed
+        if base is last.base:
+            cb = {}
+        elif since is not last.base:
+            cb = None
+        merged, changes = remerged(last.merged, base, told.ledger, cb, ct)
+        self.observed = Observed(self.passes, base, names, told, merged, changes, last.merged)
         return merged
 
     def survey(
@@ -147,84 +222,154 @@ class Memo:
         shape: Shape,
         signals: NodeSignals,
     ) -> Survey:
-        """survey: ``survey.survey`` of ``seen.mine``; when the last pass's was settled and made
-        of the same ledger, shape, signals and nodes, only its slots that did not run and those
-        whose pods came or went are looked at again (``survey.resurvey``)."""
+        """survey: ``survey.survey`` of ``seen.mine``; when the last pass's was made of the same
+        shape, signals and nodes, and of a ledger this pass's differs from in some index records
+        only (``observe``'s changes; no epoch moved), only its slots that were not ``clean``,
+        those whose pods came or went and those whose records changed are redone
+        (``survey.resurvey``)."""
         last, made_of = self.quiet, (ledger, shape, signals, nodes)
-        redone = None
-        if last is not None and last.passes == self.passes - 1 and _same(last.made_of, made_of):
-            groups = last.groups(seen, shape.keep)
-            if groups is not None:
-                redone = resurvey(last.found, job, nodes, now, shape, signals, self.judged, groups)
-        if redone is not None and last is not None:
-            found, loud = redone
+        found, groups = None, self._groups(seen, ledger, made_of)
+        if last is not None and groups is not None:
+            found = resurvey(last.found, job, made_of, now, self.judged, groups)
+        if last is not None and groups is not None and found is not None:
+            loud = {k: g for k, g in groups.items() if not clean(found.slots[k], g)}
             self.quiet = Quiet(self.passes, made_of, found, last.where, loud)
-            self.resurveyed = (found, last.found) if not (loud or last.loud) else None
+            self.resurveyed = (found, last.found, tuple(groups))
             return found
         found = survey(job, seen.mine, nodes, ledger, now, shape, signals, self.judged)
-        self.quiet = None
-        if (places := settled(found, ledger)) is not None:
+        self.quiet, self.resurveyed = None, None
+        group_level = any(
+            r.reason in (RetireReason.NOT_IN_SPEC, RetireReason.SCALED_AWAY) for r in found.retirees
+        )
+        if not group_level and self.doubled != self.passes:
             where = {(s.replica.name, s.index): k for k, s in enumerate(found.slots)}
-            self.quiet = Quiet(self.passes, made_of, found, where, places)
+            self.quiet = Quiet(self.passes, made_of, found, where, _loud(found, where, seen.mine, shape.keep))
         return found
+
+    def _groups(
+        self, seen: Seen, ledger: Ledger, made_of: tuple[Any, ...]
+    ) -> dict[int, list[PodView]] | None:
+        """_groups: the slots of the last pass's survey to redo in this one (``Quiet.groups``),
+        when it can be redone (None: survey all)."""
+        last, observed = self.quiet, self.observed
+        if last is None or last.passes != self.passes - 1 or not _same(last.made_of, made_of):
+            return None
+        before = last.made_of[0]
+        changes: Changes = {} if ledger is before else None
+        if (
+            changes is None
+            and observed is not None
+            and observed.passes == self.passes
+            and observed.since is before
+        ):
+            changes = observed.changes
+        if changes is None or any(ledger.replica(n).epoch != before.replica(n).epoch for n in changes):
+            return None
+        groups = last.groups(seen, made_of[1].keep, changes)
+        if groups is not None and len(groups) > max(8, len(last.found.slots) // 4):
+            return None  # many slots: the full survey is as quick
+        return groups
 
     def host_lists(
         self, job: Job, found: Survey, joining: frozenset[tuple[str, int]], prev: JobStatus, now: datetime
     ) -> HostLists | None:
-        """host_lists: ``hostfiles.host_lists``, or the last pass's lists when this pass's survey
-        redid the one they were made of (``resurvey``), every slot running in both, and the same
-        slots join. When every slot runs no wave starts and nothing is held (neither ``prev``
-        nor ``now`` counts), and a slot redone holds a pod of the same name (the same replica,
-        index and generation: the ledger, which holds them, is the same object), running: the
-        lists are the same."""
+        """host_lists: ``hostfiles.host_lists``; when this pass's survey redid the one the last
+        lists were made of (``resurvey``) with the same slots joining, those lists patched at
+        the slots it redid (``listing.relisted``)."""
         last, redone = self.lists, self.resurveyed
+        listed = None
         same = last is not None and redone is not None and redone[0] is found and redone[1] is last[0]
-        if last is not None and same and last[1] == joining:
-            lists = last[2]
-        else:
-            lists = hostfiles.host_lists(job, found, joining, prev, now)
-        self.lists = (found, joining, lists)
-        return lists
+        if last is not None and redone is not None and same and last[1] == joining:
+            listed = relisted(last[2], last[0], found, redone[2], joining, prev, now)
+        if listed is None:
+            listed = listing(job, found, joining, prev, now)
+        self.lists = (found, joining, listed)
+        return listed.lists
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Observed: a pass's ledgers: the status's (``base``), what its pods told, both merged, and
+    where the merge changed (``ledger_delta.Changes``) since the pass before's (``since``)."""
+
+    passes: int
+    base: Ledger
+    names: tuple[str, ...]
+    told: Told
+    merged: Ledger
+    changes: Changes
+    since: Ledger | None  # the merge ``changes`` are counted from (the pass before's)
 
 
 @dataclass(frozen=True)
 class Quiet:
-    """Quiet: a survey that decided nothing (``survey.settled``), the pass it was made in, what
-    it was made of (ledger, shape, signals, nodes), where each (replica, index) is in it, and
-    which of its slots do not run (``loud``: redone every pass)."""
+    """Quiet: a survey whose every slot but the ``loud`` ones is ``clean`` (survey.clean) and
+    that retired no pod but theirs, the pass it was made in, what it was made of (ledger,
+    shape, signals, nodes), where each (replica, index) is in it, and the pods of each loud
+    slot (by place: redone every pass)."""
 
     passes: int
     made_of: tuple[Ledger, Shape, NodeSignals, Mapping[str, NodeView]]
     found: Survey
     where: Mapping[tuple[str, int], int]
-    loud: tuple[int, ...]  # the places of its slots that do not run
+    loud: Mapping[int, list[PodView]]  # the places of its slots that are not clean, and their pods
 
-    def groups(self, seen: Seen, keep: frozenset[str]) -> dict[int, list[PodView]] | None:
-        """groups: the pods of each slot to redo now, by its place: those that did not run, and
-        those whose pod came or went (None when a pod that went held no slot of its own, or one
-        that came takes no slot that was left to it)."""
-        groups = {k: [] if (p := self.found.slots[k].pod) is None else [p] for k in self.loud}
+    def groups(
+        self, seen: Seen, keep: frozenset[str], changes: Mapping[str, set[int]]
+    ) -> dict[int, list[PodView]] | None:
+        """groups: the pods of each slot to redo now, by its place: the loud ones, those whose
+        pods came or went, and those whose index records changed (``changes``). None when a pod
+        that came or went holds no slot (only a full survey retires it)."""
+        groups = {k: list(pods) for k, pods in self.loud.items()}
         for p in seen.went:
             k = self.place(p)
-            if k is None or self.found.slots[k].pod is not p:
+            group = groups.setdefault(k, self._pods(k)) if k is not None else []
+            at = next((j for j, q in enumerate(group) if q is p), None)
+            if at is None:
                 return None
-            groups[k] = []
+            del group[at]
         for p in seen.came:
             k = self.place(p)
-            if k is None or p.name in keep or groups.get(k) != []:
-                return None  # another pod is in its index still: only a full survey says which wins
-            groups[k] = [p]
+            if k is None or p.name in keep:
+                return None
+            groups.setdefault(k, self._pods(k)).append(p)
+        for name, indices in changes.items():
+            for i in indices:
+                k = self.where.get((name, i))
+                if k is not None:
+                    groups.setdefault(k, self._pods(k))
         return groups
+
+    def _pods(self, k: int) -> list[PodView]:
+        """_pods: the pods of the clean slot at ``k`` (its one pod)."""
+        pod = self.found.slots[k].pod
+        return [] if pod is None else [pod]
 
     def place(self, pod: PodView) -> int | None:
         """place: where the slot of ``pod``'s (replica, index) is (None: it has none)."""
         return None if pod.replica is None or pod.index is None else self.where.get((pod.replica, pod.index))
 
 
+def _loud(
+    found: Survey, where: Mapping[tuple[str, int], int], pods: Sequence[PodView], keep: frozenset[str]
+) -> dict[int, list[PodView]]:
+    """_loud: the slots of a full survey that are not clean, with their pods."""
+    groups: dict[int, list[PodView]] = {}
+    for p in pods:
+        k = (
+            None
+            if p.replica is None or p.index is None or p.name in keep
+            else where.get((p.replica, p.index))
+        )
+        if k is not None:
+            groups.setdefault(k, []).append(p)
+    return {k: groups.get(k, []) for k, s in enumerate(found.slots) if not clean(s, groups.get(k, []))}
+
+
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """_same: what a settled survey was made of, again: the same ledger object (``observe``'s,
-    kept), equal shapes and signals, the same or equal nodes."""
-    return a[0] is b[0] and a[1] == b[1] and a[2] == b[2] and (a[3] is b[3] or a[3] == b[3])
+    """_same: what a survey was made of, again but the ledger: equal shapes and signals, the
+    same or equal nodes."""
+    return a[1] == b[1] and a[2] == b[2] and (a[3] is b[3] or a[3] == b[3])
 
 
 def _told(pods: Sequence[PodView]) -> Counter[_Stamp]:

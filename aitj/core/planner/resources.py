@@ -148,10 +148,8 @@ def discovery(
     name with its slots (the GPUs of its replica's template), and Volcano's host files of the
     pods ``running`` names per replica; stamped with their fingerprint, and with the
     resourceVersion of the job's ConfigMap in ``owned`` it rewrites."""
-    lines = [
-        (naming.pod_host(job.name, h.pod), render.slots_for(job.spec.replica(h.replica).template))
-        for h in hosts
-    ]
+    slots = {r.name: render.slots_for(r.template) for r in job.spec.replicas}  # per replica, not per host
+    lines = [(naming.pod_host(job.name, h.pod), slots[h.replica]) for h in hosts]
     body = render.render_discovery_configmap(job, lines, running)
     masters = {
         r.name: tuple((running or {}).get(r.name, ()))

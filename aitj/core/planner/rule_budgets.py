@@ -193,7 +193,13 @@ def prune(job: Job, ledger: Ledger, now: datetime) -> Ledger:
         by_text = {rule_text(rule): rule for rule in r.rules}
         rules = tuple((key, replace(h, times=_kept(by_text.get(key[1]), h, now))) for key, h in history.rules)
         excluded = tuple((key, e) for key, e in history.excluded if e.until > now)
-        ledger = ledger.replaced(r.name, replace(history, rules=rules, excluded=excluded))
+        if rules == history.rules and excluded == history.excluded:
+            continue  # nothing out of its window: the same history (and what was found of it)
+        pruned = replace(history, rules=rules, excluded=excluded)
+        for key in ("_by_index", "_places", "restart_count"):  # its indices are the same
+            if key in history.__dict__:
+                pruned.__dict__[key] = history.__dict__[key]
+        ledger = ledger.replaced(r.name, pruned.derived(history, ()))
     return ledger
 
 

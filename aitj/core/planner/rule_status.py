@@ -36,7 +36,7 @@ def part(ctx: Context) -> Part:
 
 def budget_events(job: Job, found: Survey) -> tuple[Event, ...]:
     """budget_events: one per failure that stands because a rule's budget ran out."""
-    events = (budget_event(job, s.name, s.generation, s.shortfall) for s in found.slots if s.shortfall)
+    events = (budget_event(job, s.name, s.generation, s.shortfall) for s in found.astir if s.shortfall)
     return tuple(e for e in events if e is not None)
 
 

@@ -120,7 +120,7 @@ def live_condition(
     Creating with the pods not yet running.
     """
     busy = any(state.in_progress for counts in survey.states.values() for state in counts)
-    waiting = [s for s in survey.slots if s.state.in_progress] if busy else []
+    waiting = [s for s in survey.astir if s.state.in_progress] if busy else []
     replacing = [s for s in waiting if (s.replica.name, s.index) not in joining]
     if survey.restarts:
         return Condition(Phase.RESTARTING, REASON_RESTARTING, restart_message(survey))
@@ -151,7 +151,7 @@ def running_message(survey: Survey) -> str:
     whole: ``pods are running; vacant, as failures that stand are not restarted: index [0] of
     replica trainer``."""
     vacant: dict[str, list[str]] = {}
-    for s in survey.slots:
+    for s in survey.astir:
         if s.state is State.FAILED:
             vacant.setdefault(s.replica.name, []).append(str(s.index))
     if not vacant:

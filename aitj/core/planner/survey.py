@@ -30,10 +30,9 @@ How the pieces fit (docs/semantics.md has the user-facing version):
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 
 from aitj.core import naming
@@ -48,6 +47,8 @@ from aitj.core.planner.survey_terms import RetireReason as RetireReason
 from aitj.core.planner.survey_terms import Shape as Shape
 from aitj.core.planner.survey_terms import Slot as Slot
 from aitj.core.planner.survey_terms import State as State
+from aitj.core.planner.survey_terms import Survey as Survey
+from aitj.core.planner.survey_terms import clean as clean
 from aitj.core.planner.survey_terms import gate, gate_open, waits
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import (
@@ -67,33 +68,6 @@ from aitj.core.policy import (
 # Verdicts of current pods kept between passes (aitj.core.planner.memo), by id(pod): the pod (so
 # that its id is not reused while the entry lives), what the verdict was made of, the Slot.
 Judged = MutableMapping[int, tuple[PodView, tuple[object, ...], Slot]]
-
-
-@dataclass(frozen=True)
-class Survey:
-    """Survey: the slots, the pods to retire, the restarts this pass decided (each restarted
-    slot keeps its ``RestartDecision``), the ledger with this pass's
-    decisions, and ``released``: pods the slots keep (succeeded, or failed for good) that are on
-    their way out and whose outcome the ledger the pass started from already records, so their
-    finalizer goes (the operator never holds a pod it does not need)."""
-
-    slots: tuple[Slot, ...]
-    retirees: tuple[Retiree, ...]
-    restarts: tuple[RestartRecord, ...]
-    ledger: Ledger  # with this pass's decisions
-    released: tuple[str, ...] = ()
-
-    def of(self, replica: str) -> tuple[Slot, ...]:
-        return tuple(s for s in self.slots if s.replica.name == replica)
-
-    @functools.cached_property
-    def states(self) -> Mapping[str, Counter[State]]:
-        """states: per replica, how many of its slots are in each state (the status's counts;
-        counted once per survey, and ``resurvey`` keeps them by delta)."""
-        out: dict[str, Counter[State]] = {}
-        for (name, state), n in Counter((s.replica.name, s.state) for s in self.slots).items():
-            out.setdefault(name, Counter())[state] = n
-        return out
 
 
 def survey(
@@ -126,53 +100,53 @@ def survey(
     return Survey(gated, tuple(s.retirees), tuple(s.restarts), s.ledger, released)
 
 
-def settled(found: Survey, ledger: Ledger) -> tuple[int, ...] | None:
-    """settled: the places of the slots of ``found`` (the survey of ``ledger``) that do not run,
-    when it decided nothing: nothing retired, restarted, released or written into the ledger,
-    no failure found (None otherwise). Its running slots are then clock-free (no restartTimeout,
-    backoff or budget is read for a running, healthy pod), each its one pod's, and no slot's
-    verdict depends on another's: what lets ``resurvey`` redo only some of them."""
-    if found.retirees or found.restarts or found.released or found.ledger is not ledger:
-        return None
-    if any(s.failure is not None for s in found.slots):
-        return None
-    return tuple(k for k, s in enumerate(found.slots) if s.state is not State.RUNNING)
-
-
 def resurvey(
     last: Survey,
     job: Job,
-    nodes: Mapping[str, NodeView],
+    made_of: tuple[Ledger, Shape, NodeSignals, Mapping[str, NodeView]],
     now: datetime,
-    shape: Shape,
-    signals: NodeSignals,
     judged: Judged | None,
     groups: Mapping[int, list[PodView]],
-) -> tuple[Survey, tuple[int, ...]] | None:
-    """resurvey: ``survey`` of the settled survey ``last``'s pods (same spec, ledger, shape,
-    signals, nodes) where only the slots at the places in ``groups`` (those that did not run,
-    and those whose pods came or went) may differ, each with its pods now; and the places of
-    its slots that do not run. Those slots are redone; None when one of them decides anything
-    (a failure, a retirement, a release, the ledger): then only a full survey says what."""
-    s = _Surveyor(job, last.ledger, shape, now, signals)
+) -> Survey | None:
+    """resurvey: ``survey`` of the pods now and ``made_of`` (the ledger, shape, signals and
+    nodes), made from ``last``, a survey of the same spec, shape, signals and nodes whose slots
+    at places not in ``groups`` are ``clean`` and stay so: their pods, their index's record and
+    their replica's epoch are the same. The slots in ``groups`` (place -> its pods now) are
+    redone in the survey's order (look, then resolve, then hold and settle), all that can
+    decide anything: no pod outside them is retired (``last`` retired none but theirs). None
+    when a decision makes other slots stale (a Replica- or All-scope restart): then only a full
+    survey says what."""
+    ledger, shape, signals, nodes = made_of
+    s = _Surveyor(job, ledger, shape, now, signals)
     s.judged = judged
     slots, states = list(last.slots), {name: Counter(counts) for name, counts in last.states.items()}
-    for k, group in groups.items():
+    places = sorted(groups)
+    for k in places:
         old = slots[k]
-        slot = s.look(old.replica, old.index, group, nodes)
-        if slot.failure is not None:  # decided with the whole replica's ledger and budgets
-            return None
-        slots[k] = slot = s.hold(slot)
-        if s.settle(slot, last.ledger) or s.retirees or s.ledger is not last.ledger:
-            return None
         states[old.replica.name][old.state] -= 1
-    if not gate_open([slots[k] for k in groups], shape.joining):  # the others run
-        slots = [waits(s) if k in groups else s for k, s in enumerate(slots)]
-    for k in groups:
+        slots[k] = s.look(old.replica, old.index, groups[k], nodes)
+    for k in places:
+        if slots[k].failure is not None and slots[k].fail is None:
+            slots[k] = s.resolve(slots[k])
+    if s.covered:
+        return None
+    for k in places:
+        slots[k] = s.hold(slots[k])
+    mine = [slots[k] for k in places]
+    released = tuple(x.pod.name for x in mine if x.pod is not None and s.settle(x, ledger))
+    if not gate_open(mine, shape.joining):  # the others run
+        for k in places:
+            slots[k] = waits(slots[k])
+    for k in places:
         states[slots[k].replica.name][slots[k].state] += 1
-    found = replace(last, slots=tuple(slots))
+    found = Survey(tuple(slots), tuple(s.retirees), tuple(s.restarts), s.ledger, released)
     found.__dict__["states"] = {name: +counts for name, counts in states.items()}  # Survey.states, by delta
-    return found, tuple(k for k in groups if slots[k].state is not State.RUNNING)
+    astir = {k for k in last._astir if k not in groups} | {
+        k for k in places if slots[k].state is not State.RUNNING
+    }
+    found.__dict__["_astir"] = tuple(sorted(astir))  # Survey.astir, by delta
+    found.__dict__["_masters"] = last._masters  # the same slots, in the same places
+    return found
 
 
 class _Surveyor:

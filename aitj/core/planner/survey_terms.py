@@ -1,6 +1,7 @@
 """The survey's terms: an index's ``Slot`` and its ``State``, which indices have one
 (``Shape``, decided by aitj.core.planner.scaling), the pods a pass no longer wants and why
-(``Retiree``), and the gate that holds the masters back until the workers run.
+(``Retiree``), the gate that holds the masters back until the workers run, what a survey
+found (``Survey``), and which slots a later pass may keep as they are (``clean``).
 
 Pure. Apart from aitj.core.planner.survey (which exports them too) so that it holds the
 decisions only.
@@ -9,12 +10,16 @@ decisions only.
 from __future__ import annotations
 
 import enum
+import functools
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from aitj.core.api import ReplicaSpec, ReplicaType
 from aitj.core.observed import PodView
+from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.shortfall import Shortfall
+from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import Fail, Failure, RestartDecision
 
 
@@ -135,3 +140,58 @@ def waits(s: Slot) -> Slot:
     if s.replica.replica_type is ReplicaType.MASTER and s.state.needs_pod and s.state is not State.BACKOFF:
         return replace(s, state=State.WAITING)
     return s
+
+
+def clean(slot: Slot, group: Sequence[PodView]) -> bool:
+    """clean: ``slot``, made of the pods ``group``, runs its one pod with no failure. Its verdict
+    reads no clock (no restartTimeout, backoff or budget is read for a running, healthy pod), no
+    other slot's, and of the ledger only its index's record and its replica's epoch: what lets
+    ``resurvey`` keep it while those are the same."""
+    return slot.state is State.RUNNING and slot.failure is None and len(group) == 1 and group[0] is slot.pod
+
+
+@dataclass(frozen=True)
+class Survey:
+    """Survey: the slots, the pods to retire, the restarts this pass decided (each restarted
+    slot keeps its ``RestartDecision``), the ledger with this pass's
+    decisions, and ``released``: pods the slots keep (succeeded, or failed for good) that are on
+    their way out and whose outcome the ledger the pass started from already records, so their
+    finalizer goes (the operator never holds a pod it does not need)."""
+
+    slots: tuple[Slot, ...]
+    retirees: tuple[Retiree, ...]
+    restarts: tuple[RestartRecord, ...]
+    ledger: Ledger  # with this pass's decisions
+    released: tuple[str, ...] = ()
+
+    def of(self, replica: str) -> tuple[Slot, ...]:
+        return tuple(s for s in self.slots if s.replica.name == replica)
+
+    @functools.cached_property
+    def astir(self) -> tuple[Slot, ...]:
+        """astir: the slots that do not run, in order: all a part that looks for slots to
+        create, wait for, or fail has to look at (found once per survey; ``resurvey`` keeps
+        them by delta, the others it keeps run)."""
+        return tuple(self.slots[k] for k in self._astir)
+
+    @functools.cached_property
+    def _astir(self) -> tuple[int, ...]:
+        return tuple(k for k, s in enumerate(self.slots) if s.state is not State.RUNNING)
+
+    @property
+    def masters(self) -> tuple[Slot, ...]:
+        """masters: the slots of master replicas (``resurvey`` keeps where they are)."""
+        return tuple(self.slots[k] for k in self._masters)
+
+    @functools.cached_property
+    def _masters(self) -> tuple[int, ...]:
+        return tuple(k for k, s in enumerate(self.slots) if s.replica.replica_type is ReplicaType.MASTER)
+
+    @functools.cached_property
+    def states(self) -> Mapping[str, Counter[State]]:
+        """states: per replica, how many of its slots are in each state (the status's counts;
+        counted once per survey, and ``resurvey`` keeps them by delta)."""
+        out: dict[str, Counter[State]] = {}
+        for (name, state), n in Counter((s.replica.name, s.state) for s in self.slots).items():
+            out.setdefault(name, Counter())[state] = n
+        return out

@@ -31,7 +31,7 @@ def timeouts(
     timeLimit, falls due. A scale-out's pods (``joining``) are no replacements: scaleTimeout
     judges them, and the scale operation wakes the job for it."""
     wake: list[float] = []
-    for s in found.slots:
+    for s in found.astir:  # only a slot that does not run is pending
         p, timeout = s.pod, s.replica.restart_timeout
         if (
             s.state is State.PENDING

@@ -14,6 +14,7 @@ aitj.core.planner.part), here so that the modules that make them can also hold a
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -203,6 +204,12 @@ class HostLists:
     masters: Mapping[str, tuple[str, ...]]
     held: tuple[str, ...] = ()
     wake: float | None = None
+
+    @functools.cached_property
+    def pods(self) -> tuple[str, ...]:
+        """pods: Horovod's list by pod name (what ``status.discoveryHosts`` records); made once,
+        as a pass compares it with the status's more than once."""
+        return tuple(h.pod for h in self.hosts)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ Pure and clock-free (the caller passes ``now``). The rules are in the package's 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -41,7 +42,6 @@ def prepare(job: Job, status: JobStatus, pods: Sequence[PodView], now: datetime,
         if (op := Op.from_status(name, value)) is not None
     }
     counter = _Counter(_last_version(status, ops.values()))
-    hosts = frozenset(status.discovery_hosts or ())
     out: list[ReplicaScale] = []
     happened: list[Happening] = []
     patches: list[ReplicasPatch] = []
@@ -49,12 +49,12 @@ def prepare(job: Job, status: JobStatus, pods: Sequence[PodView], now: datetime,
         current = current_indices(status, r.name)
         if current is None:
             current = tuple(range(r.replicas))  # a new job, or one from before scaling existed
-        mine = [p for p in pods if p.replica == r.name and p.index is not None]
         if not started:
+            mine = [p for p in pods if p.replica == r.name and p.index is not None]
             target = _target(current, r.replicas, _named(r, mine, current))
             out.append(ReplicaScale(r, target, target))
             continue
-        step = _Step(job, r, current, mine, hosts, now, counter)
+        step = _Step(job, r, current, pods, status, now, counter)
         out.append(step.run(ops.get(r.name)))
         happened += step.happened
         patches += step.patches
@@ -82,14 +82,24 @@ class _Step:
         r: ReplicaSpec,
         current: tuple[int, ...],
         pods: Sequence[PodView],
-        hosts: frozenset[str],
+        status: JobStatus,
         now: datetime,
         counter: _Counter,
     ) -> None:
-        self.job, self.r, self.current, self.pods, self.hosts = job, r, current, pods, hosts
+        self.job, self.r, self.current, self.every, self.status = job, r, current, pods, status
         self.now, self.counter = now, counter
         self.happened: list[Happening] = []
         self.patches: list[ReplicasPatch] = []
+
+    # The replica's pods and the host list, found when an operation needs them: a pass with
+    # none in flight and none asked for (most) looks at neither, nor at every pod of the job.
+    @functools.cached_property
+    def pods(self) -> list[PodView]:
+        return [p for p in self.every if p.replica == self.r.name and p.index is not None]
+
+    @functools.cached_property
+    def hosts(self) -> frozenset[str]:
+        return frozenset(self.status.discovery_hosts or ())
 
     def run(self, op: Op | None) -> ReplicaScale:
         """run: a rollback waits for its patch (asked again) until replicas is the current

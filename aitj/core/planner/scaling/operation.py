@@ -156,6 +156,8 @@ def current_indices(status: JobStatus, replica: str) -> tuple[int, ...] | None:
     if count is None or not 0 <= count <= MAX_REPLICAS:
         return None
     vacant = set((status.vacant_indices or {}).get(replica) or ())
+    if not vacant:
+        return tuple(range(count))  # what the loop below makes with none vacant, in C
     out: list[int] = []
     i = 0
     while len(out) < count:
@@ -168,4 +170,7 @@ def current_indices(status: JobStatus, replica: str) -> tuple[int, ...] | None:
 def vacant_indices(current: Sequence[int]) -> list[int]:
     """vacant_indices: the indices below the highest current one that are not current."""
     have = set(current)
-    return [i for i in range(max(current, default=0)) if i not in have]
+    top = max(current, default=0)
+    if len(have) == top + 1 and min(current, default=0) >= 0:
+        return []  # every index up to the highest is current (most jobs): none to look for
+    return [i for i in range(top) if i not in have]
