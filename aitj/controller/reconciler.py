@@ -39,8 +39,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kubernetes.client.exceptions import ApiException
-
 from aitj.controller import metrics, sshkeys
 from aitj.controller.cache import JobKey, Snapshot
 from aitj.controller.executor import (
@@ -50,7 +48,6 @@ from aitj.controller.executor import (
     PodRefused,
     Sent,
     StaleJob,
-    StatusRefused,
     Stop,
     Target,
     only_status,
@@ -59,9 +56,9 @@ from aitj.controller.executor import (
 from aitj.controller.logs import log
 from aitj.controller.metrics import ErrorStage
 from aitj.controller.recovery_metrics import Recoveries
+from aitj.controller.retries import failure_reason, pass_failure, retry_after, retry_delay
 from aitj.controller.written import Written
 from aitj.core import api
-from aitj.core.api import PassFailure
 from aitj.core.planner import failed_pass, lifecycle, resources
 from aitj.core.planner import plan as make_plan
 from aitj.core.planner.failed_pass import FailureReason
@@ -69,14 +66,7 @@ from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.memo import Memo
 from aitj.core.planner.types import Plan, Settings, SshKeys
 from aitj.core.telemetry import finished_scalings
-from aitj.core.wire import mapping
 
-# A failed pass (a refused call, the apiserver unreachable) is retried after RETRY_SECONDS,
-# doubled for each failure in a row up to MAX_RETRY_SECONDS, and never sooner than the
-# server's Retry-After; kicks in between wait too (``retry_delay``): a job whose calls keep
-# failing costs one attempt per delay, however busy its watch is.
-RETRY_SECONDS = 1.0
-MAX_RETRY_SECONDS = 30.0
 STALE_RETRY_SECONDS = 0.5
 # How long a pass may lag behind a requeue request it could not serve (timer coalescing).
 MIN_REQUEUE_SECONDS = 0.2
@@ -98,40 +88,6 @@ PACED_PLAN_SECONDS = 0.005
 # this was measured): past it, more threads only queue on the GIL and the apiserver.
 PASS_WORKERS = 16
 R = TypeVar("R")
-
-
-def retry_delay(failures: int, retry_after: float | None = None) -> float:
-    """retry_delay: how long a job waits after its ``failures``-th failed pass in a row (1: the
-    first): RETRY_SECONDS, doubled per earlier failure, at most MAX_RETRY_SECONDS, and never
-    less than the server's ``retry_after``."""
-    delay: float = min(MAX_RETRY_SECONDS, RETRY_SECONDS * 2 ** min(max(failures - 1, 0), 16))
-    return max(delay, retry_after or 0.0)
-
-
-def retry_after(e: BaseException) -> float | None:
-    """retry_after: the Retry-After seconds of the API error that failed a pass (None: none)."""
-    cause = e if isinstance(e, ApiException) else e.__cause__
-    value = (getattr(cause, "headers", None) or {}).get("Retry-After")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:  # an HTTP date: not sent by the apiserver
-        return None
-
-
-def failure_reason(error: Exception) -> FailureReason | None:
-    """failure_reason: why a pass failed, as ``failed_pass`` reports it; None when the API
-    server gave no answer (a call with no ApiException behind it)."""
-    if isinstance(error, StatusRefused):
-        return FailureReason.STATUS_REFUSED
-    if isinstance(error, Stop):
-        return FailureReason.CALL_REFUSED if isinstance(error.__cause__, ApiException) else None
-    return FailureReason.PASS_ERROR
-
-
-def pass_failure(body: Mapping[str, Any] | None) -> PassFailure | None:
-    """pass_failure: the ``status.passFailure`` a job's body holds (None: none, or no body)."""
-    value = mapping(mapping((body or {}).get("status")).get("passFailure"))
-    return PassFailure.from_json(value) if value else None
 
 
 def new_keys(job_name: str) -> SshKeys:

@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from aitj.controller.executor import StatusRefused, StepFailed
 from aitj.controller.executor.answers import version_test_failed
-from aitj.controller.reconciler import failure_reason
+from aitj.controller.retries import failure_reason
 from aitj.core.api import PassFailure
 from aitj.core.planner import failed_pass
 from aitj.core.planner.failed_pass import FailureReason, Report

@@ -30,15 +30,8 @@ from aitj.controller.executor import (
     Target,
     only_status,
 )
-from aitj.controller.reconciler import (
-    PACED_PLAN_SECONDS,
-    ErrorStage,
-    JobKey,
-    Reconciler,
-    Sources,
-    retry_after,
-    retry_delay,
-)
+from aitj.controller.reconciler import PACED_PLAN_SECONDS, ErrorStage, JobKey, Reconciler, Sources
+from aitj.controller.retries import retry_after, retry_delay
 from aitj.controller.written import Written
 from aitj.core import naming
 from aitj.core.api import Job, JobStatus, Phase, RestartScope
