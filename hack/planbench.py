@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
-import json
 import pstats
 import time
 from collections.abc import Callable, Mapping
@@ -46,7 +45,18 @@ from aitj.core.api import LABEL_INDEX, Job
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner import Plan, plan
 from aitj.core.planner.memo import Memo
-from tests.unit.builders import KEYS, Cluster, Pod, at, node, observed, seed_job, trainer, views, with_status
+from tests.unit.builders import (
+    KEYS,
+    KeptViews,
+    Pod,
+    at,
+    node,
+    observed,
+    seed_job,
+    trainer,
+    views,
+    with_status,
+)
 
 NODES = 100
 
@@ -92,7 +102,7 @@ def passes(
     return step
 
 
-class Recovering(Cluster):
+class Recovering(KeptViews):
     """Recovering: the simulated cluster planned with a Memo, handing the planner the same
     PodView for a pod whose body did not change (as aitj.controller.cache does); ``spent``
     holds the CPU seconds of each ``plan()`` call since it was last emptied."""
@@ -100,22 +110,8 @@ class Recovering(Cluster):
     def __init__(self, job: Job, pods: list[Pod], node_views: list[NodeView]) -> None:
         super().__init__(job, pods, node_views)
         self.memo = Memo()
-        self.views: dict[str, tuple[str, PodView]] = {}
         self.spent: list[float] = []
         self.profile: cProfile.Profile | None = None  # when set, the ``plan()`` calls are profiled
-
-    def pod_views(self) -> list[PodView]:
-        """pod_views: the views, the same object while a pod's body is the same; a changed pod
-        moves to the end, as in the cache."""
-        fresh: dict[str, tuple[str, PodView]] = {}
-        for name, pod in self.pods.items():
-            body = json.dumps(pod.raw, sort_keys=True)
-            kept = self.views.get(name)
-            fresh[name] = kept if kept is not None and kept[0] == body else (body, pod.view())
-        order = [n for n in self.views if n in fresh and fresh[n] is self.views[n]]
-        order += [n for n in fresh if n not in order]
-        self.views = {n: fresh[n] for n in order}
-        return [v for _, v in self.views.values()]
 
     def plan(self, now: float) -> Plan:
         pods, owned = self.pod_views(), observed(self.objects)

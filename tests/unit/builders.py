@@ -526,3 +526,25 @@ class Cluster(PlanSink):
     def status(self) -> dict[str, Any]:
         """status: the job's status as the API server stores it (JSON)."""
         return self.job.status.to_json()
+
+
+class KeptViews(Cluster):
+    """KeptViews: a Cluster whose pods' views are kept as the cache keeps them (the same PodView
+    while a pod's body is unchanged, a changed pod moved to the end), for the planner's memo."""
+
+    def __init__(self, job: Job, pods: Iterable[Pod] = (), node_views: Iterable[NodeView] = ()) -> None:
+        super().__init__(job, pods, node_views)
+        self.views: dict[str, tuple[str, PodView]] = {}
+
+    def pod_views(self) -> list[PodView]:
+        """pod_views: the pods' views, the same object while a pod's body is unchanged, in the
+        order the cache keeps them (a changed pod moves to the end)."""
+        fresh: dict[str, tuple[str, PodView]] = {}
+        for name, pod in self.pods.items():
+            body = json.dumps(pod.raw, sort_keys=True)
+            kept = self.views.get(name)
+            fresh[name] = kept if kept is not None and kept[0] == body else (body, pod.view())
+        order = [n for n in self.views if n in fresh and fresh[n] is self.views[n]]
+        order += [n for n in fresh if n not in order]
+        self.views = {n: fresh[n] for n in order}
+        return [v for _, v in self.views.values()]

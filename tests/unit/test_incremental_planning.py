@@ -15,7 +15,6 @@ that is what lets the Memo reuse anything, so it is what has to be right.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +28,7 @@ from aitj.core.planner.memo import Memo
 from aitj.core.planner.types import Plan
 from tests.unit.builders import (
     KEYS,
-    Cluster,
+    KeptViews,
     Pod,
     at,
     exit_rule,
@@ -50,28 +49,14 @@ NODES = ("node-a", "node-b", "node-c")
 DISRUPTIONS = ["EvictionByEvictionAPI", "PreemptionByScheduler", "DeletionByTaintManager"]
 
 
-class Twin(Cluster):
+class Twin(KeptViews):
     """Twin: the simulated cluster, whose every pass is planned twice, in full and with the
     Memo, and checked equal. Pod and node views are kept while their bodies are unchanged."""
 
     def __init__(self, job: Job) -> None:
         super().__init__(job, node_views=[node(n) for n in NODES])
         self.memo = Memo()
-        self.views: dict[str, tuple[str, PodView]] = {}
         self.passes = 0
-
-    def pod_views(self) -> list[PodView]:
-        """pod_views: the pods' views, the same object while a pod's body is unchanged, in the
-        order the cache keeps them (a changed pod moves to the end)."""
-        fresh: dict[str, tuple[str, PodView]] = {}
-        for name, pod in self.pods.items():
-            body = json.dumps(pod.raw, sort_keys=True)
-            kept = self.views.get(name)
-            fresh[name] = kept if kept is not None and kept[0] == body else (body, pod.view())
-        order = [n for n in self.views if n in fresh and fresh[n] is self.views[n]]
-        order += [n for n in fresh if n not in order]
-        self.views = {n: fresh[n] for n in order}
-        return [v for _, v in self.views.values()]
 
     def plan(self, now: float) -> Plan:
         owned = observed(self.objects)

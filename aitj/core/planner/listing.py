@@ -73,23 +73,26 @@ def relisted(
     changes = [(k, b, f) for k, b, f in changes if _moved(b, f, joining, waiting)]
     if not changes and not waiting:
         return last
-    hosts, at = list(lists.hosts), list(last.places)
-    running = {name: list(names) for name, names in lists.running.items()}
-    indices = {name: list(i) for name, i in last.indices.items()}
+    e = _Lists(
+        list(lists.hosts),
+        list(last.places),
+        {name: list(names) for name, names in lists.running.items()},
+        {name: list(i) for name, i in last.indices.items()},
+    )
     for k, b, f in changes:
         if _listed(b, joining, set()):
-            _drop(b, k, hosts, at, running, indices)
+            e.drop(b, k)
         if _listed(f, joining, waiting):
-            _add(f, k, hosts, at, running, indices)
-    masters = {name: tuple(running[name]) for name in lists.masters}
+            e.add(f, k)
+    masters = {name: tuple(e.running[name]) for name in lists.masters}
     patched = HostLists(
-        tuple(hosts),
-        {name: tuple(names) for name, names in running.items()},
+        tuple(e.hosts),
+        {name: tuple(names) for name, names in e.running.items()},
         masters,
         held=tuple(sorted(waiting)),
         wake=min(waiting.values(), default=None),
     )
-    return Listing(patched, tuple(at), {name: tuple(i) for name, i in indices.items()})
+    return Listing(patched, tuple(e.at), {name: tuple(i) for name, i in e.indices.items()})
 
 
 def _listed(s: Slot, joining: frozenset[tuple[str, int]], waiting: set[str] | dict[str, float]) -> bool:
@@ -118,38 +121,33 @@ def _held(
     return hostfiles.held_among([s for s, _ in workers], frozenset(listed), now)
 
 
-def _drop(
-    s: Slot,
-    k: int,
-    hosts: list[HostEntry],
-    at: list[int],
-    running: dict[str, list[str]],
-    indices: dict[str, list[int]],
-) -> None:
-    """_drop: the slot ``s`` at place ``k`` leaves the lists."""
-    if s.replica.replica_type is ReplicaType.WORKER:
-        j = bisect.bisect_left(at, k)
-        del hosts[j], at[j]
-    j = bisect.bisect_left(indices[s.replica.name], s.index)
-    del running[s.replica.name][j], indices[s.replica.name][j]
+@dataclass
+class _Lists:
+    """_Lists: a listing's lists as ``relisted`` patches them: the workers' hosts and their
+    places in the survey (``at``, ascending), each replica's running pods and their indices."""
 
+    hosts: list[HostEntry]
+    at: list[int]
+    running: dict[str, list[str]]
+    indices: dict[str, list[int]]
 
-def _add(
-    s: Slot,
-    k: int,
-    hosts: list[HostEntry],
-    at: list[int],
-    running: dict[str, list[str]],
-    indices: dict[str, list[int]],
-) -> None:
-    """_add: the slot ``s`` at place ``k`` joins the lists."""
-    if s.replica.replica_type is ReplicaType.WORKER:
-        j = bisect.bisect_left(at, k)
-        hosts.insert(j, HostEntry(s.name, s.replica.name, s.index))
-        at.insert(j, k)
-    j = bisect.bisect_left(indices[s.replica.name], s.index)
-    running[s.replica.name].insert(j, s.name)
-    indices[s.replica.name].insert(j, s.index)
+    def drop(self, s: Slot, k: int) -> None:
+        """drop: the slot ``s`` at place ``k`` leaves the lists."""
+        if s.replica.replica_type is ReplicaType.WORKER:
+            j = bisect.bisect_left(self.at, k)
+            del self.hosts[j], self.at[j]
+        j = bisect.bisect_left(self.indices[s.replica.name], s.index)
+        del self.running[s.replica.name][j], self.indices[s.replica.name][j]
+
+    def add(self, s: Slot, k: int) -> None:
+        """add: the slot ``s`` at place ``k`` joins the lists."""
+        if s.replica.replica_type is ReplicaType.WORKER:
+            j = bisect.bisect_left(self.at, k)
+            self.hosts.insert(j, HostEntry(s.name, s.replica.name, s.index))
+            self.at.insert(j, k)
+        j = bisect.bisect_left(self.indices[s.replica.name], s.index)
+        self.running[s.replica.name].insert(j, s.name)
+        self.indices[s.replica.name].insert(j, s.index)
 
 
 def _pods(lists: HostLists) -> tuple[str, ...]:
