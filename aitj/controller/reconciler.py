@@ -5,7 +5,8 @@ Level-triggered: any change to a job, its pods, their nodes or the objects the j
 planner what to do and hands the Plan to the executor. Kicks that arrive during a pass
 coalesce into one more pass right after it, so a burst of events costs two passes, not one
 each. Nothing sits between a pod's watch event and its replacement's create: the event kicks,
-the pass plans the create, the executor sends it.
+the pass plans the create, the executor sends it. Only a job whose last plan took long
+(thousands of pods, ``PACED_PLAN_SECONDS``) waits up to twice that plan before its next one.
 
 The reconciler decides nothing about the job: ``lifecycle.triage`` says whether the job is
 planned or ends the pass with a Plan of its own (being deleted, invalid spec); a terminating
