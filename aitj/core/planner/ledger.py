@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aitj.core.api import JobStatus, RestartLedger
@@ -182,6 +182,16 @@ class ReplicaHistory:
         copies its lists and maps (in C) rather than writing every index again."""
         parent = self.__dict__.pop("_from", None)  # not kept: it would keep its parent alive
         return wire(self) if parent is None else wire_patched(self, parent[0].wire, parent[1])
+
+    def same_indices(self, **changes: Any) -> ReplicaHistory:
+        """same_indices: this history with ``changes`` to its epoch, records, rules or
+        exclusions, its index records as they are: what was found of them (their dict, places
+        and restart count) is kept, and its status form is patched from this one's."""
+        out = replace(self, **changes)
+        for key in ("_by_index", "_places", "restart_count"):
+            if key in self.__dict__:
+                out.__dict__[key] = self.__dict__[key]
+        return out.derived(self, ())
 
     def derived(self, parent: ReplicaHistory, changed: Iterable[int]) -> ReplicaHistory:
         """derived: this history, noted as ``parent`` patched at the ``changed`` indices (its

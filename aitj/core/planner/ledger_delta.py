@@ -186,11 +186,9 @@ def _index(item: tuple[int, IndexHistory]) -> int:
 def _remeta(history: ReplicaHistory, meta: ReplicaHistory) -> ReplicaHistory:
     """_remeta: ``history`` with ``meta``'s epoch, records, rules and exclusions; its indices,
     and what was found of them, as they were."""
-    out = replace(history, epoch=meta.epoch, records=meta.records, rules=meta.rules, excluded=meta.excluded)
-    for key in ("_by_index", "_places", "restart_count"):
-        if key in history.__dict__:
-            out.__dict__[key] = history.__dict__[key]
-    return out.derived(history, ())
+    return history.same_indices(
+        epoch=meta.epoch, records=meta.records, rules=meta.rules, excluded=meta.excluded
+    )
 
 
 def remerged(prev: Ledger, a: Ledger, b: Ledger, ca: Changes, cb: Changes) -> tuple[Ledger, Changes]:

@@ -195,11 +195,7 @@ def prune(job: Job, ledger: Ledger, now: datetime) -> Ledger:
         excluded = tuple((key, e) for key, e in history.excluded if e.until > now)
         if rules == history.rules and excluded == history.excluded:
             continue  # nothing out of its window: the same history (and what was found of it)
-        pruned = replace(history, rules=rules, excluded=excluded)
-        for key in ("_by_index", "_places", "restart_count"):  # its indices are the same
-            if key in history.__dict__:
-                pruned.__dict__[key] = history.__dict__[key]
-        ledger = ledger.replaced(r.name, pruned.derived(history, ()))
+        ledger = ledger.replaced(r.name, history.same_indices(rules=rules, excluded=excluded))
     return ledger
 
 
