@@ -125,12 +125,12 @@ def record(status: JobStatus, lists: HostLists | None) -> JobStatus:
     """record: ``status`` with the lists (unchanged without plugin.discovery)."""
     if lists is None:
         return status
-    return status.updated(discovery_hosts=_pods(lists), host_files=dict(lists.masters))
+    return status.updated(discovery_hosts=lists.pods, host_files=dict(lists.masters))
 
 
 def hosts_changed(prev: JobStatus, lists: HostLists | None) -> bool:
     """hosts_changed: Horovod's list differs from the one the previous status recorded."""
-    return lists is not None and prev.discovery_hosts != _pods(lists)
+    return lists is not None and prev.discovery_hosts != lists.pods
 
 
 def changed(prev: JobStatus, lists: HostLists | None) -> bool:
@@ -148,10 +148,6 @@ def drifted(job: Job, owned: Owned, lists: HostLists) -> bool:
     return objects.stale(owned, resources.configmap_ref(job), digest(lists))
 
 
-def _pods(lists: HostLists) -> tuple[str, ...]:
-    return lists.pods
-
-
 def digest(lists: HostLists) -> str:
     """digest: a short fingerprint of what the ConfigMap is rendered from: the host list and
     the master replicas' files (the workers' files hold the host list's pods again, so they
@@ -160,7 +156,7 @@ def digest(lists: HostLists) -> str:
     # masters, and the memo keeps unchanged lists): kept on them as Survey.states is.
     made = lists.__dict__.get("_digest")
     if made is None:
-        made = lists.__dict__["_digest"] = resources.hosts_digest(_pods(lists), lists.masters)
+        made = lists.__dict__["_digest"] = resources.hosts_digest(lists.pods, lists.masters)
     return str(made)
 
 

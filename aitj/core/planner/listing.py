@@ -65,7 +65,7 @@ def relisted(
     then every other worker is in the list the status holds, so none waits for its wave
     (``hostfiles.held``), and only the slots at ``places`` may join, leave or wait."""
     lists = last.lists
-    if lists is None or last.indices is None or lists.held or prev.discovery_hosts != _pods(lists):
+    if lists is None or last.indices is None or lists.held or prev.discovery_hosts != lists.pods:
         return None
     redone = sorted(places)
     waiting = _held([(k, found.slots[k], before.slots[k]) for k in redone], joining, now)
@@ -148,7 +148,3 @@ class _Lists:
         j = bisect.bisect_left(self.indices[s.replica.name], s.index)
         self.running[s.replica.name].insert(j, s.name)
         self.indices[s.replica.name].insert(j, s.index)
-
-
-def _pods(lists: HostLists) -> tuple[str, ...]:
-    return lists.pods

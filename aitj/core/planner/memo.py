@@ -94,16 +94,13 @@ class Memo:
     last: Seen | None = None  # what ``seen`` made of them (None: ``_seen_each`` did)
     doubled: int = -1  # the last pass handed a view twice
     parsed: Parsed | None = None  # status.restartLedger's value, parsed
-    reparsed: tuple[Ledger | None, Changes] = (
-        None,
-        None,
-    )  # the ledger ``parsed`` was patched from, and where
+    # the ledger ``parsed`` was patched from, and where
+    reparsed: tuple[Ledger | None, Changes] = (None, None)
     observed: Observed | None = None  # the last pass's ledgers
     judged: Judged = field(default_factory=dict)  # the survey's verdicts, by id(pod)
     quiet: Quiet | None = None  # the last pass's survey, when it decided nothing
-    resurveyed: tuple[Survey, Survey, tuple[int, ...]] | None = (
-        None  # the last resurvey, the one it redid, where
-    )
+    # the last resurvey, the one it redid, and the places it redid
+    resurveyed: tuple[Survey, Survey, tuple[int, ...]] | None = None
     lists: tuple[Survey, frozenset[tuple[str, int]], Listing] | None = None  # host_lists'
 
     def seen(self, job: Job, pods: Sequence[PodView]) -> Seen:
@@ -347,7 +344,7 @@ class Quiet:
 
     def place(self, pod: PodView) -> int | None:
         """place: where the slot of ``pod``'s (replica, index) is (None: it has none)."""
-        return None if pod.replica is None or pod.index is None else self.where.get((pod.replica, pod.index))
+        return _place(self.where, pod)
 
 
 def _loud(
@@ -356,14 +353,16 @@ def _loud(
     """_loud: the slots of a full survey that are not clean, with their pods."""
     groups: dict[int, list[PodView]] = {}
     for p in pods:
-        k = (
-            None
-            if p.replica is None or p.index is None or p.name in keep
-            else where.get((p.replica, p.index))
-        )
+        k = None if p.name in keep else _place(where, p)
         if k is not None:
             groups.setdefault(k, []).append(p)
     return {k: groups.get(k, []) for k, s in enumerate(found.slots) if not clean(s, groups.get(k, []))}
+
+
+def _place(where: Mapping[tuple[str, int], int], pod: PodView) -> int | None:
+    """_place: where in a survey (``where``: its places by (replica, index)) the slot of
+    ``pod``'s (replica, index) is (None: it has none)."""
+    return None if pod.replica is None or pod.index is None else where.get((pod.replica, pod.index))
 
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
