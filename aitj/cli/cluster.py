@@ -33,7 +33,8 @@ _DEFAULTS = ClusterConfig()
 @cluster.command("build", epilog=example("aitj cluster build"))
 def cluster_build() -> None:
     """Build (or reuse) the control plane binaries, the real nodes' programs, Prometheus with
-    promtool (the dashboards' tests) and, as root, the images real nodes run (docs/real-nodes.md)."""
+    promtool (the dashboards' tests), Helm (the chart's tests, make release) and, as root, the
+    images real nodes run (docs/real-nodes.md)."""
     try:
         took = ensure_built(BUILT, say=_say)
         if os.geteuid() == 0:
@@ -43,7 +44,7 @@ def cluster_build() -> None:
     except (BuildError, ClusterError) as e:
         raise click.ClickException(str(e)) from e
     if took == 0:
-        _say("control plane and Prometheus binaries already built (cached)")
+        _say("control plane, Prometheus and Helm binaries already built (cached)")
 
 
 @cluster.command(

@@ -26,6 +26,11 @@ PROMETHEUS_MODULE = "v0.316.0"
 CONTAINERD = "v2.4.2"
 RUNC = "v1.5.2"
 COREDNS = "v1.15.0"
+# Helm renders, lints and packages charts/aitj (tests/unit/test_chart.py, `make release`). Its
+# go.mod requires client-go v0.37, so, as Helm's own Makefile does, the Kubernetes version its
+# `helm template` and `helm lint` assume without a cluster is set to 1.37 (otherwise 1.20).
+HELM = "v3.22.0"
+HELM_KUBE_MINOR = "37"
 
 # Go needed by Kubernetes 1.36 and kwok 0.8 (both declare go 1.26.0).
 MIN_GO = (1, 26)
@@ -158,12 +163,27 @@ COREDNS_COMPONENT = Component(
     module_dir=GOMOD_DIR / "coredns",
     packages=("aitj.local/devcluster/coredns",),
 )
+HELM_COMPONENT = Component(
+    name="helm",
+    version=HELM,
+    module_dir=GOMOD_DIR / "helm",
+    packages=("helm.sh/helm/v3/cmd/helm",),
+    ldflags=(
+        f"-X helm.sh/helm/v3/internal/version.version={HELM}",
+        "-X helm.sh/helm/v3/internal/version.metadata=",
+        "-X helm.sh/helm/v3/internal/version.gitTreeState=clean",
+        "-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1",
+        f"-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor={HELM_KUBE_MINOR}",
+        "-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1",
+        f"-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor={HELM_KUBE_MINOR}",
+    ),
+)
 COMPONENTS = (ETCD_COMPONENT, KWOK_COMPONENT, KUBERNETES_COMPONENT)
 # What real nodes add (`aitj cluster up --real-nodes N`).
 NODE_COMPONENTS = (KUBERNETES_NODE_COMPONENT, CONTAINERD_COMPONENT, RUNC_COMPONENT, COREDNS_COMPONENT)
-# What `aitj cluster build` builds: the control plane, the real nodes' programs, and Prometheus
-# for the dashboards' tests (`aitj cluster up` builds only what it starts).
-BUILT = (*COMPONENTS, *NODE_COMPONENTS, PROMETHEUS_COMPONENT)
+# What `aitj cluster build` builds: the control plane, the real nodes' programs, Prometheus for
+# the dashboards' tests and Helm for the chart's (`aitj cluster up` builds only what it starts).
+BUILT = (*COMPONENTS, *NODE_COMPONENTS, PROMETHEUS_COMPONENT, HELM_COMPONENT)
 
 
 def cache_dir() -> Path:
@@ -187,6 +207,11 @@ def promtool_binary() -> Path:
 def prometheus_binary() -> Path:
     """prometheus_binary: where the built prometheus server is (it may not be built yet)."""
     return PROMETHEUS_COMPONENT.binary("prometheus")
+
+
+def helm_binary() -> Path:
+    """helm_binary: where the built helm is (it may not be built yet)."""
+    return HELM_COMPONENT.binary("helm")
 
 
 def kubectl_binary() -> Path:
