@@ -1,7 +1,12 @@
-"""Installing aitj into a test cluster as a user would: the CRD from crds/, served before use."""
+"""Installing aitj into a test cluster as a user would: the CRD from crds/, served before use, and
+the install of manifests/ with its components, in a kustomization of a user's own."""
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client
@@ -12,6 +17,28 @@ from tests.waiting import wait_for
 
 CRDS = REPO / "crds"
 CRD_NAME = "aitrainingjobs.kongming.cce.baiudbce.com"
+COMPONENTS = ("ha", "monitoring", "single-namespace")
+
+
+def kustomization(
+    *components: str, directory: Path | None = None, images: list[dict[str, str]] | None = None
+) -> Path:
+    """kustomization: a folder holding the kustomization a user writes to install manifests/
+    cluster-wide with the named components of manifests/ (and ``images`` overrides), as the
+    README shows; in ``directory`` or a new temporary one."""
+    folder = directory or Path(tempfile.mkdtemp(prefix="aitj-kustomization-"))
+    manifests = REPO / "manifests"
+    body: dict[str, Any] = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        # kustomize takes no absolute path here
+        "resources": [os.path.relpath(manifests / "cluster-wide", folder)],
+        "components": [os.path.relpath(manifests / c, folder) for c in components],
+    }
+    if images:
+        body["images"] = images
+    (folder / "kustomization.yaml").write_text(json.dumps(body))
+    return folder
 
 
 def install_crd(cluster: KubeCluster) -> None:

@@ -18,11 +18,11 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from tests.clusters import KubeCluster
+from tests.e2e.install import kustomization
 from tests.seeds import REPO
 from tests.waiting import wait_for
 
 OVERLAY = REPO / "manifests" / "cluster-wide"
-HA_OVERLAY = REPO / "manifests" / "ha"
 RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding")
 # A session of the whole e2e suite takes well under an hour; the token outlives it with room.
 TOKEN_SECONDS = 6 * 3600
@@ -40,9 +40,9 @@ def rbac_documents(cluster: KubeCluster) -> list[dict[str, Any]]:
 
 
 def leader_election_documents(cluster: KubeCluster) -> list[dict[str, Any]]:
-    """leader_election_documents: the ha overlay's Role and RoleBinding for the Lease (the
-    ClusterRole's are the cluster-wide overlay's, applied by ``apply_rbac``)."""
-    return [doc for doc in built(cluster, HA_OVERLAY) if doc["kind"] in ("Role", "RoleBinding")]
+    """leader_election_documents: the ha component's Role and RoleBinding for the Lease (the
+    ClusterRole's are the cluster-wide install's, applied by ``apply_rbac``)."""
+    return [doc for doc in built(cluster, kustomization("ha")) if doc["kind"] in ("Role", "RoleBinding")]
 
 
 def service_account(cluster: KubeCluster) -> tuple[str, str]:

@@ -1,4 +1,5 @@
-"""manifests/ on the real control plane: every overlay applies (server-side dry run: the
+"""manifests/ on the real control plane: the install applies with its components alone and
+combined (server-side dry run: the
 Deployment's pod would need a container runtime), the Deployment's pod is admitted under the
 restricted Pod Security level its namespace enforces, and ``aitj run --liveness`` serves the
 health endpoint the Deployment's liveness probe calls."""
@@ -21,16 +22,25 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.clusters import KubeCluster, free_port
 from tests.e2e import monitoring_crds
+from tests.e2e.install import kustomization
 from tests.seeds import REPO
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
-OVERLAYS = ("cluster-wide", "single-namespace", "monitoring", "ha")
+# The components alone, and combined: a user's kustomization names manifests/cluster-wide and these.
+COMBINATIONS = (
+    (),
+    ("single-namespace",),
+    ("monitoring",),
+    ("ha",),
+    ("ha", "monitoring"),
+    ("ha", "monitoring", "single-namespace"),
+)
 
 
 @pytest.fixture(scope="module")
 def namespaces(cluster: KubeCluster) -> Iterator[None]:
-    """namespaces: aitj-system and the namespace the single-namespace overlay names, made for
+    """namespaces: aitj-system and the namespace the single-namespace component names, made for
     real: a server-side dry run creates nothing, so the objects inside a namespace the same
     apply creates would not find it."""
     made = [
@@ -45,17 +55,16 @@ def namespaces(cluster: KubeCluster) -> Iterator[None]:
             cluster.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_every_overlay_applies_on_the_apiserver(
-    cluster: KubeCluster, crd: None, namespaces: None, overlay: str
+@pytest.mark.parametrize("components", COMBINATIONS, ids=lambda c: "+".join(("cluster-wide", *c)))
+def test_the_install_applies_on_the_apiserver_with_its_components_alone_and_combined(
+    cluster: KubeCluster, crd: None, namespaces: None, components: tuple[str, ...]
 ) -> None:
-    if overlay == "monitoring":
+    if "monitoring" in components:
         monitoring_crds.install(cluster)  # the Prometheus Operator's kinds, as stand-ins
-    built = cluster.kubectl("kustomize", str(REPO / "manifests" / overlay))  # kubectl's own kustomize
+    folder = str(kustomization(*components))
+    built = cluster.kubectl("kustomize", folder)  # kubectl's own kustomize
     assert "kind: Deployment" in built.stdout
-    applied = cluster.kubectl(
-        "apply", "-k", str(REPO / "manifests" / overlay), "--dry-run=server", check=False
-    )
+    applied = cluster.kubectl("apply", "-k", folder, "--dry-run=server", check=False)
     assert applied.returncode == 0, applied.stderr
     for what in (
         "namespace/aitj-system",
@@ -65,22 +74,22 @@ def test_every_overlay_applies_on_the_apiserver(
         "service/aitj-operator-metrics",
     ):
         assert what in applied.stdout, applied.stdout
-    if overlay == "single-namespace":
+    if "single-namespace" in components:
         assert "role.rbac.authorization.k8s.io/aitj-operator" in applied.stdout
-    if overlay == "ha":
+    if "ha" in components:
         for what in (
             "role.rbac.authorization.k8s.io/aitj-operator-leader-election",
             "rolebinding.rbac.authorization.k8s.io/aitj-operator-leader-election",
             "poddisruptionbudget.policy/aitj-operator",
         ):
             assert what in applied.stdout, applied.stdout
-    if overlay == "monitoring":
+    if "monitoring" in components:
         for what in ("servicemonitor", "prometheusrule", "configmap/aitj-dashboards"):
             assert what in applied.stdout, applied.stdout
 
 
 def _operator_pod(cluster: KubeCluster) -> tuple[dict[str, str], dict[str, Any]]:
-    """_operator_pod: the labels of the overlay's aitj-system and a pod made of its Deployment's
+    """_operator_pod: the labels of the install's aitj-system and a pod made of its Deployment's
     template (without the ServiceAccount, which exists only in aitj-system)."""
     docs = [
         d

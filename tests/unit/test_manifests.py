@@ -21,7 +21,7 @@ from packaging.markers import Marker
 from tests.seeds import REPO
 
 MANIFESTS = REPO / "manifests"
-OVERLAYS = ("cluster-wide", "single-namespace", "monitoring", "ha")
+COMPONENTS = ("single-namespace", "monitoring", "ha")
 RBAC_KEYS = ("verbs", "resources", "apiGroups", "resourceNames", "nonResourceURLs")
 
 
@@ -66,17 +66,34 @@ def test_no_rbac_rule_anywhere_in_the_manifests_holds_a_wildcard() -> None:
     assert rules >= 10  # the ClusterRole's, the Role's and the overlay's patch were all read
 
 
-def test_every_overlay_builds_on_the_base_and_the_base_on_the_generated_crd() -> None:
+def test_the_install_builds_on_the_base_and_the_base_on_the_generated_crd() -> None:
     kustomizations = {
         p.parent.name: yaml.safe_load(p.read_text()) for p in MANIFESTS.glob("*/kustomization.yaml")
     }
-    assert set(kustomizations) == {"base", *OVERLAYS}
+    assert set(kustomizations) == {"base", "cluster-wide", *COMPONENTS}
     assert "../../crds" in kustomizations["base"]["resources"]
+    assert kustomizations["cluster-wide"]["resources"] == ["../base"]
     assert yaml.safe_load((REPO / "crds" / "Kustomization").read_text())["resources"] == [
         "aitrainingjobs.yaml"
     ]
-    for overlay in OVERLAYS:
-        assert {"../base", "../cluster-wide"} & set(kustomizations[overlay]["resources"]), overlay
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_each_choice_is_a_component_that_adds_to_the_base_and_refuses_to_build_alone(component: str) -> None:
+    kustomization = yaml.safe_load((MANIFESTS / component / "kustomization.yaml").read_text())
+    assert (kustomization["apiVersion"], kustomization["kind"]) == (
+        "kustomize.config.k8s.io/v1alpha1",
+        "Component",
+    )
+    # Combining components must not bring the base twice.
+    assert not any(r.startswith("..") for r in kustomization["resources"]), kustomization["resources"]
+    # Alone it fails (nothing selected by the Deployment) instead of applying a part of an install.
+    (guard, *_) = kustomization["replacements"]
+    assert guard["source"] == {
+        "kind": "Deployment",
+        "name": "aitj-operator",
+        "fieldPath": "metadata.namespace",
+    }
 
 
 def test_the_single_namespace_role_holds_exactly_the_namespaced_rules_of_the_cluster_role() -> None:
@@ -262,3 +279,25 @@ def test_the_security_docs_rbac_table_is_the_cluster_role_verb_by_verb() -> None
         for v in rule["verbs"]
     }
     assert documented_grants() == granted
+
+
+# --- tenants' roles (issue 27) -----------------------------------------------------------------
+
+
+def test_aitrainingjobs_are_readable_by_view_and_writable_by_edit_and_admin_by_aggregation() -> None:
+    view, edit = base("ClusterRole", "aitj-view"), base("ClusterRole", "aitj-edit")
+    aggregate = "rbac.authorization.k8s.io/aggregate-to-"
+    assert {k for k, v in view["metadata"]["labels"].items() if v == "true"} == {
+        aggregate + "view",
+        aggregate + "edit",
+        aggregate + "admin",
+    }
+    assert {k for k, v in edit["metadata"]["labels"].items() if v == "true"} == {
+        aggregate + "edit",
+        aggregate + "admin",
+    }
+    assert {v for rule in view["rules"] for v in rule["verbs"]} == {"get", "list", "watch"}
+    writes = {(r, v) for rule in edit["rules"] for r in rule["resources"] for v in rule["verbs"]}
+    assert {("aitrainingjobs", v) for v in ("create", "update", "patch", "delete")} <= writes
+    assert {("aitrainingjobs/scale", "update"), ("aitrainingjobs/scale", "patch")} <= writes
+    assert not any(r == "aitrainingjobs/status" for r, _ in writes), "only the operator writes status"

@@ -1,13 +1,12 @@
-"""The operator's own image, run in the cluster as a user installs it: ``kubectl apply -k
-manifests/ha`` (two replicas under leader election, on the two real nodes), with only the image
-name changed to the one built here (the Dockerfile, by buildah) and served by the local
-registry. Then it runs the seed job, a standby takes over when the leader's pod is killed, and
-the chaos command deletes the operator's pods while the job runs."""
+"""The operator's own image, run in the cluster as a user installs it: ``kubectl apply -k`` of
+manifests/cluster-wide with the ha component (two replicas under leader election, on the two
+real nodes), with only the image name changed to the one built here (the Dockerfile, by
+buildah) and served by the local registry. Then it runs the seed job, a standby takes over when
+the leader's pod is killed, and the chaos command deletes the operator's pods while the job runs."""
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,38 +18,32 @@ from aitj.devcluster.realnodes.layout import namespace_annotations
 from aitj.devcluster.versions import cache_dir
 from tests.clusters import KubeCluster
 from tests.e2e.cli import aitj
+from tests.e2e.install import kustomization
 from tests.e2e.real.jobs import pods_by_index, wait_replaced, wait_running
 from tests.jobs import create_job, get_job, seed_variant
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[3]
 NAMESPACE = "aitj-system"
 
 
 @pytest.fixture(scope="module")
 def installed(real_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """installed: manifests/ha applied with the image built here; removed afterwards (the CRD
-    with it: the next module's operator installs it again)."""
+    """installed: manifests/cluster-wide with the ha component, the image built here; removed
+    afterwards (the CRD with it: the next module's operator installs it again)."""
     assert real_cluster.local is not None
     port = real_cluster.local.recorded()["ports"]["registry"]
     registry = Registry(cache_dir() / "registry", port)
     ref = build_and_push(registry, ["operator"], say=print)["operator"].ref
     # By digest: a node keeps the images it pulled (its containerd's root is cached), and with
-    # the Deployment's IfNotPresent a tag would run whatever the node pulled last.
+    # the Deployment's IfNotPresent a tag would run whatever the node pulled last. The entry
+    # names the image as manifests/base leaves it (its own entry renamed `aitj` already).
     name, digest = ref.rpartition(":")[0], registry.digest(ref)
-    overlay = tmp_path_factory.mktemp("overlay")
-    (overlay / "kustomization.yaml").write_text(
-        json.dumps(
-            {
-                "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                "kind": "Kustomization",
-                # kustomize takes no absolute path here
-                "resources": [os.path.relpath(REPO / "manifests" / "ha", overlay)],
-                "images": [{"name": "aitj", "newName": name, "digest": digest}],
-            }
-        )
+    overlay = kustomization(
+        "ha",
+        directory=tmp_path_factory.mktemp("overlay"),
+        images=[{"name": "registry.aitj.local/aitj", "newName": name, "digest": digest}],
     )
     # The namespace first (the RBAC of an earlier module's operator may have made it), with
     # what puts its pods on the real nodes.
