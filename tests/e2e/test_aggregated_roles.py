@@ -25,23 +25,16 @@ ROLES = REPO / "manifests" / "base" / "aggregated-roles.yaml"
 
 def can(cluster: KubeCluster, user: str, namespace: str, verb: str, subresource: str = "") -> bool:
     """can: the apiserver's answer to whether ``user`` may ``verb`` aitrainingjobs(/subresource)."""
-    review = client.AuthorizationV1Api(cluster.api).create_subject_access_review(
-        {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SubjectAccessReview",
-            "spec": {
-                "user": user,
-                "resourceAttributes": {
-                    "namespace": namespace,
-                    "verb": verb,
-                    "group": api.GROUP,
-                    "resource": api.PLURAL,
-                    "subresource": subresource,
-                },
-            },
-        }
+    review = client.V1SubjectAccessReview(
+        spec=client.V1SubjectAccessReviewSpec(
+            user=user,
+            resource_attributes=client.V1ResourceAttributes(
+                namespace=namespace, verb=verb, group=api.GROUP, resource=api.PLURAL, subresource=subresource
+            ),
+        )
     )
-    return bool(review.status.allowed)
+    answer = client.AuthorizationV1Api(cluster.api).create_subject_access_review(review)
+    return bool(answer.status and answer.status.allowed)
 
 
 @pytest.fixture
