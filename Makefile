@@ -13,8 +13,8 @@ UV        := uv==0.13.8
 COMPILE    = $(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
              --custom-compile-command 'make lock' --quiet
 
-.PHONY: install lock image lint unit test e2e demo bench chaos build-cluster cluster-up cluster-down clean \
-        dashboards dashboards-pictures real-nodes demo-real bench-real chaos-real
+.PHONY: install lock image lint unit test e2e demo bench chaos build-cluster build-helm cluster-up cluster-down \
+        clean dashboards dashboards-pictures real-nodes demo-real bench-real chaos-real release chart
 
 # Installs exactly the locked versions (hash-checked, no resolution), then aitj itself.
 $(STAMP): pyproject.toml $(TEST_LOCK)
@@ -43,12 +43,34 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-unit: $(STAMP)
+# The chart's unit tests run Helm (tests/unit/test_chart.py): built first, alone if need be.
+unit: build-helm
 	$(BIN)/pytest tests/unit --cov=aitj.core --cov-report=term-missing:skip-covered --cov-fail-under=95
 
 # Builds the control plane from source into ~/.cache/aitj (once; later runs reuse it).
 build-cluster: $(STAMP)
 	$(BIN)/aitj cluster build
+
+# Helm only, from the Go module proxy into ~/.cache/aitj (about 90 s once; build-cluster builds it too).
+build-helm: $(STAMP)
+	$(BIN)/aitj cluster build --only helm
+
+# charts/aitj's copies of the CRD and of manifests/ (after changing either; a unit test checks them).
+chart: $(STAMP)
+	$(BIN)/python hack/gen_chart.py
+
+# The install artifacts of a release into dist/VERSION/ (git-ignored): manifests.yaml, the
+# cluster-wide install with the image pinned by tag (IMAGE_REPO:VERSION), and the chart package
+# aitj-VERSION.tgz (version and appVersion VERSION, the same image). The image is built apart
+# (make image IMAGE=$(IMAGE_REPO):VERSION). VERSION is x.y.z; a missing or other one is refused.
+IMAGE_REPO ?= registry.aitj.local/aitj
+ifneq ($(filter release,$(MAKECMDGOALS)),)
+ifeq ($(strip $(VERSION)),)
+$(error make release: VERSION is missing: make release VERSION=x.y.z (for example VERSION=0.2.0))
+endif
+endif
+release: build-cluster
+	$(BIN)/python hack/release.py --version "$(VERSION)" --image-repo "$(IMAGE_REPO)" --out dist
 
 # The whole suite but the long scenarios: lint, unit tests, and end-to-end tests on the local
 # control plane, the real-node ones included when run as root (docs/real-nodes.md).

@@ -30,21 +30,27 @@ def cluster() -> None:
 _DEFAULTS = ClusterConfig()
 
 
-@cluster.command("build", epilog=example("aitj cluster build"))
-def cluster_build() -> None:
+@cluster.command("build", epilog=example("aitj cluster build", "aitj cluster build --only helm"))
+@click.option(
+    "--only",
+    multiple=True,
+    type=click.Choice([c.name for c in BUILT]),
+    help="Build only this component (repeatable); the real nodes' images are left alone.",
+)
+def cluster_build(only: tuple[str, ...]) -> None:
     """Build (or reuse) the control plane binaries, the real nodes' programs, Prometheus with
     promtool (the dashboards' tests), Helm (the chart's tests, make release) and, as root, the
     images real nodes run (docs/real-nodes.md)."""
     try:
-        took = ensure_built(BUILT, say=_say)
-        if os.geteuid() == 0:
+        took = ensure_built([c for c in BUILT if not only or c.name in only], say=_say)
+        if not only and os.geteuid() == 0:
             node_images(say=_say)
-        else:
+        elif not only:
             _say("the real nodes' images are not built: building them needs root")
     except (BuildError, ClusterError) as e:
         raise click.ClickException(str(e)) from e
     if took == 0:
-        _say("control plane, Prometheus and Helm binaries already built (cached)")
+        _say(f"{', '.join(only) if only else 'control plane, Prometheus and Helm'} already built (cached)")
 
 
 @cluster.command(
