@@ -140,7 +140,7 @@ dashboards-pictures: build-cluster
 # against 6 elastic jobs on the local cluster "chaos", invariants checked from the command's own
 # watch; the jobs are deleted at the end (nothing may be left) and the cluster stopped. Writes
 # $(CHAOS_OUT)/chaos.json and timeline.png; exits 1 on any violation. Two operators under leader
-# election, as manifests/ha runs them (the kill fault SIGKILLs the leader); OPERATORS=1
+# election, as the manifests/ha component runs them (the kill fault SIGKILLs the leader); OPERATORS=1
 # LEADER_ELECT= runs a single one without it.
 CHAOS_OUT    ?= chaos-report
 OPERATORS    ?= 2

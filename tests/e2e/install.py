@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client
 
+from aitj.devcluster.versions import helm_binary
 from tests.clusters import KubeCluster
 from tests.seeds import REPO
 from tests.waiting import wait_for
 
 CRDS = REPO / "crds"
+CHART = REPO / "charts" / "aitj"
 CRD_NAME = "aitrainingjobs.kongming.cce.baiudbce.com"
 COMPONENTS = ("ha", "monitoring", "single-namespace")
 
@@ -51,3 +54,15 @@ def install_crd(cluster: KubeCluster) -> None:
 def _established(cluster: KubeCluster) -> bool:
     crd: Any = client.ApiextensionsV1Api(cluster.api).read_custom_resource_definition(CRD_NAME)
     return any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or [])
+
+
+def helm(cluster: KubeCluster, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """helm runs the built helm against ``cluster`` (make build-cluster builds it)."""
+    assert helm_binary().exists(), f"helm is not built ({helm_binary()}): run `make build-cluster`"
+    return subprocess.run(
+        [str(helm_binary()), f"--kubeconfig={cluster.kubeconfig}", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )

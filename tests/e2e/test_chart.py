@@ -25,15 +25,13 @@ import pytest
 import yaml
 
 from aitj.devcluster.cluster import ClusterConfig, LocalCluster, free_base
-from aitj.devcluster.versions import helm_binary
 from tests.clusters import KubeCluster
 from tests.e2e import monitoring_crds
-from tests.e2e.install import CRD_NAME, kustomization
+from tests.e2e.install import CHART, CRD_NAME, helm, kustomization
 from tests.seeds import REPO
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
-CHART = REPO / "charts" / "aitj"
 HELM_ONLY_LABELS = ("app.kubernetes.io/instance", "app.kubernetes.io/managed-by", "app.kubernetes.io/version")
 # The release label as manifests/monitoring has it (none before issue 27's monitoring work).
 RELEASE = yaml.safe_load((REPO / "manifests" / "monitoring" / "servicemonitor.yaml").read_text())["metadata"][
@@ -54,18 +52,6 @@ COMBINATIONS: dict[tuple[str, ...], list[str]] = {
         f"watchNamespaces={{training}},highAvailability.enabled=true,monitoring.enabled=true,monitoring.release={RELEASE}",
     ],
 }
-
-
-def helm(cluster: KubeCluster, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    """helm runs the built helm against ``cluster`` (make build-cluster builds it)."""
-    assert helm_binary().exists(), f"helm is not built ({helm_binary()}): run `make build-cluster`"
-    return subprocess.run(
-        [str(helm_binary()), f"--kubeconfig={cluster.kubeconfig}", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")

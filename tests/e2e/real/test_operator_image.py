@@ -1,8 +1,10 @@
-"""The operator's own image, run in the cluster as a user installs it: ``kubectl apply -k`` of
-manifests/cluster-wide with the ha component (two replicas under leader election, on the two
-real nodes), with only the image name changed to the one built here (the Dockerfile, by
-buildah) and served by the local registry. Then it runs the seed job, a standby takes over when
-the leader's pod is killed, and the chaos command deletes the operator's pods while the job runs."""
+"""The operator's own image, run in the cluster as a user installs it: ``helm install`` of
+charts/aitj with high availability (two replicas under leader election, on the two real nodes)
+and the image built here (the Dockerfile, by buildah), served by the local registry and named by
+digest. The chart's objects are the kustomize install's with the ha component
+(tests/e2e/test_chart.py compares them), so this runs that install too. Then it runs the seed
+job, a standby takes over when the leader's pod is killed, and the chaos command deletes the
+operator's pods while the job runs."""
 
 from __future__ import annotations
 
@@ -18,9 +20,10 @@ from aitj.devcluster.realnodes.layout import namespace_annotations
 from aitj.devcluster.versions import cache_dir
 from tests.clusters import KubeCluster
 from tests.e2e.cli import aitj
-from tests.e2e.install import kustomization
+from tests.e2e.install import CHART, CRD_NAME, helm
 from tests.e2e.real.jobs import pods_by_index, wait_replaced, wait_running
 from tests.jobs import create_job, get_job, seed_variant
+from tests.seeds import REPO
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -29,25 +32,22 @@ NAMESPACE = "aitj-system"
 
 
 @pytest.fixture(scope="module")
-def installed(real_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """installed: manifests/cluster-wide with the ha component, the image built here; removed
-    afterwards (the CRD with it: the next module's operator installs it again)."""
+def installed(real_cluster: KubeCluster) -> Iterator[list[str]]:
+    """installed: the chart's release ``aitj`` with high availability and the image built here
+    (its values); removed afterwards with the CRD and the namespace (the next module's operator
+    installs the CRD again)."""
     assert real_cluster.local is not None
     port = real_cluster.local.recorded()["ports"]["registry"]
     registry = Registry(cache_dir() / "registry", port)
     ref = build_and_push(registry, ["operator"], say=print)["operator"].ref
-    # By digest: a node keeps the images it pulled (its containerd's root is cached), and with
-    # the Deployment's IfNotPresent a tag would run whatever the node pulled last. The entry
-    # names the image as manifests/base leaves it (its own entry renamed `aitj` already).
+    # By digest: a node keeps the images it pulled (its containerd's root is cached), so a tag
+    # could run whatever the node pulled last.
     name, digest = ref.rpartition(":")[0], registry.digest(ref)
-    overlay = kustomization(
-        "ha",
-        directory=tmp_path_factory.mktemp("overlay"),
-        images=[{"name": "registry.aitj.local/aitj", "newName": name, "digest": digest}],
-    )
-    # The namespace first (the RBAC of an earlier module's operator may have made it), with
-    # what puts its pods on the real nodes.
-    real_cluster.kubectl("create", "namespace", NAMESPACE, check=False)
+    values = ["--set", f"highAvailability.enabled=true,image.repository={name},image.digest={digest}"]
+    # The namespace first, as docs/quickstart.md makes it (Pod Security restricted), with what
+    # puts its pods on the real nodes. The RBAC objects earlier modules' operators applied with
+    # kubectl go: Helm refuses to take objects it did not make, and a user's cluster has none.
+    real_cluster.kubectl("apply", "-f", str(REPO / "manifests" / "base" / "namespace.yaml"))
     real_cluster.kubectl(
         "annotate",
         "namespace",
@@ -55,9 +55,13 @@ def installed(real_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactor
         "--overwrite",
         *(f"{key}={value}" for key, value in namespace_annotations().items()),
     )
-    real_cluster.kubectl("apply", "--server-side", "-k", str(overlay))
+    rendered = helm(real_cluster, "template", "aitj", CHART, "-n", NAMESPACE, *values)
+    assert rendered.returncode == 0, rendered.stderr
+    real_cluster.kubectl("delete", "--ignore-not-found", "--wait=true", "-f", "-", input=rendered.stdout)
+    installed = helm(real_cluster, "install", "aitj", CHART, "-n", NAMESPACE, *values)
+    assert installed.returncode == 0, installed.stderr
     try:
-        yield overlay
+        yield values
     finally:
         print(real_cluster.kubectl("get", "pods", "-n", NAMESPACE, "-o", "wide", check=False).stdout)
         print(
@@ -65,7 +69,9 @@ def installed(real_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactor
                 "logs", "-n", NAMESPACE, "-l", "app.kubernetes.io/name=aitj", "--tail=40", check=False
             ).stdout
         )
-        real_cluster.kubectl("delete", "-k", str(overlay), "--wait=true", "--timeout=120s", check=False)
+        print(helm(real_cluster, "uninstall", "aitj", "-n", NAMESPACE, "--wait", "--timeout=120s").stderr)
+        for what in (("crd", CRD_NAME), ("namespace", NAMESPACE)):
+            real_cluster.kubectl("delete", *what, "--wait=true", "--timeout=120s", check=False)
 
 
 def leader(cluster: KubeCluster) -> str | None:
@@ -77,8 +83,8 @@ def leader(cluster: KubeCluster) -> str | None:
     return holder.rsplit("_", 1)[0] if out.returncode == 0 and holder else None
 
 
-def test_the_image_runs_the_seed_from_manifests_ha_through_a_killed_leader_and_chaos_pod_deletes(
-    real_cluster: KubeCluster, installed: Path, real_namespace_bare: str, tmp_path: Path
+def test_the_image_runs_the_seed_installed_by_the_chart_through_a_killed_leader_and_chaos_pod_deletes(
+    real_cluster: KubeCluster, installed: list[str], real_namespace_bare: str, tmp_path: Path
 ) -> None:
     started = time.monotonic()
     real_cluster.kubectl("rollout", "status", "deployment/aitj-operator", "-n", NAMESPACE, "--timeout=240s")
@@ -126,7 +132,7 @@ def test_the_image_runs_the_seed_from_manifests_ha_through_a_killed_leader_and_c
     kinds = json.loads(report.read_text())["faults_by_kind"]
     assert list(kinds) == ["operator-pod-delete"] and kinds["operator-pod-delete"]["faults"] >= 2, kinds
     print(
-        f"operator image: Deployment rolled out and leading {ready - started:.1f}s after apply; leader "
+        f"operator image: Deployment rolled out and leading {ready - started:.1f}s after install; leader "
         f"{first} killed; trainer 0 force-deleted then and Running again {replaced - killed:.1f}s later "
         f"under the new leader {second}"
     )
