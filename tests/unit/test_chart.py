@@ -221,3 +221,31 @@ def test_the_templates_read_every_copied_file_and_no_other() -> None:
         for m in re.findall(r'"(files/[a-z-]+\.yaml)"', path.read_text())
     }
     assert read == held
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        pytest.param(
+            "highAvailability.enable=true", "additional properties 'enable' not allowed", id="a misspelt key"
+        ),
+        pytest.param(
+            "image.digest=abc", "'/image/digest': 'abc' does not match", id="a digest that is not sha256"
+        ),
+        pytest.param(
+            "nodeHealth.faultConditions={KernelDeadlock}",
+            "'KernelDeadlock' does not match",
+            id="a condition without its status",
+        ),
+        pytest.param(
+            "watchNamespaces={Training}",
+            "'Training' does not match",
+            id="a namespace name Kubernetes refuses",
+        ),
+    ],
+)
+def test_values_the_operator_could_not_run_with_are_refused_by_the_charts_schema(
+    value: str, said: str
+) -> None:
+    refused = helm("template", "aitj", CHART, "--set", value)
+    assert refused.returncode != 0 and said in refused.stderr, refused.stderr
