@@ -126,9 +126,11 @@ bench-real: build-cluster
 	  $(if $(ONLY),AITJ_BENCH_REAL_ONLY="$(ONLY)") \
 	  $(BIN)/pytest -m e2e tests/e2e/real/test_training_recovery.py -s -p no:cacheprovider
 
-# The Grafana dashboards, the alert rules and the monitoring manifests, from aitj/tools/dashboards.
+# The Grafana dashboards, the alert rules and the monitoring manifests, from aitj/tools/dashboards,
+# and the chart's copies of the manifests (hack/gen_chart.py).
 dashboards: $(STAMP)
 	$(BIN)/aitj dashboards generate
+	$(BIN)/python hack/gen_chart.py
 
 # The scenario of tests/e2e/test_prometheus.py (force delete, exit code, node NotReady, drain,
 # scale-out, scale-in) scraped by a real Prometheus, then every dashboard drawn into
