@@ -1,7 +1,8 @@
-"""The operator's own image, run in the cluster as a user installs it: ``helm install`` of
-charts/aitj with high availability (two replicas under leader election, on the two real nodes)
-and the image built here (the Dockerfile, by buildah), served by the local registry and named by
-digest. The chart's objects are the kustomize install's with the ha component
+"""The operator's own image, run in the cluster as a user installs it: ``helm install`` of the
+chart as a release ships it (``make release``'s package, pushed to the local registry as an OCI
+artifact and installed from there), with high availability (two replicas under leader election,
+on the two real nodes) and the image built here (the Dockerfile, by buildah), served by the same
+registry and named by digest. The chart's objects are the kustomize install's with the ha component
 (tests/e2e/test_chart.py compares them), so this runs that install too. Then it runs the seed
 job, a standby takes over when the leader's pod is killed, and the chaos command deletes the
 operator's pods while the job runs."""
@@ -9,6 +10,8 @@ operator's pods while the job runs."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,14 +32,16 @@ from tests.waiting import wait_for
 pytestmark = pytest.mark.e2e
 
 NAMESPACE = "aitj-system"
+VERSION = "0.0.0-test"  # the release's chart and app version; the image is named by digest
 
 
 @pytest.fixture(scope="module")
-def installed(real_cluster: KubeCluster) -> Iterator[list[str]]:
+def installed(real_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     """installed: the chart's release ``aitj`` with high availability and the image built here
     (its values); removed afterwards with the CRD and the namespace (the next module's operator
     installs the CRD again)."""
     assert real_cluster.local is not None
+    release = tmp_path_factory.mktemp("release")
     port = real_cluster.local.recorded()["ports"]["registry"]
     registry = Registry(cache_dir() / "registry", port)
     ref = build_and_push(registry, ["operator"], say=print)["operator"].ref
@@ -58,7 +63,29 @@ def installed(real_cluster: KubeCluster) -> Iterator[list[str]]:
     rendered = helm(real_cluster, "template", "aitj", CHART, "-n", NAMESPACE, *values)
     assert rendered.returncode == 0, rendered.stderr
     real_cluster.kubectl("delete", "--ignore-not-found", "--wait=true", "-f", "-", input=rendered.stdout)
-    installed = helm(real_cluster, "install", "aitj", CHART, "-n", NAMESPACE, *values)
+    # The chart from the registry, where make release's package was pushed.
+    made = subprocess.run(
+        [sys.executable, str(REPO / "hack" / "release.py"), "--version", VERSION, "--out", str(release)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    oci = f"oci://{registry.address}/charts"
+    pushed = helm(real_cluster, "push", release / VERSION / f"aitj-{VERSION}.tgz", oci, "--plain-http")
+    assert pushed.returncode == 0, pushed.stderr
+    installed = helm(
+        real_cluster,
+        "install",
+        "aitj",
+        f"{oci}/aitj",
+        "--version",
+        VERSION,
+        "--plain-http",
+        "-n",
+        NAMESPACE,
+        *values,
+    )
     assert installed.returncode == 0, installed.stderr
     try:
         yield values
