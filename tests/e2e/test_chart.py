@@ -1,7 +1,7 @@
 """charts/aitj and ``make release`` on a control plane of their own (the install's cluster-scoped
 objects would collide with the RBAC the session's operator runs under):
 
-- for each combination of the kustomize components, ``helm template`` with the matching values
+- for each of the 8 combinations of the kustomize components, ``helm template`` with the matching values
   gives the objects ``kubectl kustomize`` gives (Helm's own labels and the release's namespace,
   which Helm does not create, aside), and they apply (server-side dry run);
 - ``make release``'s manifests.yaml applies for real and its operator Deployment rolls out;
@@ -37,12 +37,18 @@ HELM_ONLY_LABELS = ("app.kubernetes.io/instance", "app.kubernetes.io/managed-by"
 RELEASE = yaml.safe_load((REPO / "manifests" / "monitoring" / "servicemonitor.yaml").read_text())["metadata"][
     "labels"
 ].get("release", "")
-# Components in the order the chart adds their arguments (--namespace before --leader-elect).
+# Every combination of the components, each in the order the chart adds their arguments
+# (--namespace before --leader-elect).
 COMBINATIONS: dict[tuple[str, ...], list[str]] = {
     (): [],
     ("single-namespace",): ["--set", "watchNamespaces={training}"],
     ("ha",): ["--set", "highAvailability.enabled=true"],
     ("monitoring",): ["--set", f"monitoring.enabled=true,monitoring.release={RELEASE}"],
+    ("single-namespace", "ha"): ["--set", "watchNamespaces={training},highAvailability.enabled=true"],
+    ("single-namespace", "monitoring"): [
+        "--set",
+        f"watchNamespaces={{training}},monitoring.enabled=true,monitoring.release={RELEASE}",
+    ],
     ("ha", "monitoring"): [
         "--set",
         f"highAvailability.enabled=true,monitoring.enabled=true,monitoring.release={RELEASE}",
