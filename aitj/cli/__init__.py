@@ -27,10 +27,12 @@ The command modules do not import each other.
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
+from rich.console import Console
 
 from aitj.cli.barrier import barrier
 from aitj.cli.chaos import chaos
@@ -38,13 +40,15 @@ from aitj.cli.cluster import cluster
 from aitj.cli.dashboards import dashboards
 from aitj.cli.explain import explain
 from aitj.cli.jobs import describe, get, list_jobs
+from aitj.cli.lifecycle import delete, wait
 from aitj.cli.logs import logs
-from aitj.cli.options import example
+from aitj.cli.options import EXIT_ERROR, EXIT_OK, example
 from aitj.cli.release import release
 from aitj.cli.run import run_operator
 from aitj.cli.scale import scalein, scaleout
 from aitj.cli.submit import submit
 from aitj.cli.tools import bench, demo
+from aitj.client import AitjError
 
 
 class _Main(click.Group):
@@ -60,12 +64,24 @@ class _Main(click.Group):
             click.echo(f"error: {e.format_message()}{where}", err=True)
             sys.exit(e.exit_code)
         except click.ClickException as e:
-            e.show()
-            sys.exit(e.exit_code)
+            _one_line(e.format_message())
         except click.Abort:
             click.echo("Aborted!", err=True)
-            sys.exit(1)
-        sys.exit(code if isinstance(code, int) else 0)
+            sys.exit(EXIT_ERROR)
+        except AitjError as e:
+            _one_line(str(e))
+        except Exception as e:  # never a traceback; AITJ_DEBUG=1 shows it
+            if os.environ.get("AITJ_DEBUG"):
+                raise
+            _one_line(f"{type(e).__name__}: {e} (AITJ_DEBUG=1 shows where)")
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+def _one_line(message: str) -> NoReturn:
+    """_one_line ends the command with ``error: <message>`` on stderr (one line), exit 1."""
+    text = " ".join(message.split())
+    Console(stderr=True, highlight=False).print(f"error: {text}", markup=False, soft_wrap=True)
+    sys.exit(EXIT_ERROR)
 
 
 @click.group(
@@ -89,6 +105,8 @@ for command in (
     list_jobs,
     describe,
     submit,
+    wait,
+    delete,
     logs,
     release,
     demo,

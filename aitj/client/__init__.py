@@ -9,7 +9,8 @@ Layer: above ``aitj.controller`` and ``aitj.devcluster`` and below ``aitj.tools`
 - ``client``: ``Client``: submit, get, list, wait, scale, logs, delete.
 - ``connect``: ``Connection``: kubeconfig, context, ``--as``, request timeout.
 - ``job``: ``TrainingJob``, ``LogLine``, and the pure decisions of wait and scale.
-- ``errors``: one exception type per thing a caller can act on.
+- ``errors``: one exception type per thing a caller can act on; ``transport``: the
+  ``kubernetes`` package's exceptions turned into them, and log streams merged.
 
     from aitj.client import Client, Submission, NotFound
 

@@ -8,14 +8,12 @@ by the pure ``aitj.client.job``, its failure raised as one of ``aitj.client.erro
 from __future__ import annotations
 
 import json
-import queue
-import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, TypeVar
 
 from aitj.client.connect import Connection
-from aitj.client.errors import AitjError, Invalid, JobEnded, NotFound, Timeout, Unreachable, from_response
+from aitj.client.errors import AitjError, Invalid, JobEnded, NotFound, Timeout
 from aitj.client.job import (
     LogLine,
     TrainingJob,
@@ -25,6 +23,7 @@ from aitj.client.job import (
     scale_patch,
     waited_for,
 )
+from aitj.client.transport import merged, translated
 from aitj.core import api
 from aitj.core.observed import PodView
 from aitj.core.render.submit import Submission, problems, render_submission
@@ -60,20 +59,8 @@ class Client:
 
     def _call(self, what: str, call: Callable[[float | None], T]) -> T:
         """_call runs one request, given the request timeout; a failure raises the typed error."""
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError, ReadTimeoutError, TimeoutError
-
-        try:
+        with translated(what, self.server, self.connection.request_timeout):
             return call(self.connection.request_timeout)
-        except ApiException as e:
-            raise from_response(what, e.status or 0, str(e.reason or ""), e.body) from None
-        except (ReadTimeoutError, TimeoutError) as e:
-            raise Timeout(f"{what}: no answer within {self.connection.request_timeout}s") from e
-        except HTTPError as e:
-            reason = getattr(e, "reason", None) or e
-            if isinstance(reason, (ReadTimeoutError, TimeoutError)):
-                raise Timeout(f"{what}: no answer within {self.connection.request_timeout}s") from e
-            raise Unreachable(f"cannot reach the cluster at {self.server}: {reason}") from e
 
     def _json(self, what: str, call: Callable[[float | None], Any]) -> Doc:
         data: Doc = json.loads(self._call(what, lambda t: call(t).data))
@@ -152,12 +139,14 @@ class Client:
                 ),
             )
         except NotFound:
-            raise NotFound(
-                f"the AITrainingJob CRD is not installed on {self.server} "
-                "(kubectl apply --server-side -f crds/)"
-            ) from None
+            raise self._no_crd() from None
         items: Docs = listed.get("items") or []
         return sorted(items, key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
+
+    def _no_crd(self) -> NotFound:
+        return NotFound(
+            f"the AITrainingJob CRD is not installed on {self.server} (kubectl apply --server-side -f crds/)"
+        )
 
     def pods(
         self, name: str | None = None, namespace: str | None = None, *, all_namespaces: bool = False
@@ -214,19 +203,24 @@ class Client:
             body = json.loads(json.dumps(job))  # a copy: the namespace is set below
         meta = body.setdefault("metadata", {})
         ns = meta["namespace"] = self._ns(namespace or meta.get("namespace"))
-        created = self._json(
-            f"creating AITrainingJob {ns}/{meta.get('name')}",
-            lambda t: self._custom.create_namespaced_custom_object(
-                api.GROUP,
-                api.VERSION,
-                ns,
-                api.PLURAL,
-                body,
-                dry_run="All" if dry_run else None,
-                _preload_content=False,
-                _request_timeout=t,
-            ),
-        )
+        try:
+            created = self._json(
+                f"creating AITrainingJob {ns}/{meta.get('name')}",
+                lambda t: self._custom.create_namespaced_custom_object(
+                    api.GROUP,
+                    api.VERSION,
+                    ns,
+                    api.PLURAL,
+                    body,
+                    dry_run="All" if dry_run else None,
+                    _preload_content=False,
+                    _request_timeout=t,
+                ),
+            )
+        except NotFound as e:
+            if "namespaces" in str(e):  # the namespace, not the kind, is missing
+                raise
+            raise self._no_crd() from None
         return TrainingJob.from_json(created)
 
     def scale(
@@ -406,25 +400,4 @@ class Client:
             for view in views:
                 yield from lines(view)
             return
-        yield from _merged([lines(v) for v in views])
-
-
-def _merged(streams: list[Iterator[LogLine]]) -> Iterator[LogLine]:
-    """_merged: the lines of every stream as they come, one thread each (followed streams end
-    only with their pods); daemon threads, so an abandoned iteration does not hold the process."""
-    lines: queue.Queue[LogLine | None] = queue.Queue(maxsize=1000)
-
-    def pump(stream: Iterator[LogLine]) -> None:
-        for line in stream:
-            lines.put(line)
-        lines.put(None)
-
-    for stream in streams:
-        threading.Thread(target=pump, args=(stream,), daemon=True).start()
-    running = len(streams)
-    while running:
-        line = lines.get()
-        if line is None:
-            running -= 1
-        else:
-            yield line
+        yield from merged([lines(v) for v in views])

@@ -99,7 +99,7 @@ def test_an_unknown_job_and_a_wrong_namespace_are_one_line_each(cluster: KubeClu
     assert wrong.startswith(f"error: no AITrainingJob {NAME!r} in namespace 'default'; there "), wrong
     assert namespace in wrong and "(use -n " in wrong, wrong
     empty = aitj(cluster.kubeconfig, "list", "-n", "default")
-    assert empty.returncode == 0 and "no AITrainingJobs in namespace 'default'" in empty.stdout
+    assert empty.returncode == 0 and "no AITrainingJobs in namespace 'default'" in empty.stderr
 
 
 def test_no_cluster_reachable_is_one_line_naming_the_server(cluster: KubeCluster, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ stops, the JSON patch of ``scale``, and what a kubeconfig's context says."""
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import yaml
 
 from aitj.client import (
     ApiError,
+    Client,
     Conflict,
     Connection,
     FieldError,
@@ -19,7 +21,9 @@ from aitj.client import (
     Invalid,
     NotConfigured,
     NotFound,
+    Timeout,
     TrainingJob,
+    Unreachable,
 )
 from aitj.client.errors import from_response
 from aitj.client.job import scale_patch, waited_for
@@ -135,8 +139,8 @@ def test_a_scale_tests_the_value_it_read_then_sets_the_new_one() -> None:
     ]
 
 
-def kubeconfig(tmp_path: Path) -> Path:
-    cluster = {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}
+def kubeconfig(tmp_path: Path, server: str = "https://127.0.0.1:1") -> Path:
+    cluster = {"server": server, "insecure-skip-tls-verify": True}
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -163,3 +167,18 @@ def test_the_namespace_is_the_contexts_and_as_impersonates(tmp_path: Path) -> No
         Connection(path, context="no-such").api_client()
     with pytest.raises(NotConfigured, match="missing"):
         Connection(tmp_path / "missing").api_client()
+
+
+def test_a_silent_server_is_a_timeout_and_a_closed_port_is_unreachable(tmp_path: Path) -> None:
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        port = silent.getsockname()[1]
+        path = kubeconfig(tmp_path, f"http://127.0.0.1:{port}")
+        jobs = Client(Connection(path, request_timeout=0.3), namespace="ns")
+        with pytest.raises(
+            Timeout, match=f"reading AITrainingJob ns/x: no answer from .*:{port} within 0.3s"
+        ):
+            jobs.get("x")
+    with pytest.raises(Unreachable, match=f"cannot reach the cluster at http://127.0.0.1:{port}"):
+        Client(Connection(path), namespace="ns").get("x")
