@@ -151,7 +151,7 @@ chaos: build-cluster
 	mkdir -p $(CHAOS_OUT)
 	$(BIN)/aitj chaos --bed chaos --bed-jobs 6 --down --operators $(OPERATORS) $(if $(LEADER_ELECT),--leader-elect) \
 	  -n chaos -l chaos.aitj.dev/bed=true --seed 14 --duration 600 --interval 10 --allow-drain --delete-jobs \
-	  --json $(CHAOS_OUT)/chaos.json --timeline $(CHAOS_OUT)/timeline.png
+	  --report $(CHAOS_OUT)/chaos.json --timeline $(CHAOS_OUT)/timeline.png
 
 # Training through chaos (root): the seed's Horovod elastic training on two real nodes, and
 # `aitj chaos --progress` against it for ten minutes (force and graceful deletes, evictions,

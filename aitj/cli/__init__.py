@@ -1,9 +1,9 @@
 """The ``aitj`` command line: one module per command group, registered here.
 
-Layer: the top. It may import ``aitj.tools``, ``aitj.controller``, ``aitj.devcluster`` and
-``aitj.core``; nothing imports it (import-linter's layers contract). Each command parses its
-options and calls into the module that does the work. Installed twice: as ``aitj`` and as the
-kubectl plugin ``kubectl-aitj`` (``kubectl aitj get JOB``).
+Layer: the top. It may import ``aitj.tools``, ``aitj.client``, ``aitj.controller``,
+``aitj.devcluster`` and ``aitj.core``; nothing imports it (import-linter's layers contract).
+Each command parses its options and calls into the module that does the work. Installed
+twice: as ``aitj`` and as the kubectl plugin ``kubectl-aitj`` (``kubectl aitj get JOB``).
 
 - ``run``: the operator (``aitj run``).
 - ``cluster``: the local control plane (``aitj cluster build|up|down|status|kubeconfig``).
@@ -11,6 +11,7 @@ kubectl plugin ``kubectl-aitj`` (``kubectl aitj get JOB``).
 - ``explain``: ``aitj explain JOB [POD]``.
 - ``release``: ``aitj release --all`` (an operator removed for good lets go of its pods).
 - ``jobs``: ``aitj get JOB``, ``aitj list``, ``aitj describe JOB``.
+- ``lifecycle``: ``aitj wait JOB``, ``aitj delete JOB``.
 - ``submit``: ``aitj submit`` (Arena-like flags to an AITrainingJob).
 - ``logs``: ``aitj logs JOB``.
 - ``tools``: ``aitj demo`` / ``aitj bench``.
@@ -18,10 +19,15 @@ kubectl plugin ``kubectl-aitj`` (``kubectl aitj get JOB``).
 - ``chaos``: ``aitj chaos`` (faults against jobs, invariants from its own watch).
 - ``barrier``: ``aitj barrier`` (the seed's job barrier: waits until a job's workers run and resolve).
 
-Helpers of the commands, not commands: ``options`` (options several commands take),
+The job verbs read and write through ``aitj.client``; its errors (``AitjError``) end a command
+here, as one line ``error: <sentence>`` and exit 1 (docs/cli.md has the one exit-code table: 0
+done, 1 an error, 2 a usage error).
+
+Helpers of the commands, not commands: ``options`` (options several commands take, kubectl's
+global flags, durations, the exit codes, job-name completion),
 ``output`` (stderr lines), ``explain_text`` (an Explanation as text), ``scale_progress`` (how a
 scale goes, read from the job alone), ``jobview`` (a job, its pods and Events as rows; pure),
-``kube`` (the job commands' reads and their one-line errors), ``show`` (tables, JSON, YAML).
+``show`` (tables, JSON, YAML, names).
 The command modules do not import each other.
 """
 

@@ -43,13 +43,17 @@ class Duration(click.ParamType[float, Any]):
 
     name = "duration"
 
+    def __init__(self, minimum: float = 0) -> None:
+        self.minimum = minimum
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, (int, float)):
-            return float(value)
         try:
-            return parse_duration(str(value))
+            seconds = float(value) if isinstance(value, (int, float)) else parse_duration(str(value))
         except ValueError as e:
             self.fail(str(e), param, ctx)
+        if seconds < self.minimum:
+            self.fail(f"{value!r} is shorter than {self.minimum:g}s", param, ctx)
+        return seconds
 
 
 DURATION = Duration()
