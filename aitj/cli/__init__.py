@@ -6,7 +6,9 @@ Each command parses its options and calls into the module that does the work. In
 twice: as ``aitj`` and as the kubectl plugin ``kubectl-aitj`` (``kubectl aitj get JOB``).
 
 - ``run``: the operator (``aitj run``).
-- ``cluster``: the local control plane (``aitj cluster build|up|down|status|kubeconfig``).
+- ``dev``, a group made here: the developer commands (``aitj dev cluster|demo|bench|dashboards``);
+  their old spellings (``aitj cluster up``) still work, with a note.
+- ``cluster``: the local control plane (``aitj dev cluster build|up|down|status|kubeconfig``).
 - ``scale``: ``aitj scaleout`` / ``aitj scalein``.
 - ``explain``: ``aitj explain JOB [POD]``.
 - ``release``: ``aitj release --all`` (an operator removed for good lets go of its pods).
@@ -14,8 +16,8 @@ twice: as ``aitj`` and as the kubectl plugin ``kubectl-aitj`` (``kubectl aitj ge
 - ``lifecycle``: ``aitj wait JOB``, ``aitj delete JOB``.
 - ``submit``: ``aitj submit`` (Arena-like flags to an AITrainingJob).
 - ``logs``: ``aitj logs JOB``.
-- ``tools``: ``aitj demo`` / ``aitj bench``.
-- ``dashboards``: ``aitj dashboards generate|render`` (Grafana dashboards, alert rules, pictures).
+- ``tools``: ``aitj dev demo`` / ``aitj dev bench``.
+- ``dashboards``: ``aitj dev dashboards generate|render`` (Grafana dashboards, alert rules, pictures).
 - ``chaos``: ``aitj chaos`` (faults against jobs, invariants from its own watch).
 - ``barrier``: ``aitj barrier`` (the seed's job barrier: waits until a job's workers run and resolve).
 
@@ -59,7 +61,15 @@ from aitj.client import AitjError
 
 class _Main(click.Group):
     """_Main: click's group, with a usage error (a bad option, a count out of range) as one
-    line, ``error: <what> (see <command> --help)``, instead of click's three."""
+    line, ``error: <what> (see <command> --help)``, instead of click's three; and the
+    developer commands' old spellings (``aitj cluster``) still taken, with a note on stderr."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in dev.commands and not ctx.resilient_parsing:
+            click.echo(f"note: `aitj {cmd_name}` is now `aitj dev {cmd_name}`", err=True)
+            return dev.commands[cmd_name]
+        return command
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
@@ -91,6 +101,17 @@ def _one_line(message: str) -> NoReturn:
 
 
 @click.group(
+    epilog=example("aitj dev cluster up --nodes 3", "aitj dev demo", "aitj dev bench --quick"),
+)
+def dev() -> None:
+    """Developer commands: the local control plane, the demo, the benchmark, the dashboards."""
+
+
+for command in (cluster, demo, bench, dashboards):
+    dev.add_command(command)
+
+
+@click.group(
     cls=_Main,
     epilog=example(
         'aitj submit --name demo --image busybox --workers 2 --command "echo hi"', "aitj get demo"
@@ -103,7 +124,6 @@ def main() -> None:
 
 for command in (
     run_operator,
-    cluster,
     scaleout,
     scalein,
     explain,
@@ -115,10 +135,8 @@ for command in (
     delete,
     logs,
     release,
-    demo,
-    bench,
-    dashboards,
     chaos,
     barrier,
+    dev,
 ):
     main.add_command(command)

@@ -215,7 +215,14 @@ def test_every_panel_and_alert_evaluates_on_a_real_prometheus_after_a_scenario(
     # The dashboards draw from the same Prometheus, through the command a user runs.
     out = Path(os.environ.get("AITJ_DASHBOARDS_PICTURES") or tmp_path)
     since = f"{round(time.time() - started) + 30}s"
-    command = ["dashboards", "render", f"--prometheus={prometheus.url}", f"--out={out}", f"--since={since}"]
+    command = [
+        "dev",
+        "dashboards",
+        "render",
+        f"--prometheus={prometheus.url}",
+        f"--out={out}",
+        f"--since={since}",
+    ]
     command += ["--rate-interval=30s", f"--namespace={namespace}", f"--job={NAME}"]
     drawn = subprocess.run(
         [sys.executable, "-m", "aitj", *command], capture_output=True, text=True, timeout=300
