@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import ClassVar
 
 import click
 import pytest
@@ -154,3 +155,60 @@ def test_the_developer_commands_are_under_dev_and_their_old_names_still_work() -
     assert (
         one_error_line(old, 1) == "error: cluster 'never-made' has not been set up: run `aitj dev cluster up`"
     )
+
+
+class FakeJobs:
+    """FakeJobs: a Client that remembers how it was made and lists two jobs."""
+
+    made: ClassVar[list[tuple[object, str | None]]] = []
+
+    def __init__(self, connection: object, namespace: str | None = None) -> None:
+        FakeJobs.made.append((connection, namespace))
+
+    def list(self) -> list[object]:
+        return [type("J", (), {"name": n})() for n in ("bert", "bert-large", "gpt")]
+
+
+def test_job_names_are_completed_from_the_namespace_and_context_given(
+    kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.shell_completion import ShellComplete
+
+    import aitj.cli.options
+
+    monkeypatch.setattr(aitj.cli.options, "Client", FakeJobs)
+    complete = ShellComplete(main, {}, "aitj", "_AITJ_COMPLETE")
+    args = ["get", "--kubeconfig", str(kubeconfig), "--context", "dead", "-n", "team-a"]
+    assert [c.value for c in complete.get_completions(args, "be")] == ["bert", "bert-large"]
+    connection, namespace = FakeJobs.made[-1]
+    assert namespace == "team-a"
+    assert (connection.kubeconfig, connection.context) == (kubeconfig, "dead")  # type: ignore[attr-defined]
+
+
+def test_completion_says_nothing_when_the_cluster_cannot_answer(kubeconfig: Path) -> None:
+    from click.shell_completion import ShellComplete
+
+    complete = ShellComplete(main, {}, "aitj", "_AITJ_COMPLETE")
+    assert complete.get_completions(["logs", "--kubeconfig", str(kubeconfig)], "") == []
+
+
+def test_watch_prints_a_job_again_only_when_it_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aitj.cli import jobs
+    from aitj.cli.jobview import JobRow
+
+    def row(phase: str, age: str) -> JobRow:
+        return JobRow("ns", "bert", phase, age, "trainer 2/2", 0, "R", "m")
+
+    polls = iter([[row("Creating", "1s")], [row("Creating", "3s")], [row("Running", "5s")]])
+
+    def rows() -> list[JobRow]:
+        try:
+            return next(polls)
+        except StopIteration:
+            raise KeyboardInterrupt from None
+
+    monkeypatch.setattr("time.sleep", lambda _: None)
+    printed: list[str] = []
+    monkeypatch.setattr("click.echo", lambda line, **_: printed.append(str(line)))
+    jobs._watch(rows, "name", headers=True)
+    assert printed == ["aitrainingjob.kongming.cce.baiudbce.com/bert"] * 2  # Creating, then Running
