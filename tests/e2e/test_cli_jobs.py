@@ -120,7 +120,8 @@ def test_kubectls_verbs_and_flags_on_a_submitted_job(
     cluster: KubeCluster, namespace: str, live_operator: OperatorProcess
 ) -> None:
     kc = cluster.kubeconfig
-    flags = ("--image", "busybox", "--workers", "2", "--framework", "pytorch", "--command", "sleep 1d")
+    flags = ("--image", "busybox", "--workers", "2", "--max-workers", "3", "--framework", "pytorch")
+    flags = (*flags, "--command", "sleep 1d")
     named = aitj(kc, "submit", "--name", "verbs", "-n", namespace, *flags, "-o", "name")
     assert named.stdout.strip() == "aitrainingjob.kongming.cce.baiudbce.com/verbs", named.stderr
     waited = aitj(kc, "wait", "verbs", "-n", namespace, "--for", "phase=Running", "--timeout", "60s")
@@ -139,6 +140,11 @@ def test_kubectls_verbs_and_flags_on_a_submitted_job(
     )
     ended = aitj(kc, "wait", "verbs", "-n", namespace, "--for", "phase=Succeeded", "--timeout", "1s")
     assert ended.returncode == 1 and "not Succeeded" in one_error_line(ended)
+
+    scaled = aitj(kc, "scaleout", "verbs", "-n", namespace, "--count", "1", "--timeout", "1m")
+    assert scaled.returncode == 0, scaled.stderr
+    too_many = one_error_line(aitj(kc, "scaleout", "verbs", "-n", namespace, "--count", "5"))
+    assert too_many.startswith(f"error: editing AITrainingJob {namespace}/verbs: "), too_many
 
     deleted = aitj(kc, "delete", "verbs", "-n", namespace, "--wait", "--timeout", "60s")
     assert deleted.returncode == 0 and deleted.stdout.strip() == f"aitrainingjob {namespace}/verbs deleted"
