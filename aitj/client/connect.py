@@ -39,6 +39,7 @@ class Connection:
         """api_client: a ``kubernetes.client.ApiClient`` with these credentials."""
         from kubernetes import client, config
         from kubernetes.config import ConfigException
+        from urllib3.util import Retry
 
         if self.kubeconfig is not None and not self.kubeconfig.is_file():
             raise NotConfigured(f"the kubeconfig {self.kubeconfig} does not exist")
@@ -55,7 +56,9 @@ class Connection:
         except (ConfigException, OSError, TypeError, ValueError) as e:
             raise NotConfigured(f"no cluster configured: {e} (give --kubeconfig, or set KUBECONFIG)") from e
         cfg.connection_pool_maxsize = 16
-        cfg.retries = 0  # one attempt: an unreachable server is said at once, not after three
+        # A server that refuses connections is said at once, not after three attempts; a pooled
+        # connection the server closed meanwhile is still retried (a notebook's client lives long).
+        cfg.retries = Retry(total=3, connect=0)
         api = client.ApiClient(cfg)
         if self.as_user:
             api.set_default_header("Impersonate-User", self.as_user)  # type: ignore[no-untyped-call]
