@@ -120,8 +120,8 @@ def test_kubectls_verbs_and_flags_on_a_submitted_job(
     cluster: KubeCluster, namespace: str, live_operator: OperatorProcess
 ) -> None:
     kc = cluster.kubeconfig
-    flags = ("--image", "busybox", "--workers", "2", "--max-workers", "3", "--framework", "pytorch")
-    flags = (*flags, "--command", "sleep 1d")
+    flags = ["--image", "busybox", "--workers", "2", "--max-workers", "3", "--framework", "pytorch"]
+    flags += ["--command", "sleep 1d"]
     named = aitj(kc, "submit", "--name", "verbs", "-n", namespace, *flags, "-o", "name")
     assert named.stdout.strip() == "aitrainingjob.kongming.cce.baiudbce.com/verbs", named.stderr
     waited = aitj(kc, "wait", "verbs", "-n", namespace, "--for", "phase=Running", "--timeout", "60s")
