@@ -6,7 +6,8 @@ operator runs, no pod is held for long; once it is uninstalled, nothing would re
 finalizers any more, and a deleted pod would stay Terminating. This command removes them all:
 it lists the pods that carry the job label (``api.LABEL_JOB``) and patches the finalizer off
 each one that still has it. Safe to run twice; with the operator still running it only costs
-the operator its exact view of force deletions until it creates new pods.
+the operator its exact view of force deletions until it creates new pods. ``-n`` means what it
+means in every command (default: the context's namespace); ``-A`` every namespace.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import click
 
-from aitj.cli.options import EXIT_ERROR, connection, connection_options
+from aitj.cli.options import EXIT_ERROR, all_namespaces_option, connection, connection_options
 from aitj.cli.output import say
 from aitj.client import AitjError, NotFound
 from aitj.client.transport import translated
@@ -27,8 +28,8 @@ from aitj.core.observed import TRACKING_FINALIZER
     "release",
     epilog="""\b
 Example:
-  aitj release --all                  # every namespace
-  aitj release --all -n team-a        # one namespace""",
+  aitj release --all -A               # every namespace
+  aitj release --all -n team-a        # one namespace (default: the context's)""",
 )
 @click.option(
     "--all", "everything", is_flag=True, required=True, help="Every pod that carries the finalizer."
@@ -38,10 +39,11 @@ Example:
     "--namespace",
     "namespaces",
     multiple=True,
-    help="Only in this namespace (repeatable; default: all).",
+    help="In this namespace (repeatable; default: the context's, as every command).",
 )
+@all_namespaces_option
 @connection_options
-def release(everything: bool, namespaces: tuple[str, ...]) -> None:
+def release(everything: bool, namespaces: tuple[str, ...], all_namespaces: bool) -> None:
     """Remove the operator's tracking finalizer from every pod of every AITrainingJob.
 
     For an operator removed for good: without it nothing removes the finalizer, and a deleted
@@ -55,8 +57,10 @@ def release(everything: bool, namespaces: tuple[str, ...]) -> None:
     core: Any = client.CoreV1Api(api_client)
     selector = api.LABEL_JOB
     t = conn.request_timeout
+    if not namespaces and not all_namespaces:
+        namespaces = (conn.namespace(),)
     with translated("listing the jobs' pods", server, t):
-        if namespaces:
+        if not all_namespaces:
             pods = [
                 p
                 for ns in namespaces
