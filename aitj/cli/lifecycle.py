@@ -61,8 +61,9 @@ def wait(job: str, phases: frozenset[str], timeout: float, namespace: str | None
 @click.option("--wait/--no-wait", default=False, show_default=True, help="Return once the job is gone.")
 @click.option("--timeout", type=DURATION, default="2m", show_default=True, help="How long --wait waits.")
 @job_options
-def delete(job: str, wait: bool, timeout: float, namespace: str | None) -> None:
+@output_option("name")
+def delete(job: str, wait: bool, timeout: float, namespace: str | None, output: str | None) -> None:
     """Delete JOB; its pods and other objects go with it."""
     jobs = client(namespace)
     jobs.delete(job, wait=wait, timeout=timeout)
-    click.echo(f"aitrainingjob {jobs.namespace}/{job} deleted")
+    click.echo(name_of(job) if output == "name" else f"aitrainingjob {jobs.namespace}/{job} deleted")

@@ -37,8 +37,8 @@ Jobs = list[TrainingJob]
 class Client:
     """Client: one cluster, and a namespace the methods use when given none.
 
-    >>> from aitj.client import Client
-    >>> jobs = Client(context="kind-dev", namespace="team-a")
+    >>> from aitj.client import Client, Connection
+    >>> jobs = Client(Connection(context="kind-dev"), namespace="team-a")
     >>> job = jobs.get("mnist")
     >>> job.phase, job.restarts, job.replicas["trainer"]
     ('Running', 1, 3)

@@ -38,6 +38,7 @@ OUTPUTS = {
     "explain": {"json", "yaml"},
     "submit": {"json", "yaml", "name"},
     "wait": {"json", "yaml", "name"},
+    "delete": {"name"},
 }
 
 
