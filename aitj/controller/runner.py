@@ -7,7 +7,7 @@ import threading
 
 import kopf
 
-from aitj.controller import metrics_server
+from aitj.controller import gcpauses, metrics_server
 from aitj.controller.kubeclient import api_client
 from aitj.controller.logs import configure
 from aitj.controller.options import OperatorOptions
@@ -23,6 +23,9 @@ def run(
     none); with ``liveness`` kopf serves its health endpoint there; with ``election`` it acts
     only while it holds that Lease (``aitj.controller.leader``)."""
     configure(json=options.json_logs)
+    # Full collections look at what came since the last one, not at every object the operator
+    # holds: a recovery that meets one waits less (aitj.controller.gcpauses).
+    gcpauses.install()
     from aitj.controller import handlers  # registers the handlers
     from aitj.controller.operator import Operator
 
