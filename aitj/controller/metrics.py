@@ -12,11 +12,14 @@ fails a test. Label values are constants, listed in ``LABEL_VALUES`` where the s
   cancelled (``ScaleResult``; these three live in ``aitj.core.telemetry``, re-exported here);
 - ``stage``: stale, execute (``ErrorStage``);
 - ``kind`` (pods deleted): restart, stuck, unwanted, cleanup (``DeleteReason``).
-``namespace``, ``job``, ``replica`` and ``reason`` are open sets: the cluster's names and the
-condition reasons. A family labelled ``replica`` (a name the user chooses) is per job.
+``namespace``, ``job_name``, ``replica`` and ``reason`` are open sets: the cluster's names and the
+condition reasons. A family labelled ``replica`` (a name the user chooses) is per job. The job's
+label is ``job_name``, as kube-state-metrics names it: ``job`` is Prometheus's own target label
+(the scrape job), and an exported ``job`` would be renamed ``exported_job`` or, with honor
+labels, would overwrite the scrape job.
 docs/metrics.md says what each family means and when each counter moves.
 
-Per-job series (the counters, the summary and the gauge labelled ``namespace`` and ``job``; not
+Per-job series (the counters, the summary and the gauge labelled ``namespace`` and ``job_name``; not
 the scrape-time gauges, which the collector computes from the cache) are moved through ``per_job``,
 which remembers their label sets so that ``forget_job`` removes them when the job is deleted.
 ``aitj_jobs_finished_total`` is per namespace: moved through ``job_finished``, its series of a
@@ -77,7 +80,7 @@ class Family:
         return (self.name,)
 
 
-JOB = ("namespace", "job")
+JOB = ("namespace", "job_name")
 # Recovery time spans sub-second pod replacements to an hour of waiting for a node.
 RECOVERY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 DETECTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -121,6 +124,15 @@ CATALOGUE: tuple[Family, ...] = (
     ),
     Family(
         "aitj_jobs", Kind.GAUGE, "Jobs the operator holds, by phase (at scrape time).", ("namespace", "phase")
+    ),
+    # One series per job, its value 1, its phase the label: an alert can ask what phase a job
+    # is in (AitjJobStuck joins it on namespace and job_name), and a job costs one series, not
+    # one per phase as kube-state-metrics' 0-or-1 series would.
+    Family(
+        "aitj_job_phase",
+        Kind.GAUGE,
+        "1 for each job, labelled with its phase now (at scrape time).",
+        (*JOB, "phase"),
     ),
     Family(
         "aitj_jobs_finished_total",
