@@ -39,12 +39,14 @@ from typing import TypeVar
 from prometheus_client import Counter, Gauge, Histogram, Summary
 from prometheus_client.metrics import MetricWrapperBase
 
+from aitj.core import api
 from aitj.core.api import Phase, RestartScope
 from aitj.core.planner.types import DeleteReason
 from aitj.core.policy import FailureKind
 from aitj.core.telemetry import ReplicaState as ReplicaState  # re-exported: the catalogue's
 from aitj.core.telemetry import ScaleDirection as ScaleDirection
 from aitj.core.telemetry import ScaleResult as ScaleResult
+from aitj.core.telemetry import known
 
 
 class ErrorStage(enum.StrEnum):
@@ -215,10 +217,9 @@ def _gauge(name: str) -> Gauge:
     return Gauge(name, family.help, family.labels)
 
 
-# Each counter, histogram and summary child keeps its ``_created`` time: Prometheus scrapes
-# OpenMetrics, reads it as the series' start (created-timestamp-zero-ingestion) and stores a 0
-# there, so the first increment of a labelled counter, which appears already at 1, counts in
-# increase() (docs/dashboards.md). Without it a job's only scale-out reads 0 on the dashboards.
+# Every label set known up front exists at 0 before its first increment (``job_planned`` for a
+# job's, ``_known_at_zero`` for the operator's own), so that increase() counts that increment
+# without Prometheus's created-timestamp-zero-ingestion feature (aitj.core.telemetry.known).
 BUILD_INFO = _gauge("aitj_build_info")
 LEADER = _gauge("aitj_leader")
 RESTARTS = _counter("aitj_restarts_total")
@@ -240,6 +241,8 @@ PODS_DELETED = _counter("aitj_pods_deleted_total")
 # The per-job children made through ``per_job``, by (namespace, job), for ``forget_job``.
 _PER_JOB: dict[tuple[str, str], set[tuple[MetricWrapperBase, tuple[str, ...]]]] = {}
 _PER_JOB_LOCK = threading.Lock()  # passes of different jobs run in threads at once
+# The generation of each job whose known label sets ``job_planned`` made.
+_KNOWN: dict[tuple[str, str], int] = {}
 M = TypeVar("M", bound=MetricWrapperBase)
 
 
@@ -252,11 +255,40 @@ def per_job(metric: M, namespace: str, job: str, *rest: str) -> M:
     return metric.labels(*labels)
 
 
+def job_planned(job: api.Job) -> None:
+    """job_planned: a pass plans ``job``: the label sets its spec makes known
+    (``telemetry.known``) exist at 0 from now on, once per generation (a spec edit may add a
+    replica type or a rule). Its namespace's ``aitj_jobs_finished_total`` too, held for it as
+    ``job_finished`` holds a job it counted."""
+    key = (job.namespace, job.name)
+    with _PER_JOB_LOCK:
+        if _KNOWN.get(key) == job.generation:
+            return
+        _KNOWN[key] = job.generation
+    for replica, cause, scope in known.restart_labels(job):
+        per_job(RESTARTS, *key, replica, cause, scope)
+    for cause in known.lost_gpu_causes(job):
+        per_job(LOST_GPU_SECONDS, *key, cause)
+    if known.scales(job):
+        for direction, result in known.SCALINGS:
+            per_job(SCALING_OPERATIONS, *key, direction, result)
+    for r in job.spec.replicas:
+        per_job(PODS_CREATED, *key, r.name)
+    per_job(JOB_RECOVERY, *key)
+    with _PER_JOB_LOCK:
+        jobs, series = _FINISHED.setdefault(job.namespace, (set(), set()))
+        jobs.add(job.name)
+        for phase, reason in known.FINISHED:
+            series.add((job.namespace, phase, reason))
+            JOBS_FINISHED.labels(job.namespace, phase, reason)
+
+
 def forget_job(namespace: str, job: str) -> None:
     """forget_job removes every per-job series of a deleted job from /metrics (Prometheus sees
     them go stale), so the page does not grow with every job ever run."""
     with _PER_JOB_LOCK:
         made = _PER_JOB.pop((namespace, job), set())
+        _KNOWN.pop((namespace, job), None)
     for metric, labels in made:
         with contextlib.suppress(KeyError):  # never moved: no child to remove
             metric.remove(*labels)
@@ -309,4 +341,22 @@ def set_leader(leading: bool) -> None:
     LEADER.set(1 if leading else 0)
 
 
+def _known_at_zero() -> None:
+    """_known_at_zero: the operator's own label sets, every value of their closed sets, at 0:
+    the errors by stage, the pods deleted by kind, and the recovery and detection histograms by
+    each restartable cause (and scope). The histograms are 18 and 6 children of 15 buckets: a
+    constant 450 lines on the page, for the recovery alert to see a cause's first recovery."""
+    for stage in ErrorStage:
+        RECONCILE_ERRORS.labels(stage.value)
+    for kind in DeleteReason:
+        PODS_DELETED.labels(kind.value)
+    for cause in FailureKind:
+        if cause is FailureKind.RESTART_TIMEOUT:  # the failure of a restart: never restarted
+            continue
+        FAULT_DETECTION.labels(cause.value)
+        for scope in RestartScope:
+            RECOVERY.labels(cause.value, scope.value)
+
+
 BUILD_INFO.labels(version()).set(1)
+_known_at_zero()

@@ -221,6 +221,7 @@ class Reconciler:
         if isinstance(job, Plan):
             await self._execute(key, state, lifecycle.job_ref(snap.body), job, snap)
             return
+        metrics.job_planned(job)  # the label sets its spec makes known, at 0 (once per generation)
         failed = lifecycle.plan_refused(snap.body, refused, now) if refused is not None else None
         if failed is not None:  # the last pass's create was refused for good: the job fails
             await self._execute(key, state, job, failed, snap)
