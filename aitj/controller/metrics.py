@@ -87,6 +87,9 @@ JOB = ("namespace", "job_name")
 RECOVERY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 DETECTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+# A job waits for its pass from microseconds (a free thread) to a minute (a backoff's kick).
+WORKQUEUE_BUCKETS = (0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60)
+REST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60)  # client-go's
 
 CATALOGUE: tuple[Family, ...] = (
     Family("aitj_build_info", Kind.GAUGE, "Always 1; the operator's version.", ("version",)),
@@ -180,6 +183,43 @@ CATALOGUE: tuple[Family, ...] = (
     # choose, so its series go with the job (``forget_job``), never piling up on /metrics.
     Family("aitj_pods_created_total", Kind.COUNTER, "Pods created, by replica type.", (*JOB, "replica")),
     Family("aitj_pods_deleted_total", Kind.COUNTER, "Pods deleted, by why.", ("kind",)),
+    # controller-runtime's own names, labels and meanings (no aitj_ prefix), so that what is
+    # written for controller-runtime operators reads aitj too: the work queue is the
+    # reconciler's per-job pass queue, the REST client every call of the operator's API
+    # clients, the leader election its Lease (aitj.controller.clientmetrics moves them).
+    Family("workqueue_depth", Kind.GAUGE, "Current depth of workqueue", ("name",)),
+    Family("workqueue_adds_total", Kind.COUNTER, "Total number of adds handled by workqueue", ("name",)),
+    Family(
+        "workqueue_queue_duration_seconds",
+        Kind.HISTOGRAM,
+        "How long in seconds an item stays in workqueue before being requested",
+        ("name",),
+    ),
+    Family(
+        "workqueue_work_duration_seconds",
+        Kind.HISTOGRAM,
+        "How long in seconds processing an item from workqueue takes.",
+        ("name",),
+    ),
+    Family(
+        "rest_client_requests_total",
+        Kind.COUNTER,
+        "Number of HTTP requests, partitioned by status code, method, and host.",
+        ("code", "method", "host"),
+    ),
+    Family(
+        "rest_client_request_duration_seconds",
+        Kind.HISTOGRAM,
+        "Request latency in seconds. Broken down by verb, and host.",
+        ("verb", "host"),
+    ),
+    Family(
+        "leader_election_master_status",
+        Kind.GAUGE,
+        "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+        "1 indicates master. 'name' is the string used to identify the lease.",
+        ("name",),
+    ),
 )
 BY_NAME = {f.name: f for f in CATALOGUE}
 
@@ -234,6 +274,13 @@ RECONCILE_SECONDS = _histogram("aitj_reconcile_seconds", RECONCILE_BUCKETS)
 RECONCILE_ERRORS = _counter("aitj_reconcile_errors_total")
 PODS_CREATED = _counter("aitj_pods_created_total")
 PODS_DELETED = _counter("aitj_pods_deleted_total")
+WORKQUEUE_DEPTH = _gauge("workqueue_depth")
+WORKQUEUE_ADDS = _counter("workqueue_adds_total")
+WORKQUEUE_QUEUE_DURATION = _histogram("workqueue_queue_duration_seconds", WORKQUEUE_BUCKETS)
+WORKQUEUE_WORK_DURATION = _histogram("workqueue_work_duration_seconds", WORKQUEUE_BUCKETS)
+REST_REQUESTS = _counter("rest_client_requests_total")
+REST_DURATION = _histogram("rest_client_request_duration_seconds", REST_BUCKETS)
+LEADER_ELECTION = _gauge("leader_election_master_status")
 # aitj_jobs, aitj_job_replicas and aitj_restart_budget_used_ratio are computed at scrape time
 # from the operator's cache by a collector (never incremented and decremented).
 
@@ -335,10 +382,14 @@ def version() -> str:
         return "unknown"
 
 
-def set_leader(leading: bool) -> None:
+def set_leader(leading: bool, lease: str | None = None) -> None:
     """set_leader: ``aitj_leader`` is 1 while this replica leads (acts), 0 on a standby. Without
-    leader election the only replica leads: handlers.startup says so."""
+    leader election the only replica leads: handlers.startup says so. With it, ``lease`` names
+    the Lease, and ``leader_election_master_status`` says the same for it (controller-runtime
+    exports it only under leader election, and so does aitj)."""
     LEADER.set(1 if leading else 0)
+    if lease is not None:
+        LEADER_ELECTION.labels(lease).set(1 if leading else 0)
 
 
 def _known_at_zero() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from aitj.controller.metrics import CATALOGUE
 from aitj.tools.dashboards.spec import GPU_HOURS, Dashboard, Panel, Query, Row, Variable, Viz
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -24,7 +25,9 @@ BUDGET_RED = 0.8  # the AitjRestartBudgetNearLimit alert's threshold
 # (an external label, a remote write's, Thanos'), "All" by default; a single Prometheus whose
 # series have no such label sees all of them (``.*`` matches an absent label).
 CLUSTER = Variable("cluster", "Cluster", "aitj_build_info", everything=True)
-_SELECTOR = re.compile(r"\b(aitj_\w+)(\{)?")
+# Every series name of the catalogue, longest first (``x_bucket`` before ``x``).
+_NAMES = sorted((n for f in CATALOGUE for n in f.series_names()), key=len, reverse=True)
+_SELECTOR = re.compile(r"\b(" + "|".join(map(re.escape, _NAMES)) + r")\b(\{)?")
 
 
 def in_cluster(expr: str) -> str:
@@ -61,7 +64,8 @@ _FLEET_BOARD = Dashboard(
     uid="aitj-fleet-overview",
     title="aitj / Fleet overview",
     description="Every AITrainingJob the operator holds: phases, restarts, recovery time, "
-    "what failures cost in GPU time, scaling, restart budgets and the operator's own health.",
+    "what failures cost in GPU time, scaling, restart budgets, the operator's own health, its work "
+    "queue and its API calls.",
     rows=(
         Row(
             "Jobs",
@@ -93,8 +97,10 @@ _FLEET_BOARD = Dashboard(
                     (
                         Query("sum(aitj_build_info)", "replicas up"),
                         Query("sum(aitj_leader)", "leading"),
+                        Query("sum(leader_election_master_status)", "Lease held"),
                     ),
-                    "Operator replicas exporting metrics, and how many lead (exactly one should).",
+                    "Operator replicas exporting metrics, how many lead (exactly one should), and "
+                    "how many hold the leader election's Lease (none without leader election).",
                     decimals=0,
                     width=8,
                 ),
@@ -243,6 +249,65 @@ _FLEET_BOARD = Dashboard(
                     "One reconcile pass: plan and carry out.",
                     unit="s",
                     width=8,
+                ),
+            ),
+        ),
+        Row(
+            "Work queue and API calls (controller-runtime metrics)",
+            (
+                Panel(
+                    "Work queue depth",
+                    Viz.TIMESERIES,
+                    (Query("sum by (name) (workqueue_depth)", "{{name}}"),),
+                    "Jobs waiting for their pass (kicked, not yet taken by a pass thread).",
+                    decimals=0,
+                    width=6,
+                ),
+                Panel(
+                    "Work queue wait and work p99",
+                    Viz.TIMESERIES,
+                    tuple(
+                        Query(
+                            "histogram_quantile(0.99, sum by (le) "
+                            f"(rate({family}_bucket[$__rate_interval])))",
+                            legend,
+                        )
+                        for family, legend in (
+                            ("workqueue_queue_duration_seconds", "wait p99"),
+                            ("workqueue_work_duration_seconds", "work p99"),
+                        )
+                    ),
+                    "From a job's kick to its pass starting (wait), and the pass itself (work).",
+                    unit="s",
+                    width=6,
+                ),
+                Panel(
+                    "API requests by code",
+                    Viz.TIMESERIES,
+                    (
+                        Query(
+                            "sum by (code, method) (rate(rest_client_requests_total[$__rate_interval]))",
+                            "{{method}} {{code}}",
+                        ),
+                    ),
+                    "The operator's requests to the API server per second, by method and status "
+                    "code (<error>: no answer).",
+                    unit="reqps",
+                    width=6,
+                ),
+                Panel(
+                    "API request latency p99",
+                    Viz.TIMESERIES,
+                    (
+                        Query(
+                            "histogram_quantile(0.99, sum by (verb, le) "
+                            "(rate(rest_client_request_duration_seconds_bucket[$__rate_interval])))",
+                            "{{verb}}",
+                        ),
+                    ),
+                    "To each answer's headers, by verb (a watch: until it starts streaming).",
+                    unit="s",
+                    width=6,
                 ),
             ),
         ),
