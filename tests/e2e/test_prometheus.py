@@ -235,6 +235,11 @@ def test_every_panel_and_alert_evaluates_on_a_real_prometheus_after_a_scenario(
     assert value(api_.query(f'count(aitj_build_info{{namespace="{OPERATOR_NAMESPACE}"}})', at=end)) == 1
     assert api_.query('count({exported_namespace!=""} or {exported_job!=""})', at=end) == []
 
+    # controller-runtime's metrics: the passes went through the work queue, the calls through
+    # the REST client (the executor's pod creates among them).
+    assert value(api_.query('sum(workqueue_adds_total{name="aitrainingjob"})', at=end)) > 0
+    assert value(api_.query('sum(rest_client_requests_total{method="POST", code="201"})', at=end)) > 0
+
     # The dashboards draw from the same Prometheus, through the command a user runs.
     out = Path(os.environ.get("AITJ_DASHBOARDS_PICTURES") or tmp_path)
     since = f"{round(time.time() - started) + 30}s"
