@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 import pytest
+import yaml
 
 from aitj.controller.metrics import CATALOGUE
 from aitj.tools.dashboards import alerts, generate, grafana
@@ -264,3 +265,40 @@ def test_each_dashboard_has_a_cluster_variable_that_defaults_to_all_and_every_qu
                 assert "cluster" in labels, (panel.title, name)
     for v in board.variables[1:]:
         assert 'cluster=~"$cluster"' in v.query, v.name
+
+
+# ---- picked up by kube-prometheus-stack, as shipped ------------------------------------------
+
+# kube-prometheus-stack's Prometheus with the chart's default values (release name
+# kube-prometheus-stack): it selects ServiceMonitors and PrometheusRules labelled with its
+# release, in every namespace.
+KPS_SELECTOR = {"release": "kube-prometheus-stack"}
+
+
+def base_service() -> dict[str, Any]:
+    """base_service: the metrics Service as the base kustomization renders it (its labels)."""
+    service = yaml.safe_load((REPO / "manifests" / "base" / "service.yaml").read_text())
+    kustomization = yaml.safe_load((REPO / "manifests" / "base" / "kustomization.yaml").read_text())
+    for pairs in kustomization.get("labels") or []:
+        service["metadata"]["labels"].update(pairs["pairs"])
+    return service  # type: ignore[no-any-return]
+
+
+def test_kube_prometheus_stack_with_default_values_selects_the_service_monitor_and_the_rules() -> None:
+    monitor, rule, service = generate.service_monitor(), alerts.prometheus_rule(), base_service()
+    # The Prometheus Operator's selection, by hand: the Prometheus selects the ServiceMonitor and
+    # the PrometheusRule by label; the ServiceMonitor (no namespaceSelector: its own namespace)
+    # selects the Service by label and its endpoint by port name.
+    assert KPS_SELECTOR.items() <= monitor["metadata"]["labels"].items()
+    assert KPS_SELECTOR.items() <= rule["metadata"]["labels"].items()
+    assert "namespaceSelector" not in monitor["spec"]
+    assert service["metadata"]["namespace"] == monitor["metadata"]["namespace"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+    # The scrape job is the Service's name: what AitjOperatorDown's up{job=...} reads.
+    assert service["metadata"]["name"] == alerts.SCRAPE_JOB
+    # No honorLabels: the target's job, instance and namespace stay Prometheus's; the relabelings
+    # give the per-job series their training job's namespace back.
+    assert "honorLabels" not in endpoint
+    assert endpoint["metricRelabelings"] == [dict(r) for r in generate.METRIC_RELABELINGS]
