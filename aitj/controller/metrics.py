@@ -12,6 +12,9 @@ fails a test. Label values are constants, listed in ``LABEL_VALUES`` where the s
   cancelled (``ScaleResult``; these three live in ``aitj.core.telemetry``, re-exported here);
 - ``stage``: stale, execute (``ErrorStage``);
 - ``kind`` (pods deleted): restart, stuck, unwanted, cleanup (``DeleteReason``).
+controller-runtime's families (``workqueue_*``, ``rest_client_*``, ``leader_election_*``) keep
+its labels: ``name`` (the queue, the Lease), ``code`` (an HTTP status or ``<error>``), ``method``
+and ``verb`` (HTTP methods), ``host`` (the API server's host:port).
 ``namespace``, ``job_name``, ``replica`` and ``reason`` are open sets: the cluster's names and the
 condition reasons. A family labelled ``replica`` (a name the user chooses) is per job. The job's
 label is ``job_name``, as kube-state-metrics names it: ``job`` is Prometheus's own target label
