@@ -7,7 +7,7 @@ import threading
 
 import kopf
 
-from aitj.controller import gcpauses, metrics_server
+from aitj.controller import clientmetrics, gcpauses, metrics_server
 from aitj.controller.kubeclient import api_client
 from aitj.controller.logs import configure
 from aitj.controller.options import OperatorOptions
@@ -29,7 +29,7 @@ def run(
     from aitj.controller import handlers  # registers the handlers
     from aitj.controller.operator import Operator
 
-    api = api_client(options.kubeconfig)
+    api = clientmetrics.instrument(api_client(options.kubeconfig))  # rest_client_* metrics
     metrics_server.serve(options.metrics, api)
     operator = Operator(options, api)
     asyncio.run(_main(options, kopf.Memo({handlers.OPERATOR: operator}), stop_flag, ready_flag))
