@@ -4,15 +4,15 @@ CPython's collector stops the process while it looks at every object of the gene
 collects. Its full collections (the oldest generation) come when the objects promoted there
 since the last one reach a quarter of those it kept, and look at all of them: in an operator
 holding 1,000 pods' views, caches and the planners' memos, a full collection took 100 to 230 ms
-(measured with ``gc.callbacks`` on the local control plane, 125 jobs of 8), and a recovery that
-arrived meanwhile waited that long: the slowest of 400 recoveries (246 ms against a p50 of
-58 ms) was the one that met such a pause.
+(measured with ``gc.callbacks`` on the local control plane, 125 jobs of 8; 140 to 165 ms of
+CPU), and a recovery that arrived meanwhile waited that long: the slowest of 400 recoveries
+(246 ms against a p50 of 58 ms) was the one that met such a pause.
 
 Most of what a full collection looks at has survived the ones before and will survive this
 one: the modules, the informers' caches, the jobs' memos. So after each full collection its
 survivors are frozen (``gc.freeze``: moved where no collection looks), and the next looks only
-at what came since, about a quarter of the heap: the same run's full collections took 67 ms at
-most. Reference counting still frees frozen objects as soon as nothing refers to them; only a
+at what came since, about a quarter of the heap: in the same runs, once the first was frozen,
+full collections took 21 to 38 ms of CPU. Reference counting still frees frozen objects as soon as nothing refers to them; only a
 frozen object that later becomes part of an unreachable cycle would be kept, so once an hour the
 frozen objects are thawed and the next full collection looks at everything again.
 
