@@ -12,9 +12,10 @@ Most of what a full collection looks at has survived the ones before and will su
 one: the modules, the informers' caches, the jobs' memos. So after each full collection its
 survivors are frozen (``gc.freeze``: moved where no collection looks), and the next looks only
 at what came since, about a quarter of the heap: in the same runs, once the first was frozen,
-full collections took 21 to 38 ms of CPU. Reference counting still frees frozen objects as soon as nothing refers to them; only a
-frozen object that later becomes part of an unreachable cycle would be kept, so once an hour the
-frozen objects are thawed and the next full collection looks at everything again.
+full collections took 21 to 38 ms of CPU. Reference counting still frees frozen objects as
+soon as nothing refers to them; only a frozen object that later becomes part of an unreachable
+cycle would be kept, so once an hour the frozen objects are thawed and the next full collection
+looks at everything again.
 
 The frequency of collections is left as CPython sets it.
 """
