@@ -52,7 +52,7 @@ forgets everything when it is handed another job (another namespace, name or uid
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from itertools import compress
@@ -140,17 +140,8 @@ class Memo:
             # this pass keeps neither for the next (``doubled``).
             self.quiet, self.doubled = None, self.passes
             return self._seen_each(job, pods)
-        known = self.pods
-        came = [pods[k] for k in sorted(map(ids.index, fresh - known.keys()))]
-        gone = [known.pop(k) for k in known.keys() - fresh]
-        for p, _ in gone:
-            self.judged.pop(id(p), None)
-        for p in came:
-            known[id(p)] = (p, belongs(job, p))
-        self.mine_ids -= {id(p) for p, _ in gone}
-        self.mine_ids |= {id(p) for p in came if known[id(p)][1]}
-        self.other_ids -= {id(p) for p, _ in gone}
-        self.other_ids |= {id(p) for p in came if known[id(p)][1] is False}
+        came = [pods[k] for k in sorted(map(ids.index, fresh - self.pods.keys()))]
+        gone = self._turnover(job, came, self.pods.keys() - fresh)
         # Sorted in C: a pass of a job of thousands looks at each of its pods' ids, not more.
         self.in_mine = list(map(self.mine_ids.__contains__, ids))
         self.in_others = list(map(self.other_ids.__contains__, ids)) if self.other_ids else [False] * len(ids)
@@ -168,7 +159,19 @@ class Memo:
         if len(fresh) != len(new_ids) or any(i in known and i not in old_ids for i in new_ids):
             return None  # a view given twice: at a moved place and at one that did not move
         came = [pods[k] for k, i in zip(moved, new_ids, strict=True) if i not in old_ids]
-        gone = [known.pop(i) for i in old_ids - fresh]
+        gone = self._turnover(job, came, old_ids - fresh)
+        for k, i in zip(moved, new_ids, strict=True):
+            self.in_mine[k] = known[i][1] is True
+            self.in_others[k] = known[i][1] is False
+        return self._sorted(pods, came, gone)
+
+    def _turnover(
+        self, job: Job, came: list[PodView], gone_ids: Iterable[int]
+    ) -> list[tuple[PodView, bool | None]]:
+        """_turnover: the views that came judged and known, those of ``gone_ids`` forgotten
+        (returned with whether each was the job's)."""
+        known = self.pods
+        gone = [known.pop(i) for i in gone_ids]
         for p, _ in gone:
             self.judged.pop(id(p), None)
         for p in came:
@@ -177,10 +180,7 @@ class Memo:
         self.mine_ids |= {id(p) for p in came if known[id(p)][1]}
         self.other_ids -= {id(p) for p, _ in gone}
         self.other_ids |= {id(p) for p in came if known[id(p)][1] is False}
-        for k, i in zip(moved, new_ids, strict=True):
-            self.in_mine[k] = known[i][1] is True
-            self.in_others[k] = known[i][1] is False
-        return self._sorted(pods, came, gone)
+        return gone
 
     def _sorted(
         self, pods: Sequence[PodView], came: list[PodView], gone: list[tuple[PodView, bool | None]]
