@@ -11,7 +11,7 @@ fails a test. Label values are constants, listed in ``LABEL_VALUES`` where the s
 - ``direction``: out, in (``ScaleDirection``); ``result``: succeeded, failed, rolledBack,
   cancelled (``ScaleResult``; these three live in ``aitj.core.telemetry``, re-exported here);
 - ``stage``: stale, execute (``ErrorStage``);
-- ``kind`` (pods deleted): restart, stuck, unwanted, cleanup (``DeleteReason``).
+- ``kind`` (pods deleted): restart, stuck, unwanted, cleanup, suspend (``DeleteReason``).
 ``namespace``, ``job``, ``replica`` and ``reason`` are open sets: the cluster's names and the
 condition reasons. A family labelled ``replica`` (a name the user chooses) is per job.
 docs/metrics.md says what each family means and when each counter moves.
