@@ -31,7 +31,18 @@ from kubernetes import client
 from aitj.core import api
 from aitj.devcluster.nodes import node_manifest, profile
 from tests.clusters import KubeCluster, free_port
-from tests.jobs import Doc, create_job, get_job, job_pods, live, patch_job, seed_variant, set_path, wait_phase
+from tests.jobs import (
+    Doc,
+    create_job,
+    delete_job,
+    get_job,
+    job_pods,
+    live,
+    patch_job,
+    seed_variant,
+    set_path,
+    wait_phase,
+)
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
 
@@ -362,3 +373,4 @@ def test_kueue_admits_preempts_and_readmits_an_aitrainingjob(
     job = wait_phase(cluster, namespace, name, "Running", 30)
     assert job["status"]["RestartCount"] == {"launcher": 0, "trainer": 0}
     assert {p.spec.node_name for p in live(job_pods(cluster, namespace, name))} == {node}
+    delete_job(cluster, namespace, name)  # before the flavor's node goes: its pods would be lost with it
