@@ -34,8 +34,8 @@ def dashboards() -> None:
 @click.option(
     "--runbook-base",
     default=None,
-    help="Where the runbooks are served (each alert's runbook_url is BASE#alert). "
-    "Default: docs/runbooks.md, the file in the checkout.",
+    help="Where docs/runbooks.md is served (each alert's runbook_url is BASE#alert, lower case). "
+    'Default: the placeholder docs/runbooks.md names ("Where runbook_url points").',
 )
 def generate(root: Path, runbook_base: str | None) -> None:
     """Write the dashboards' JSON, the rules file and the monitoring manifests."""
@@ -72,7 +72,7 @@ def render(url: str, out: Path, since: str, rate_interval: str | None, namespace
     from aitj.tools.dashboards.render import Window, render
 
     end = time.time()
-    variables = {"namespace": namespace, "job": job} | (
+    variables = {"namespace": namespace, "job_name": job} | (
         {"__rate_interval": rate_interval} if rate_interval else {}
     )
     window = Window(end - _seconds(since), end, variables)

@@ -25,6 +25,7 @@ from aitj.core.api import LABEL_INDEX, Job, RestartScope
 from aitj.core.observed import PodView
 from aitj.core.planner import plan
 from aitj.core.planner.memo import Memo
+from aitj.core.planner.objects import pods_of
 from aitj.core.planner.types import Plan
 from tests.unit.builders import (
     KEYS,
@@ -258,6 +259,49 @@ def test_a_view_handed_twice_is_sorted_as_the_full_planner_sorts_it() -> None:
     for now, views in enumerate(steps, start=20):
         kept = plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS, memo=cluster.memo)
         assert kept == plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS)
+
+
+def test_views_changed_in_place_are_sorted_as_the_full_planner_sorts_them() -> None:
+    """Lists as long as the last pass's, whose views changed at a few places (the memo looks
+    only there): a view given again at a changed place while it stays at its own, two new
+    views the same object, a pod with the job's label it did not make (not the job's) coming
+    and going, two views swapping places."""
+    cluster = Twin(seed_job(trainer(replicas=8, max_replicas=8), launcher()))
+    for now in range(10, 13):
+        cluster.step(now)
+        cluster.run_all(now)
+    pods = cluster.pod_views()
+    assert len(pods) == 9
+    new = dataclasses.replace(pods[3])
+    # A pod with the job's labels that another made, under another name: not the job's pod.
+    alien = dataclasses.replace(pods[4], owner_uid="another-uid", name="someone-elses")
+    steps = [
+        pods,
+        [*pods[:4], alien, *pods[5:]],
+        [*pods[:4], alien, *pods[5:]],
+        [*pods[:4], pods[4], *pods[5:]],
+        [pods[1], pods[0], *pods[2:]],  # two views swap places
+        pods,
+        [*pods[:3], new, *pods[4:]],
+        [*pods[:2], new, new, *pods[4:]],  # new at a changed place and at its own
+        pods,
+        [pods[0], pods[0], *pods[2:]],  # the same at a place that did not change
+        pods,
+        [pods[0], pods[0], *pods[2:4], alien, *pods[5:]],  # given twice, and a pod not the job's
+        [*pods[:4], alien, *pods[5:]],
+        pods,
+        pods[:-1],  # one gone: the whole list looked at
+        pods,
+    ]
+    sorting, before = Memo(), set[int]()
+    for now, views in enumerate(steps, start=20):
+        kept = plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS, memo=cluster.memo)
+        assert kept == plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS)
+        seen = sorting.seen(cluster.job, views)
+        assert (seen.mine, seen.others) == pods_of(cluster.job, views)
+        mine = set(map(id, seen.mine))  # and the job's views that came and went, by identity
+        assert (set(map(id, seen.came)), set(map(id, seen.went))) == (mine - before, before - mine)
+        before = mine
 
 
 def test_a_recovery_of_many_slots_at_once_surveys_all() -> None:
