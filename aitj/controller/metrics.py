@@ -11,7 +11,7 @@ fails a test. Label values are constants, listed in ``LABEL_VALUES`` where the s
 - ``direction``: out, in (``ScaleDirection``); ``result``: succeeded, failed, rolledBack,
   cancelled (``ScaleResult``; these three live in ``aitj.core.telemetry``, re-exported here);
 - ``stage``: stale, execute (``ErrorStage``);
-- ``kind`` (pods deleted): restart, stuck, unwanted, cleanup (``DeleteReason``).
+- ``kind`` (pods deleted): restart, stuck, unwanted, cleanup, suspend (``DeleteReason``).
 controller-runtime's families (``workqueue_*``, ``rest_client_*``, ``leader_election_*``) keep
 its labels: ``name`` (the queue, the Lease), ``code`` (an HTTP status or ``<error>``), ``method``
 and ``verb`` (HTTP methods), ``host`` (the API server's host:port).

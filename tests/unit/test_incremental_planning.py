@@ -81,6 +81,7 @@ EVENTS = st.one_of(
     st.tuples(st.just("run_all"), st.integers(0, len(NODES) - 1)),
     st.tuples(st.just("node"), st.integers(0, len(NODES) - 1), st.sampled_from(["True", "False", "Unknown"])),
     st.tuples(st.just("scale"), st.integers(1, 6)),
+    st.tuples(st.just("suspend"), st.booleans()),  # spec.suspend set (aitj.core.planner.suspend)
     st.tuples(st.just("wait"), st.sampled_from([1, 5, 30, 120])),
     st.tuples(st.just("crash"), st.sampled_from(["status", "rest", "creates"])),
 )
@@ -133,6 +134,9 @@ def _event(cluster: Twin, event: tuple[Any, ...], now: float) -> str | None:
         replicas = min(arg, cluster.job.spec.replicas[0].max_replicas)
         cluster.job = with_replica(cluster.job, "trainer", replicas=replicas)
         cluster.job = dataclasses.replace(cluster.job, generation=cluster.job.generation + 1)
+    elif what == "suspend" and cluster.job.spec.suspend is not arg:
+        spec = dataclasses.replace(cluster.job.spec, suspend=arg)
+        cluster.job = dataclasses.replace(cluster.job, spec=spec, generation=cluster.job.generation + 1)
     return str(arg) if what == "crash" else None
 
 
