@@ -221,7 +221,7 @@ def test_edits_outside_the_rules_are_refused_at_admission_by_every_path(
     assert scaled.returncode != 0 and words in scaled.stderr
     verb, count = ("scaleout", edit - 3) if edit > 3 else ("scalein", 3 - edit)
     proc = aitj(cluster, verb, NAME, "-n", namespace, f"--count={count}")
-    assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    assert proc.returncode == 1 and words in proc.stderr, proc.stderr
     assert get_job(cluster, namespace, NAME)["spec"]["replicaSpecs"]["trainer"]["replicas"] == 3
 
 
@@ -316,9 +316,9 @@ def test_the_cli_scales_out_and_in_with_progress_and_honest_exit_codes(
     wait_for(lambda: sorted(trainers(cluster, namespace)) == [0, 2, 3], 30, "the highest index gone")
 
     wrong = aitj(cluster, "scalein", NAME, "-n", namespace, "--pods=no-such-pod")
-    assert wrong.returncode == 2 and "no-such-pod is not a pod of replica trainer" in wrong.stderr
+    assert wrong.returncode == 1 and "no-such-pod is not a pod of replica trainer" in wrong.stderr
     missing = aitj(cluster, "scaleout", "no-such-job", "-n", namespace, "--count=1")
-    assert missing.returncode == 2 and f"no AITrainingJob {namespace}/no-such-job" in missing.stderr
+    assert missing.returncode == 1 and f"no AITrainingJob 'no-such-job' in namespace '{namespace}'" in missing.stderr
 
 
 def test_a_scale_out_during_a_restart_ends_with_every_index_running_and_one_restart(
