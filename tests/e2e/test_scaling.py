@@ -318,7 +318,8 @@ def test_the_cli_scales_out_and_in_with_progress_and_honest_exit_codes(
     wrong = aitj(cluster, "scalein", NAME, "-n", namespace, "--pods=no-such-pod")
     assert wrong.returncode == 1 and "no-such-pod is not a pod of replica trainer" in wrong.stderr
     missing = aitj(cluster, "scaleout", "no-such-job", "-n", namespace, "--count=1")
-    assert missing.returncode == 1 and f"no AITrainingJob 'no-such-job' in namespace '{namespace}'" in missing.stderr
+    said = f"no AITrainingJob 'no-such-job' in namespace '{namespace}'"
+    assert missing.returncode == 1 and said in missing.stderr
 
 
 def test_a_scale_out_during_a_restart_ends_with_every_index_running_and_one_restart(
