@@ -26,7 +26,7 @@ KWOK = "v0.8.0"
 # Prometheus 3.16.0 is the Go module version v0.316.0 (Prometheus tags its modules 0.MINOR.PATCH).
 PROMETHEUS = "3.16.0"
 PROMETHEUS_MODULE = "v0.316.0"
-# Real nodes (docs/real-nodes.md). A 1.36 kubelet needs containerd 2 (1.35 was the last release
+# Real nodes (docs/real-nodes.md). A 1.36 or later kubelet needs containerd 2 (1.35 was the last release
 # to support containerd 1.x, Debian's is 1.6); Debian's runc 1.1.5 cannot start containerd 2's
 # pod sandboxes. CoreDNS is built with only the plugins it needs (gomod/coredns/main.go).
 CONTAINERD = "v2.4.2"
