@@ -119,7 +119,7 @@ def bound(pods: list[Any]) -> list[Any]:
 
 
 def test_a_gang_that_fits_only_in_part_binds_no_pod_until_a_node_with_room_comes(
-    cluster: KubeCluster, namespace: str, operator: OperatorProcess, pool: Pool
+    cluster: KubeCluster, namespace: str, operator: OperatorProcess, pool: Pool, version: str
 ) -> None:
     gpu_node(cluster, pool, 3)
     name = "gang-partial"
@@ -130,6 +130,13 @@ def test_a_gang_that_fits_only_in_part_binds_no_pod_until_a_node_with_room_comes
     assert pg["metadata"]["name"] == f"{name}-gang-0"
     assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
     assert pg["metadata"]["ownerReferences"][0]["name"] == name
+    # Made, so written in a version the cluster serves (it serves only ``version``: the last
+    # test), and read in it the PodGroup names its Workload's template as that version does.
+    if version == "v1alpha2":
+        template = {"workloadName": name, "podGroupTemplateName": gang.TEMPLATE}
+        assert pg["spec"]["podGroupTemplateRef"] == {"workload": template}
+    else:
+        assert pg["spec"]["workloadRef"] == {"workloadName": name, "templateName": gang.TEMPLATE}
     (wl,) = gang_objects(cluster, namespace, gang.WORKLOAD_PLURAL)
     assert wl["metadata"]["name"] == name
     pods = trainers(cluster, namespace, name)
@@ -257,20 +264,3 @@ def test_the_operator_plans_gangs_only_where_it_serves_them_and_it_may_list_them
     nobody: Any = cluster.new_api()  # the client's header setter is untyped
     nobody.set_default_header("Impersonate-User", "nobody-in-particular")
     assert gangapi.gang_schedulers(nobody, ["volcano"], (), version) == frozenset()
-
-
-def test_the_gang_objects_are_written_in_the_served_version(
-    cluster: KubeCluster, namespace: str, operator: OperatorProcess, pool: Pool, version: str
-) -> None:
-    gpu_node(cluster, pool, 2)
-    name = "gang-version"
-    create_job(cluster, namespace, gang_job(name, pool, replicas=2, min_replicas=2))
-    wait_for(lambda: len(running(trainers(cluster, namespace, name))) == 2, 60, "2 trainers running")
-    # Made, so written in a version the cluster serves: it serves only ``version`` (the test
-    # above), and read in it the PodGroup names its template as that version does.
-    (pg,) = gang_objects(cluster, namespace, gang.POD_GROUP_PLURAL)
-    if version == "v1alpha2":
-        workload = {"workloadName": name, "podGroupTemplateName": gang.TEMPLATE}
-        assert pg["spec"]["podGroupTemplateRef"] == {"workload": workload}
-    else:
-        assert pg["spec"]["workloadRef"] == {"workloadName": name, "templateName": gang.TEMPLATE}
