@@ -10,7 +10,7 @@
 # built where none is, so the default below is a tag; tests/unit/test_manifests.py says why):
 #   docker buildx imagetools inspect python:3.11-slim-bookworm
 #   make image IMAGE=REGISTRY/aitj:VERSION DOCKER_BUILD_ARGS=--build-arg=PYTHON_IMAGE=python@sha256:...
-# The local cluster's build (`aitj cluster build`) passes its own base, a Debian root filesystem
+# The local cluster's build (`aitj dev cluster build`) passes its own base, a Debian root filesystem
 # made by mmdebstrap, by the digest of that build (aitj/devcluster/images/dockerfile.py).
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 

@@ -50,11 +50,11 @@ unit: build-helm
 
 # Builds the control plane from source into ~/.cache/aitj (once; later runs reuse it).
 build-cluster: $(STAMP)
-	$(BIN)/aitj cluster build
+	$(BIN)/aitj dev cluster build
 
 # Helm only, from the Go module proxy into ~/.cache/aitj (about 90 s once; build-cluster builds it too).
 build-helm: $(STAMP)
-	$(BIN)/aitj cluster build --only helm
+	$(BIN)/aitj dev cluster build --only helm
 
 # charts/aitj's copies of the CRD and of manifests/ (after changing either; a unit test checks them).
 chart: $(STAMP)
@@ -94,7 +94,7 @@ MATRIX_TESTS := tests/e2e/test_devcluster.py tests/e2e/test_lifecycle.py tests/e
 test-matrix: $(STAMP)
 	set -e; for release in $(MATRIX); do \
 	  echo "== Kubernetes $$release =="; \
-	  AITJ_KUBERNETES=$$release $(BIN)/aitj cluster build --only etcd --only kwok --only kubernetes; \
+	  AITJ_KUBERNETES=$$release $(BIN)/aitj dev cluster build --only etcd --only kwok --only kubernetes; \
 	  AITJ_KUBERNETES=$$release $(BIN)/pytest -m "e2e and not long" $(MATRIX_TESTS) -p no:cacheprovider; \
 	done
 
@@ -108,23 +108,23 @@ e2e: build-cluster
 	$(BIN)/pytest -m e2e
 
 cluster-up: build-cluster
-	$(BIN)/aitj cluster up
+	$(BIN)/aitj dev cluster up
 
 cluster-down: $(STAMP)
-	$(BIN)/aitj cluster down
+	$(BIN)/aitj dev cluster down
 
 demo: build-cluster
-	$(BIN)/aitj demo
+	$(BIN)/aitj dev demo
 
 # The same story on two real nodes (root): images pulled, Horovod training to the end.
 demo-real: build-cluster
-	$(BIN)/aitj demo --real-nodes
+	$(BIN)/aitj dev demo --real-nodes
 
 # Recovery, scaling, API cost, CPU and RSS against the floor and the Job controller, and one job
 # of 4,096 trainers (F12, F13); writes bench/ (results.json, table.md, PNG plots): about 20
 # minutes on 2 cores. QUICK=1: 200 pods and one job of 512, about 4 minutes.
 bench: build-cluster
-	$(BIN)/aitj bench $(if $(QUICK),--quick)
+	$(BIN)/aitj dev bench $(if $(QUICK),--quick)
 
 # The recovery users feel (root): the seed's Horovod elastic training on two real nodes, made to
 # lose a worker (force and graceful deletes, two force deletes at once, a SIGKILL matched by an
@@ -146,7 +146,7 @@ bench-real: build-cluster
 # The Grafana dashboards, the alert rules and the monitoring manifests, from aitj/tools/dashboards,
 # and the chart's copies of the manifests (hack/gen_chart.py).
 dashboards: $(STAMP)
-	$(BIN)/aitj dashboards generate
+	$(BIN)/aitj dev dashboards generate
 	$(BIN)/python hack/gen_chart.py
 
 # The scenario of tests/e2e/test_prometheus.py (force delete, exit code, node NotReady, drain,
@@ -168,7 +168,7 @@ chaos: build-cluster
 	mkdir -p $(CHAOS_OUT)
 	$(BIN)/aitj chaos --bed chaos --bed-jobs 6 --down --operators $(OPERATORS) $(if $(LEADER_ELECT),--leader-elect) \
 	  -n chaos -l chaos.aitj.dev/bed=true --seed 14 --duration 600 --interval 10 --allow-drain --delete-jobs \
-	  --json $(CHAOS_OUT)/chaos.json --timeline $(CHAOS_OUT)/timeline.png
+	  --report $(CHAOS_OUT)/chaos.json --timeline $(CHAOS_OUT)/timeline.png
 
 # Training through chaos (root): the seed's Horovod elastic training on two real nodes, and
 # `aitj chaos --progress` against it for ten minutes (force and graceful deletes, evictions,

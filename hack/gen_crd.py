@@ -657,6 +657,15 @@ def spec_schema(template: Schema) -> Schema:
                 api.MAX_SECONDS,
                 fmt="int64",
             ),
+            "suspend": {
+                "description": (
+                    "true: the job runs no pods (those it has are deleted), counts no restarts and runs "
+                    "no time limit; false again resumes it, its pods created afresh, RestartCount kept. "
+                    "As batch/v1 Job's: what Kueue sets to admit and preempt a job."
+                ),
+                "type": "boolean",
+                "default": api.DEFAULT_SUSPEND,
+            },
             "replicaSpecs": {
                 "description": (
                     "The job's replica types by name (a DNS-1123 label, part of pod names), e.g. "

@@ -10,28 +10,34 @@ from pathlib import Path
 
 import click
 
-from aitj.cli.options import example, kubeconfig_option
+from aitj.cli.options import DURATION, Duration, all_namespaces_option, example, kubeconfig_option
+from aitj.client import Connection
 from aitj.tools.chaos.schedule import FaultKind
 
 
 @click.command(
     "chaos",
     epilog=example(
-        "aitj chaos -n team-a -l app=mnist --duration 300 --dry-run",
-        "aitj chaos -n team-a -l app=mnist --duration 600 --seed 7 --json chaos.json --timeline chaos.png",
+        "aitj chaos -n team-a -l app=mnist --duration 5m --dry-run",
+        "aitj chaos -A -l app=mnist --duration 10m --seed 7 --report chaos.json --timeline chaos.png",
         "aitj chaos -n team-a -l app=mnist --progress --fault force-delete --fault scale-up --timeline t.png",
     ),
 )
 @kubeconfig_option
-@click.option("-n", "--namespace", help="Only jobs of this namespace (default: every namespace).")
+@click.option(
+    "-n", "--namespace", help="Only jobs of this namespace (default: the context's; with --bed, chaos)."
+)
+@all_namespaces_option
 @click.option("-l", "--selector", default="", help="Label selector of the jobs to hit (default: every job).")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed of the schedule and the picks.")
 @click.option(
-    "--duration", default=600.0, show_default=True, type=click.FloatRange(1), help="Seconds of faults."
+    "--duration",
+    default="10m",
+    show_default=True,
+    type=Duration(1),
+    help="How long to cause faults (90s, 10m).",
 )
-@click.option(
-    "--interval", default=10.0, show_default=True, type=click.FloatRange(0.5), help="Seconds between faults."
-)
+@click.option("--interval", default="10s", show_default=True, type=Duration(0.5), help="Time between faults.")
 @click.option("--max-faults", type=click.IntRange(1), help="At most this many faults.")
 @click.option(
     "--dry-run", is_flag=True, help="Print the schedule and the fault kinds this cluster allows; do nothing."
@@ -91,10 +97,10 @@ from aitj.tools.chaos.schedule import FaultKind
 )
 @click.option(
     "--recovery-bound",
-    default=90.0,
+    default="90s",
     show_default=True,
-    type=float,
-    help="Seconds a disturbed job may take to be back.",
+    type=DURATION,
+    help="How long a disturbed job may take to be back.",
 )
 @click.option(
     "--progress",
@@ -105,10 +111,10 @@ from aitj.tools.chaos.schedule import FaultKind
 )
 @click.option(
     "--progress-bound",
-    default=120.0,
+    default="2m",
     show_default=True,
-    type=click.FloatRange(1),
-    help="Seconds after a fault within which the training must complete a new step.",
+    type=Duration(1),
+    help="How long after a fault the training may take to complete a new step.",
 )
 @click.option(
     "--batch-size",
@@ -121,10 +127,13 @@ from aitj.tools.chaos.schedule import FaultKind
     "--delete-jobs", is_flag=True, help="Delete the jobs at the end and check nothing they owned is left."
 )
 @click.option(
-    "--json",
+    "--report",
     "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the report as JSON here.",
+    help="Write the report as JSON to this file.",
+)
+@click.option(
+    "--json", "old_json_path", type=click.Path(dir_okay=False, path_type=Path), hidden=True, help="--report."
 )
 @click.option(
     "--timeline",
@@ -142,6 +151,7 @@ from aitj.tools.chaos.schedule import FaultKind
 def chaos(
     kubeconfig: Path | None,
     namespace: str | None,
+    all_namespaces: bool,
     selector: str,
     seed: int,
     duration: float,
@@ -165,6 +175,7 @@ def chaos(
     batch_size: int,
     delete_jobs: bool,
     json_path: Path | None,
+    old_json_path: Path | None,
     timeline_path: Path | None,
     bed: str | None,
     bed_jobs: int,
@@ -178,6 +189,19 @@ def chaos(
 
     from aitj.tools.chaos.main import Settings, run_chaos
 
+    for name, value in (
+        ("--duration", duration),
+        ("--interval", interval),
+        ("--progress-bound", progress_bound),
+    ):
+        if value < 1 and not (name == "--interval" and value >= 0.5):
+            raise click.BadParameter("too short", param_hint=name)
+    if old_json_path is not None:
+        click.echo("note: --json FILE is now --report FILE", err=True)
+    if all_namespaces:
+        namespace = None
+    elif namespace is None:
+        namespace = "chaos" if bed else Connection(kubeconfig).namespace()
     settings = Settings(
         kubeconfig=kubeconfig,
         namespace=namespace,
@@ -203,7 +227,7 @@ def chaos(
         progress_bound=progress_bound,
         batch_size=batch_size,
         delete_jobs=delete_jobs,
-        json_path=json_path,
+        json_path=json_path or old_json_path,
         timeline_path=timeline_path,
         bed=bed,
         bed_jobs=bed_jobs,

@@ -1,11 +1,10 @@
-"""``aitj cluster``: the local control plane (build, up, down, status, kubeconfig).
+"""``aitj dev cluster``: the local control plane (build, up, down, status, kubeconfig).
 
 Sits in the command-line layer: parses options and calls ``aitj.devcluster``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -13,6 +12,7 @@ import click
 
 from aitj.cli.options import cluster_name_option, example
 from aitj.cli.output import say as _say
+from aitj.cli.show import emit
 from aitj.devcluster import nodes as nodes_mod
 from aitj.devcluster.build import BuildError, ensure_built
 from aitj.devcluster.cluster import ClusterConfig, ClusterError, LocalCluster
@@ -21,7 +21,7 @@ from aitj.devcluster.realnodes.layout import MAX_REAL_NODES
 from aitj.devcluster.versions import BUILT
 
 
-@click.group(epilog=example("aitj cluster up --nodes 3 --node-profile cce"))
+@click.group(epilog=example("aitj dev cluster up --nodes 3 --node-profile cce"))
 def cluster() -> None:
     """The local control plane: real etcd, kube-apiserver, kube-controller-manager,
     kube-scheduler built from source, with kwok-simulated nodes. Everything binds to 127.0.0.1."""
@@ -30,7 +30,7 @@ def cluster() -> None:
 _DEFAULTS = ClusterConfig()
 
 
-@cluster.command("build", epilog=example("aitj cluster build", "aitj cluster build --only helm"))
+@cluster.command("build", epilog=example("aitj dev cluster build", "aitj dev cluster build --only helm"))
 @click.option(
     "--only",
     multiple=True,
@@ -56,8 +56,8 @@ def cluster_build(only: tuple[str, ...]) -> None:
 @cluster.command(
     "up",
     epilog=example(
-        "aitj cluster up --name dev --nodes 3 --node-profile gpu",
-        "aitj cluster up --name real --nodes 2 --node-profile cce --real-nodes 2",
+        "aitj dev cluster up --name dev --nodes 3 --node-profile gpu",
+        "aitj dev cluster up --name real --nodes 2 --node-profile cce --real-nodes 2",
     ),
 )
 @cluster_name_option
@@ -114,7 +114,7 @@ def cluster_up(
     click.echo(str(kubeconfig))
 
 
-@cluster.command("down", epilog=example("aitj cluster down --name dev"))
+@cluster.command("down", epilog=example("aitj dev cluster down --name dev"))
 @cluster_name_option
 def cluster_down(name: str) -> None:
     """Stop every component of the local cluster."""
@@ -122,14 +122,16 @@ def cluster_down(name: str) -> None:
     _say(f"stopped: {', '.join(was)}" if was else f"cluster {name!r} was not running")
 
 
-@cluster.command("status", epilog=example("aitj cluster status --name dev --json"))
+@cluster.command("status", epilog=example("aitj dev cluster status --name dev -o json"))
 @cluster_name_option
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def cluster_status(name: str, as_json: bool) -> None:
+@click.option("-o", "--output", type=click.Choice(["json", "yaml"]), help="json or yaml; default: text.")
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="Deprecated: -o json.")
+def cluster_status(name: str, output: str | None, as_json: bool) -> None:
     """Show whether each component runs and the cluster is healthy (exit 1 if not)."""
     info = LocalCluster(name).status()
-    if as_json:
-        click.echo(json.dumps(info, indent=2))
+    output = "json" if as_json else output
+    if output is not None:
+        emit(info, output)
     else:
         click.echo(f"cluster {info['name']}: {info['state']}")
         for comp, pid in (info.get("components") or {}).items():
@@ -144,12 +146,12 @@ def cluster_status(name: str, as_json: bool) -> None:
 
 
 @cluster.command(
-    "kubeconfig", epilog=example("kubectl --kubeconfig=$(aitj cluster kubeconfig --name dev) get nodes")
+    "kubeconfig", epilog=example("kubectl --kubeconfig=$(aitj dev cluster kubeconfig --name dev) get nodes")
 )
 @cluster_name_option
 def cluster_kubeconfig(name: str) -> None:
     """Print the path of the cluster's admin kubeconfig."""
     c = LocalCluster(name)
     if not c.kubeconfig.exists():
-        raise click.ClickException(f"cluster {name!r} has not been set up: run `aitj cluster up`")
+        raise click.ClickException(f"cluster {name!r} has not been set up: run `aitj dev cluster up`")
     click.echo(str(c.kubeconfig))

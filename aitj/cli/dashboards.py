@@ -1,4 +1,4 @@
-"""``aitj dashboards``: the Grafana dashboards and alert rules (``aitj.tools.dashboards``).
+"""``aitj dev dashboards``: the Grafana dashboards and alert rules (``aitj.tools.dashboards``).
 
 ``generate`` writes the dashboards' JSON, the rules file and the monitoring manifests from
 their one Python source; ``render`` draws every panel from a live Prometheus as PNGs. Sits in
@@ -17,13 +17,15 @@ from aitj.cli.output import say
 
 
 @click.group(
-    epilog=example("aitj dashboards generate", "aitj dashboards render --prometheus http://127.0.0.1:9090")
+    epilog=example(
+        "aitj dev dashboards generate", "aitj dev dashboards render --prometheus http://127.0.0.1:9090"
+    )
 )
 def dashboards() -> None:
     """Grafana dashboards and Prometheus alerts for the operator's metrics."""
 
 
-@dashboards.command("generate", epilog=example("aitj dashboards generate --root ."))
+@dashboards.command("generate", epilog=example("aitj dev dashboards generate --root ."))
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -34,8 +36,8 @@ def dashboards() -> None:
 @click.option(
     "--runbook-base",
     default=None,
-    help="Where the runbooks are served (each alert's runbook_url is BASE#alert). "
-    "Default: docs/runbooks.md, the file in the checkout.",
+    help="Where docs/runbooks.md is served (each alert's runbook_url is BASE#alert, lower case). "
+    'Default: the placeholder docs/runbooks.md names ("Where runbook_url points").',
 )
 def generate(root: Path, runbook_base: str | None) -> None:
     """Write the dashboards' JSON, the rules file and the monitoring manifests."""
@@ -47,7 +49,7 @@ def generate(root: Path, runbook_base: str | None) -> None:
 
 @dashboards.command(
     "render",
-    epilog=example("aitj dashboards render --prometheus http://127.0.0.1:9090 --since 1h --out pictures"),
+    epilog=example("aitj dev dashboards render --prometheus http://127.0.0.1:9090 --since 1h --out pictures"),
 )
 @click.option("--prometheus", "url", required=True, help="The Prometheus to query (its base URL).")
 @click.option(
@@ -72,7 +74,7 @@ def render(url: str, out: Path, since: str, rate_interval: str | None, namespace
     from aitj.tools.dashboards.render import Window, render
 
     end = time.time()
-    variables = {"namespace": namespace, "job": job} | (
+    variables = {"namespace": namespace, "job_name": job} | (
         {"__rate_interval": rate_interval} if rate_interval else {}
     )
     window = Window(end - _seconds(since), end, variables)

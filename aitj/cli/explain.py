@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -26,15 +25,18 @@ from rich.table import Table
 
 from aitj.cli import explain_text
 from aitj.cli.options import (
+    complete_jobs,
+    connection,
     example,
-    job_namespace_option,
-    kubeconfig_option,
+    job_options,
     node_signal_options,
     node_signals,
     priority_class_map,
     priority_class_option,
 )
-from aitj.controller.kubeclient import api_client, context_namespace
+from aitj.cli.show import emit
+from aitj.client import Client
+from aitj.client.transport import translated
 from aitj.controller.options import OperatorOptions
 from aitj.controller.settings import Unlisted, owned_objects, planner_settings
 from aitj.core import api
@@ -65,18 +67,20 @@ _STYLE = {
         "aitj explain test-horovod-elastic --priority-class high=gpu-high   # its aitj run flags",
     ),
 )
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @click.argument("pod", required=False)
-@job_namespace_option
-@kubeconfig_option
-@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
+@job_options
+@click.option(
+    "-o", "--output", type=click.Choice(["json", "yaml"]), help="json or yaml; default: text for people."
+)
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="Deprecated: -o json.")
 @priority_class_option
 @node_signal_options
 def explain(
     job: str,
     pod: str | None,
     namespace: str | None,
-    kubeconfig: Path | None,
+    output: str | None,
     as_json: bool,
     priority_classes: tuple[str, ...],
     node_fault_conditions: tuple[str, ...],
@@ -92,54 +96,40 @@ def explain(
     them; its flags cannot be, so give the --priority-class and --node-fault-* flags the
     operator runs with (its aitj run arguments) to plan exactly as it does.
     """
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
-    ns = namespace or context_namespace(kubeconfig)
-    with api_client(kubeconfig) as cl:
-        core: Any = client.CoreV1Api(cl)
-        custom: Any = client.CustomObjectsApi(cl)
-        try:
-            body = _json(
-                custom.get_namespaced_custom_object(
-                    api.GROUP, api.VERSION, ns, api.PLURAL, job, _preload_content=False
-                )
-            )
-        except ApiException as e:
-            if e.status == 404:
-                _fail(f"AITrainingJob {ns}/{job} not found")
-            raise click.ClickException(f"reading AITrainingJob {ns}/{job}: {e.status} {e.reason}") from e
-        try:
-            selector = f"{api.LABEL_JOB}={job}"
-            pods = _json(core.list_namespaced_pod(ns, label_selector=selector, _preload_content=False))
-            nodes = _json(core.list_node(_preload_content=False))
-        except ApiException as e:
-            raise click.ClickException(f"listing pods and nodes: {e.status} {e.reason}") from e
-        # The operator's Settings, derived as it derives them (aitj.controller.settings); the
-        # gang API's listability is asked in the job's namespace, with the caller's rights.
-        flags = OperatorOptions(
-            namespaces=(ns,),
-            priority_classes=priority_class_map(priority_classes),
-            node_signals=node_signals(node_fault_conditions, node_fault_taints),
-        )
+    output = "json" if as_json else output
+    jobs = Client(connection(), namespace=namespace)
+    ns = jobs.namespace
+    body = jobs.get_json(job)
+    pods = jobs.pods(job)
+    # The operator's Settings, derived as it derives them (aitj.controller.settings); the gang
+    # API's listability is asked in the job's namespace, with the caller's rights.
+    flags = OperatorOptions(
+        namespaces=(ns,),
+        priority_classes=priority_class_map(priority_classes),
+        node_signals=node_signals(node_fault_conditions, node_fault_taints),
+    )
+    cl = jobs.api
+    with translated("listing nodes, and what the cluster serves", jobs.server):
+        nodes = json.loads(core_api(cl).list_node(_preload_content=False).data)
         settings, served = planner_settings(cl, flags)
-        try:
+    try:
+        with translated(f"reading the objects of {ns}/{job}", jobs.server):
             owned = owned_objects(cl, ns, job, served, settings.gang_version)
-        except Unlisted as e:  # say, a user who may not list Secrets: plan no object of the job
-            owned = None
-            Console(stderr=True).print(
-                f"note: the job's objects are not checked ({e})", highlight=False, markup=False
-            )
+    except Unlisted as e:  # say, a user who may not list Secrets: plan no object of the job
+        owned = None
+        Console(stderr=True).print(
+            f"note: the job's objects are not checked ({e})", highlight=False, markup=False
+        )
     try:
         parsed = api.parse_job(body)
     except api.InvalidJob as e:
-        if as_json:
+        if output:
             errors = [{"path": f.path, "message": f.message} for f in e.errors]
-            click.echo(json.dumps({"namespace": ns, "name": job, "invalid": errors}, indent=2))
+            emit({"namespace": ns, "name": job, "invalid": errors}, output)
         else:
             _say_lines([f"job {ns}/{job}:", *explain_text.invalid_lines(e)])
         sys.exit(1)
-    views = [PodView.from_dict(p) for p in pods.get("items") or []]
+    views = [PodView.from_dict(p) for p in pods]
     node_views = {n.name: n for n in (NodeView.from_dict(item) for item in nodes.get("items") or [])}
     deleting = bool((body.get("metadata") or {}).get("deletionTimestamp"))
     try:
@@ -149,15 +139,17 @@ def explain(
         )
     except UnknownPod as e:
         _fail(f"pod {pod} not found in AITrainingJob {ns}/{job} (its pods: {', '.join(e.known) or 'none'})")
-    if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+    if output:
+        emit(result.to_json(), output)
     else:
         _print(result, detailed=pod is not None)
 
 
-def _json(response: Any) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(response.data)
-    return data
+def core_api(api_client: Any) -> Any:
+    """core_api: the core API on ``api_client``."""
+    from kubernetes import client
+
+    return client.CoreV1Api(api_client)
 
 
 def _fail(message: str) -> NoReturn:

@@ -6,35 +6,27 @@ tests the value it read (so two people scaling at once cannot both win), then fo
 started for that edit (same ``metadata.generation``) ended; ``scale_progress.follow`` reads
 that from a job. What the operator does is in docs/scaling.md.
 
-Exit codes: 0 the scale is done; 1 it was rolled back, cancelled or replaced by a newer edit,
-or the job ended first; 2 refused (the apiserver's admission message is shown as it is, or the
-input is wrong: no such job, replica or pod); 3 the operator did not finish it in time (is it
-running?).
+Exit codes (the CLI's one table): 0 the scale is done; 1 it was rolled back, cancelled or
+replaced by a newer edit, the job ended first, it was refused (the apiserver's admission
+message as it is; no such job, replica or pod), or the operator did not finish it in time (is
+it running?); 2 a usage error.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 from rich.console import Console
 from rich.text import Text
 
-from aitj.cli.options import example, job_namespace_option, kubeconfig_option
-from aitj.cli.scale_progress import (
-    EXIT_DONE,
-    EXIT_NO_ANSWER,
-    EXIT_REFUSED,
-    follow,
-    parse_duration,
-)
-from aitj.controller.kubeclient import api_client, context_namespace, error_text
+from aitj.cli.options import DURATION, EXIT_ERROR, client, complete_jobs, example, job_options
+from aitj.cli.scale_progress import EXIT_DONE, follow
+from aitj.client import Client, NotFound, TrainingJob
 from aitj.core import api
 from aitj.core.observed import PodView
 from aitj.core.wire import mapping
@@ -45,17 +37,13 @@ SLACK_SECONDS = 60  # how long past the operator's own deadline the command wait
 err = Console(stderr=True, highlight=False)
 
 
-def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """_duration: the --timeout option as seconds (a click callback)."""
+def _timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> int | None:
+    """_timeout: the --timeout option as whole seconds, at least one (a click callback)."""
     if value is None:
         return None
-    try:
-        seconds = parse_duration(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from e
-    if seconds < 1:
+    if value < 1:
         raise click.BadParameter("the timeout must be at least 1s")
-    return seconds
+    return int(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -65,15 +53,14 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(
         [
-            click.argument("name"),
+            click.argument("name", shell_complete=complete_jobs),
             click.option(
                 "--replica",
                 default=api.SCALE_REPLICA,
                 show_default=True,
                 help="The replica spec to scale (the workers).",
             ),
-            job_namespace_option,
-            kubeconfig_option,
+            job_options,
             click.option(
                 "--wait/--no-wait",
                 default=True,
@@ -91,7 +78,8 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--count", required=True, type=click.IntRange(min=1), help="Pods to add.")
 @click.option(
     "--timeout",
-    callback=_duration,
+    type=DURATION,
+    callback=_timeout,
     metavar="DURATION",
     help="Sets the replica's scaleTimeout: if the new pods do not all run within it (90s, 10m, "
     "1h), the scale-out is rolled back. Default: the job's scaleTimeout (600s unless set).",
@@ -100,7 +88,6 @@ def scaleout(
     name: str,
     replica: str,
     namespace: str | None,
-    kubeconfig: Path | None,
     wait: bool,
     count: int,
     timeout: int | None,
@@ -110,17 +97,15 @@ def scaleout(
     The new pods join the discovery host list once all of them run; then the job is Running
     again. Exit 0 when done, 1 if it was rolled back (the reason is shown), 2 if refused.
     """
-    session = _Session(kubeconfig, namespace, name)
-    job = session.job()
-    before = _replicas(job, replica)
-    patch = _replicas_patch(replica, before, before + count)
-    if timeout is not None:
-        patch.append({"op": "add", "path": f"/spec/replicaSpecs/{replica}/scaleTimeout", "value": timeout})
-    edited = session.patch(patch)
+    jobs = client(namespace)
+    before = _replicas(jobs.get(name), replica)
+    edited = jobs.scale(name, before + count, replica=replica, scale_timeout=timeout)
     wanted_timeout = _replica_spec(edited, replica).get("scaleTimeout") or api.DEFAULT_SCALE_TIMEOUT
-    _say(f"{session.ref}: {replica} {before} -> {before + count} (scaleTimeout {wanted_timeout}s)")
+    _say(
+        f"{edited.namespace}/{name}: {replica} {before} -> {before + count} (scaleTimeout {wanted_timeout}s)"
+    )
     if wait:
-        session.watch(edited, replica, int(wanted_timeout) + SLACK_SECONDS)
+        _follow(jobs, edited, replica, int(wanted_timeout) + SLACK_SECONDS)
 
 
 @click.command(
@@ -142,7 +127,6 @@ def scalein(
     name: str,
     replica: str,
     namespace: str | None,
-    kubeconfig: Path | None,
     wait: bool,
     count: int | None,
     pods: tuple[str, ...],
@@ -156,42 +140,28 @@ def scalein(
         raise click.UsageError("give --count, --pods, or both")
     if count is not None and count < len(pods):
         raise click.UsageError(f"--count {count} is less than the {len(pods)} pods named")
-    session = _Session(kubeconfig, namespace, name)
-    job = session.job()
-    before = _replicas(job, replica)
-    session.check_pods(replica, pods)
+    jobs = client(namespace)
+    before = _replicas(jobs.get(name), replica)
+    _check_pods(jobs, name, replica, pods)
     after = before - (count if count is not None else len(pods))
-    patch = _replicas_patch(replica, before, after)
-    path = f"/spec/replicaSpecs/{replica}/scaleInpods"
-    if pods:
-        patch.append({"op": "add", "path": path, "value": list(pods)})
-    elif "scaleInpods" in _replica_spec(job, replica):
-        patch.append({"op": "remove", "path": path})  # old names must not pick this scale-in's pods
-    edited = session.patch(patch)
+    edited = jobs.scale(name, after, replica=replica, pods=pods)
     grace = _replica_spec(edited, replica).get("scaleInGracePeriod")
     grace = api.DEFAULT_SCALE_IN_GRACE_PERIOD if grace is None else int(grace)
     named = f" ({' '.join(pods)} first)" if pods else ""
-    _say(f"{session.ref}: {replica} {before} -> {after}{named} (scaleInGracePeriod {grace}s)")
+    _say(f"{edited.namespace}/{name}: {replica} {before} -> {after}{named} (scaleInGracePeriod {grace}s)")
     if wait:
-        session.watch(edited, replica, grace + SLACK_SECONDS)
+        _follow(jobs, edited, replica, grace + SLACK_SECONDS)
 
 
-def _replicas_patch(replica: str, before: int, after: int) -> list[dict[str, Any]]:
-    path = f"/spec/replicaSpecs/{replica}/replicas"
-    return [{"op": "test", "path": path, "value": before}, {"op": "replace", "path": path, "value": after}]
+def _replica_spec(job: TrainingJob, replica: str) -> Mapping[str, Any]:
+    return mapping(mapping(mapping(job.manifest.get("spec")).get("replicaSpecs")).get(replica))
 
 
-def _replica_spec(job: Mapping[str, Any], replica: str) -> Mapping[str, Any]:
-    return mapping(mapping(mapping(job.get("spec")).get("replicaSpecs")).get(replica))
-
-
-def _replicas(job: Mapping[str, Any], replica: str) -> int:
-    spec = _replica_spec(job, replica)
-    if not spec:
-        names = ", ".join(sorted(mapping(mapping(job.get("spec")).get("replicaSpecs"))))
-        _fail(EXIT_REFUSED, f"the job has no replica spec {replica!r} (it has: {names})")
-    value = spec.get("replicas", api.DEFAULT_REPLICAS)
-    return int(value)
+def _replicas(job: TrainingJob, replica: str) -> int:
+    if replica not in job.replicas:
+        names = ", ".join(sorted(job.replicas))
+        raise NotFound(f"the job has no replica spec {replica!r} (it has: {names})")
+    return job.replicas[replica]
 
 
 def _say(text: str, style: str | None = None) -> None:
@@ -199,104 +169,48 @@ def _say(text: str, style: str | None = None) -> None:
     err.print(text, style=style, markup=False, soft_wrap=True)
 
 
-def _fail(code: int, text: str) -> NoReturn:
-    _say(f"error: {text}" if code == EXIT_REFUSED else text, style="bold red")
-    sys.exit(code)
+def _check_pods(jobs: Client, name: str, replica: str, names: Sequence[str]) -> None:
+    """_check_pods: every pod named is one of the replica's (else NotFound)."""
+    if not names:
+        return
+    pods = {p["metadata"]["name"]: p for p in jobs.pods(name)}
+    for n in names:
+        labels = mapping(mapping(pods.get(n, {}).get("metadata")).get("labels"))
+        if labels.get(api.LABEL_REPLICA) != replica:
+            raise NotFound(f"{n} is not a pod of replica {replica} of {jobs.namespace}/{name}")
 
 
-class _Session:
-    """The cluster side of one command: the job, its pods, the patch and the follow loop."""
-
-    def __init__(self, kubeconfig: Path | None, namespace: str | None, name: str) -> None:
-        from kubernetes import client
-
-        self.api = api_client(kubeconfig)
-        self.custom: Any = client.CustomObjectsApi(self.api)
-        self.core: Any = client.CoreV1Api(self.api)
-        self.namespace = namespace or context_namespace(kubeconfig)
-        self.name = name
-        self.ref = f"{self.namespace}/{name}"
-
-    def _call(self, call: Callable[[], Any]) -> Any:
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            return json.loads(call().data)
-        except ApiException as e:
-            if e.status == 404:
-                _fail(EXIT_REFUSED, f"no AITrainingJob {self.ref}")
-            _fail(EXIT_REFUSED, error_text(e))
-
-    def job(self) -> dict[str, Any]:
-        job: dict[str, Any] = self._call(
-            lambda: self.custom.get_namespaced_custom_object(
-                api.GROUP, api.VERSION, self.namespace, api.PLURAL, self.name, _preload_content=False
-            )
-        )
-        return job
-
-    def patch(self, ops: list[dict[str, Any]]) -> dict[str, Any]:
-        """patch sends one JSON patch; a refusal is shown as the apiserver words it."""
-        job: dict[str, Any] = self._call(
-            lambda: self.custom.patch_namespaced_custom_object(
-                api.GROUP,
-                api.VERSION,
-                self.namespace,
-                api.PLURAL,
-                self.name,
-                ops,
-                _content_type="application/json-patch+json",
-                _preload_content=False,
-            )
-        )
-        return job
-
-    def pods(self) -> dict[str, Mapping[str, Any]]:
-        selector = f"{api.LABEL_JOB}={self.name}"
-        listed = self._call(
-            lambda: self.core.list_namespaced_pod(
-                self.namespace, label_selector=selector, _preload_content=False
-            )
-        )
-        return {p["metadata"]["name"]: p for p in listed.get("items", [])}
-
-    def check_pods(self, replica: str, names: Sequence[str]) -> None:
-        if not names:
-            return
-        pods = self.pods()
-        for n in names:
-            labels = mapping(mapping(pods.get(n, {}).get("metadata")).get("labels"))
-            if labels.get(api.LABEL_REPLICA) != replica:
-                _fail(EXIT_REFUSED, f"{n} is not a pod of replica {replica} of {self.ref}")
-
-    def running(self, names: Sequence[str]) -> int:
-        pods = self.pods()
+def _running(jobs: Client, name: str) -> Callable[[Sequence[str]], int]:
+    def count(names: Sequence[str]) -> int:
+        pods = {p["metadata"]["name"]: p for p in jobs.pods(name)}
         return sum(1 for n in names if PodView.from_dict(pods.get(n, {})).running)
 
-    def watch(self, edited: Mapping[str, Any], replica: str, patience: int) -> NoReturn:
-        """watch polls the job until the operation of this edit ends, printing each change."""
-        generation = int(mapping(edited.get("metadata")).get("generation") or 0)
-        deadline = time.monotonic() + patience
-        shown = ""
-        with err.status("", spinner="dots") as spinner:
-            while True:
-                progress = follow(self.job(), replica, generation, self.running, dt.datetime.now(dt.UTC))
-                if progress.code is not None:
-                    spinner.stop()
-                    if progress.code == EXIT_DONE:
-                        click.echo(progress.text)
-                    else:
-                        _say(progress.text, style="bold red")
-                    sys.exit(progress.code)
-                if progress.text != shown:
-                    shown = progress.text
-                    spinner.update(Text(progress.text))
-                    if not err.is_terminal:
-                        _say(progress.text)
-                if time.monotonic() > deadline:
-                    spinner.stop()
-                    _fail(
-                        EXIT_NO_ANSWER,
-                        f"no answer from the operator within {patience}s (is it running?); last: {shown}",
-                    )
-                time.sleep(POLL_SECONDS)
+    return count
+
+
+def _follow(jobs: Client, edited: TrainingJob, replica: str, patience: int) -> NoReturn:
+    """_follow polls the job until the operation of this edit ends, printing each change."""
+    deadline = time.monotonic() + patience
+    shown = ""
+    running = _running(jobs, edited.name)
+    with err.status("", spinner="dots") as spinner:
+        while True:
+            now = dt.datetime.now(dt.UTC)
+            progress = follow(jobs.get_json(edited.name), replica, edited.generation, running, now)
+            if progress.code is not None:
+                spinner.stop()
+                if progress.code == EXIT_DONE:
+                    click.echo(progress.text)
+                else:
+                    _say(progress.text, style="bold red")
+                sys.exit(progress.code)
+            if progress.text != shown:
+                shown = progress.text
+                spinner.update(Text(progress.text))
+                if not err.is_terminal:
+                    _say(progress.text)
+            if time.monotonic() > deadline:
+                spinner.stop()
+                _say(f"error: no answer from the operator within {patience}s (is it running?); last: {shown}")
+                sys.exit(EXIT_ERROR)
+            time.sleep(POLL_SECONDS)

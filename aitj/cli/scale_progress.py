@@ -6,7 +6,6 @@ cluster: ``follow`` says what to show and, once the operator has decided, the ex
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,7 +15,8 @@ from aitj.core import api
 from aitj.core.planner.scaling import SUCCEEDED as SCALE_SUCCEEDED
 from aitj.core.wire import mapping, parse_time
 
-EXIT_DONE, EXIT_UNDONE, EXIT_REFUSED, EXIT_NO_ANSWER = 0, 1, 2, 3
+# The command's exit codes (the CLI's one table: aitj.cli.options): done, or not.
+EXIT_DONE, EXIT_UNDONE = 0, 1
 
 
 @dataclass(frozen=True)
@@ -93,18 +93,3 @@ def op_text(op: Mapping[str, Any], pods_running: Callable[[Sequence[str]], int],
         when = f"; deleted in {left}s" if left is not None else ""
         return f"{head}: pods [{' '.join(pods)}] left the host list ({len(draining)} draining){when}"
     return f"rolling back: {op.get('message', '')}"
-
-
-_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
-
-
-def parse_duration(text: str) -> int:
-    """parse_duration: seconds from ``600``, ``90s``, ``10m`` or ``1h30m`` (Arena's --timeout)."""
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
-    m = _DURATION.fullmatch(text)
-    if not text or m is None or not any(m.groups()):
-        raise ValueError(f"{text!r} is not a duration: write seconds (600) or e.g. 90s, 10m, 1h30m")
-    h, mins, s = (int(g or 0) for g in m.groups())
-    return h * 3600 + mins * 60 + s

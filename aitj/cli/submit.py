@@ -1,20 +1,20 @@
 """``aitj submit``: an AITrainingJob from Arena-like flags (``arena submit etjob``).
 
 Thin: the flags become a ``Submission``; the pure ``aitj.core.render.submit`` checks it and
-renders the manifest; ``--dry-run`` prints it as YAML (it applies with ``kubectl apply
---validate=strict``), else it is created. Exit 0 created or printed; 1 refused (the flags, in
-one line, or the apiserver's own words), no cluster.
+renders the manifest; ``--dry-run`` (kubectl's ``--dry-run=client``) prints it as YAML (it
+applies with ``kubectl apply --validate=strict``), ``--dry-run=server`` has admission check
+it, else ``aitj.client`` creates it. Exit 0 created or printed; 1 refused (the flags, in one
+line, or the apiserver's own words), no cluster; 2 a usage error.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 import yaml
 
-from aitj.cli.kube import Kube, fail
-from aitj.cli.options import example, job_namespace_option, kubeconfig_option
+from aitj.cli.options import DURATION, client, example, job_options, output_option
+from aitj.cli.show import emit, name_of
+from aitj.client import Invalid
 from aitj.core.render.submit import Submission, problems, render_submission
 
 
@@ -23,7 +23,7 @@ def _pairs(values: tuple[str, ...], flag: str) -> tuple[tuple[str, str], ...]:
     for item in values:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            fail(f"{flag} {item!r}: expected KEY=VALUE")
+            raise click.BadParameter(f"{item!r}: expected KEY=VALUE", param_hint=flag)
         out.append((key, value))
     return tuple(out)
 
@@ -77,10 +77,23 @@ def _pairs(values: tuple[str, ...], flag: str) -> tuple[tuple[str, str], ...]:
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Pod label; repeatable.")
 @click.option("--scheduler-name", help="The pods' schedulerName (CCE: volcano).")
 @click.option("--priority", type=click.Choice(["high", "normal", "low"]), help="spec.priority.")
-@click.option("--time-limit", type=int, metavar="SECONDS", help="spec.timeLimit: seconds from Running.")
-@click.option("--dry-run", is_flag=True, help="Print the AITrainingJob as YAML; create nothing.")
-@job_namespace_option
-@kubeconfig_option
+@click.option(
+    "--time-limit",
+    type=DURATION,
+    metavar="DURATION",
+    help="spec.timeLimit: how long from Running (2h, 3600).",
+)
+@click.option(
+    "--dry-run",
+    type=click.Choice(["client", "server"]),
+    is_flag=False,
+    flag_value="client",
+    default=None,
+    help="client (or the bare flag): print the AITrainingJob as YAML; server: have admission check it. "
+    "Nothing is created.",
+)
+@job_options
+@output_option("json", "yaml", "name")
 def submit(
     name: str,
     image: str,
@@ -101,10 +114,10 @@ def submit(
     labels: tuple[str, ...],
     scheduler_name: str | None,
     priority: str | None,
-    time_limit: int | None,
-    dry_run: bool,
+    time_limit: float | None,
+    dry_run: str | None,
     namespace: str | None,
-    kubeconfig: Path | None,
+    output: str | None,
 ) -> None:
     """Submit an elastic, fault-tolerant training job (an AITrainingJob), as Arena's
     ``submit etjob`` does. Follow it with ``aitj get NAME`` and ``aitj logs NAME``."""
@@ -129,17 +142,23 @@ def submit(
         labels=_pairs(labels, "--label"),
         scheduler_name=scheduler_name,
         priority=priority,
-        time_limit=time_limit,
+        time_limit=None if time_limit is None else int(time_limit),
     )
     wrong = problems(submission)
     if wrong:
-        fail("; ".join(wrong))
-    manifest = render_submission(submission)
-    if dry_run:
-        click.echo(yaml.safe_dump(manifest, sort_keys=False), nl=False)
+        raise Invalid("; ".join(wrong))
+    if dry_run == "client":
+        manifest = render_submission(submission)
+        if output == "json":
+            emit(manifest, "json")
+        else:
+            click.echo(yaml.safe_dump(manifest, sort_keys=False), nl=False)
         return
-    kube = Kube(kubeconfig, namespace)
-    manifest["metadata"]["namespace"] = kube.namespace
-    created = kube.create_job(manifest)
-    meta = created["metadata"]
-    click.echo(f"aitrainingjob {meta['namespace']}/{meta['name']} created")
+    created = client(namespace).submit(submission, dry_run=dry_run == "server")
+    if output == "name":
+        click.echo(name_of(created.name))
+    elif output is not None:
+        emit(dict(created.manifest), output)
+    else:
+        checked = " (server dry run)" if dry_run else ""
+        click.echo(f"aitrainingjob {created.namespace}/{created.name} created{checked}")

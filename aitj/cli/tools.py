@@ -1,4 +1,4 @@
-"""``aitj demo`` and ``aitj bench``: the developer tools of ``aitj.tools``.
+"""``aitj dev demo`` and ``aitj dev bench``: the developer tools of ``aitj.tools``.
 
 Sits in the command-line layer; the tools are imported when the command runs.
 """
@@ -14,7 +14,7 @@ from aitj.devcluster.build import BuildError
 from aitj.devcluster.cluster import ClusterError
 
 
-@click.command("demo", epilog=example("aitj demo --name default", "aitj demo --real-nodes"))
+@click.command("demo", epilog=example("aitj dev demo --name default", "aitj dev demo --real-nodes"))
 @cluster_name_option
 @click.option(
     "--real-nodes",
@@ -32,7 +32,7 @@ def demo(name: str, real_nodes: bool) -> None:
         raise click.ClickException(str(e)) from e
 
 
-@click.command("bench", epilog=example("aitj bench --quick"))
+@click.command("bench", epilog=example("aitj dev bench --quick"))
 @click.option(
     "--quick",
     is_flag=True,

@@ -1,5 +1,6 @@
 """The gauges computed at scrape time from the operator's cache: ``aitj_jobs``,
-``aitj_job_replicas``, ``aitj_restart_budget_used_ratio`` and ``aitj_job_degraded_indices``.
+``aitj_job_phase``, ``aitj_job_replicas``, ``aitj_restart_budget_used_ratio`` and
+``aitj_job_degraded_indices``.
 
 A custom collector on the default registry: each scrape reads the jobs and pods the cache holds
 and reports what they are now, so nothing is ever incremented or decremented, and a deleted
@@ -62,11 +63,13 @@ def _family(name: str) -> GaugeMetricFamily:
 
 
 def families(gauges: Iterable[tuple[JobKey, JobGauges]]) -> list[Metric]:
-    """families: the four gauge families of the jobs' gauges. ``aitj_jobs`` has a series for
+    """families: the five gauge families of the jobs' gauges. ``aitj_jobs`` has a series for
     every phase of each namespace that holds a job (0 included), so a panel draws 0, not a gap;
-    ``aitj_job_degraded_indices`` one for every job (0 when it is not degraded), likewise."""
-    jobs, replicas, budgets, degraded = (
+    ``aitj_job_degraded_indices`` one for every job (0 when it is not degraded), likewise;
+    ``aitj_job_phase`` one for every job, 1, labelled with its phase."""
+    jobs, phases, replicas, budgets, degraded = (
         _family("aitj_jobs"),
+        _family("aitj_job_phase"),
         _family("aitj_job_replicas"),
         _family("aitj_restart_budget_used_ratio"),
         _family("aitj_job_degraded_indices"),
@@ -75,6 +78,7 @@ def families(gauges: Iterable[tuple[JobKey, JobGauges]]) -> list[Metric]:
     for (namespace, name), g in gauges:
         counts = by_phase.setdefault(namespace, dict.fromkeys(Phase, 0))
         counts[g.phase] += 1
+        phases.add_metric([namespace, name, g.phase.value], 1)
         for r in g.replicas:
             for state, value in (
                 (ReplicaState.DESIRED, r.desired),
@@ -89,7 +93,7 @@ def families(gauges: Iterable[tuple[JobKey, JobGauges]]) -> list[Metric]:
     for namespace, counts in sorted(by_phase.items()):
         for phase, n in counts.items():
             jobs.add_metric([namespace, phase.value], n)
-    return [jobs, replicas, budgets, degraded]
+    return [jobs, phases, replicas, budgets, degraded]
 
 
 class CacheCollector(Collector):

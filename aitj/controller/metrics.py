@@ -11,12 +11,18 @@ fails a test. Label values are constants, listed in ``LABEL_VALUES`` where the s
 - ``direction``: out, in (``ScaleDirection``); ``result``: succeeded, failed, rolledBack,
   cancelled (``ScaleResult``; these three live in ``aitj.core.telemetry``, re-exported here);
 - ``stage``: stale, execute (``ErrorStage``);
-- ``kind`` (pods deleted): restart, stuck, unwanted, cleanup (``DeleteReason``).
-``namespace``, ``job``, ``replica`` and ``reason`` are open sets: the cluster's names and the
-condition reasons. A family labelled ``replica`` (a name the user chooses) is per job.
+- ``kind`` (pods deleted): restart, stuck, unwanted, cleanup, suspend (``DeleteReason``).
+controller-runtime's families (``workqueue_*``, ``rest_client_*``, ``leader_election_*``) keep
+its labels: ``name`` (the queue, the Lease), ``code`` (an HTTP status or ``<error>``), ``method``
+and ``verb`` (HTTP methods), ``host`` (the API server's host:port).
+``namespace``, ``job_name``, ``replica`` and ``reason`` are open sets: the cluster's names and the
+condition reasons. A family labelled ``replica`` (a name the user chooses) is per job. The job's
+label is ``job_name``, as kube-state-metrics names it: ``job`` is Prometheus's own target label
+(the scrape job), and an exported ``job`` would be renamed ``exported_job`` or, with honor
+labels, would overwrite the scrape job.
 docs/metrics.md says what each family means and when each counter moves.
 
-Per-job series (the counters, the summary and the gauge labelled ``namespace`` and ``job``; not
+Per-job series (the counters, the summary and the gauge labelled ``namespace`` and ``job_name``; not
 the scrape-time gauges, which the collector computes from the cache) are moved through ``per_job``,
 which remembers their label sets so that ``forget_job`` removes them when the job is deleted.
 ``aitj_jobs_finished_total`` is per namespace: moved through ``job_finished``, its series of a
@@ -36,12 +42,14 @@ from typing import TypeVar
 from prometheus_client import Counter, Gauge, Histogram, Summary
 from prometheus_client.metrics import MetricWrapperBase
 
+from aitj.core import api
 from aitj.core.api import Phase, RestartScope
 from aitj.core.planner.types import DeleteReason
 from aitj.core.policy import FailureKind
 from aitj.core.telemetry import ReplicaState as ReplicaState  # re-exported: the catalogue's
 from aitj.core.telemetry import ScaleDirection as ScaleDirection
 from aitj.core.telemetry import ScaleResult as ScaleResult
+from aitj.core.telemetry import known
 
 
 class ErrorStage(enum.StrEnum):
@@ -77,11 +85,14 @@ class Family:
         return (self.name,)
 
 
-JOB = ("namespace", "job")
+JOB = ("namespace", "job_name")
 # Recovery time spans sub-second pod replacements to an hour of waiting for a node.
 RECOVERY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 DETECTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+# A job waits for its pass from microseconds (a free thread) to a minute (a backoff's kick).
+WORKQUEUE_BUCKETS = (0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60)
+REST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60)  # client-go's
 
 CATALOGUE: tuple[Family, ...] = (
     Family("aitj_build_info", Kind.GAUGE, "Always 1; the operator's version.", ("version",)),
@@ -121,6 +132,15 @@ CATALOGUE: tuple[Family, ...] = (
     ),
     Family(
         "aitj_jobs", Kind.GAUGE, "Jobs the operator holds, by phase (at scrape time).", ("namespace", "phase")
+    ),
+    # One series per job, its value 1, its phase the label: an alert can ask what phase a job
+    # is in (AitjJobStuck joins it on namespace and job_name), and a job costs one series, not
+    # one per phase as kube-state-metrics' 0-or-1 series would.
+    Family(
+        "aitj_job_phase",
+        Kind.GAUGE,
+        "1 for each job, labelled with its phase now (at scrape time).",
+        (*JOB, "phase"),
     ),
     Family(
         "aitj_jobs_finished_total",
@@ -166,6 +186,43 @@ CATALOGUE: tuple[Family, ...] = (
     # choose, so its series go with the job (``forget_job``), never piling up on /metrics.
     Family("aitj_pods_created_total", Kind.COUNTER, "Pods created, by replica type.", (*JOB, "replica")),
     Family("aitj_pods_deleted_total", Kind.COUNTER, "Pods deleted, by why.", ("kind",)),
+    # controller-runtime's own names, labels and meanings (no aitj_ prefix), so that what is
+    # written for controller-runtime operators reads aitj too: the work queue is the
+    # reconciler's per-job pass queue, the REST client every call of the operator's API
+    # clients, the leader election its Lease (aitj.controller.clientmetrics moves them).
+    Family("workqueue_depth", Kind.GAUGE, "Current depth of workqueue", ("name",)),
+    Family("workqueue_adds_total", Kind.COUNTER, "Total number of adds handled by workqueue", ("name",)),
+    Family(
+        "workqueue_queue_duration_seconds",
+        Kind.HISTOGRAM,
+        "How long in seconds an item stays in workqueue before being requested",
+        ("name",),
+    ),
+    Family(
+        "workqueue_work_duration_seconds",
+        Kind.HISTOGRAM,
+        "How long in seconds processing an item from workqueue takes.",
+        ("name",),
+    ),
+    Family(
+        "rest_client_requests_total",
+        Kind.COUNTER,
+        "Number of HTTP requests, partitioned by status code, method, and host.",
+        ("code", "method", "host"),
+    ),
+    Family(
+        "rest_client_request_duration_seconds",
+        Kind.HISTOGRAM,
+        "Request latency in seconds. Broken down by verb, and host.",
+        ("verb", "host"),
+    ),
+    Family(
+        "leader_election_master_status",
+        Kind.GAUGE,
+        "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+        "1 indicates master. 'name' is the string used to identify the lease.",
+        ("name",),
+    ),
 )
 BY_NAME = {f.name: f for f in CATALOGUE}
 
@@ -203,10 +260,9 @@ def _gauge(name: str) -> Gauge:
     return Gauge(name, family.help, family.labels)
 
 
-# Each counter, histogram and summary child keeps its ``_created`` time: Prometheus scrapes
-# OpenMetrics, reads it as the series' start (created-timestamp-zero-ingestion) and stores a 0
-# there, so the first increment of a labelled counter, which appears already at 1, counts in
-# increase() (docs/dashboards.md). Without it a job's only scale-out reads 0 on the dashboards.
+# Every label set known up front exists at 0 before its first increment (``job_planned`` for a
+# job's, ``_known_at_zero`` for the operator's own), so that increase() counts that increment
+# without Prometheus's created-timestamp-zero-ingestion feature (aitj.core.telemetry.known).
 BUILD_INFO = _gauge("aitj_build_info")
 LEADER = _gauge("aitj_leader")
 RESTARTS = _counter("aitj_restarts_total")
@@ -221,6 +277,13 @@ RECONCILE_SECONDS = _histogram("aitj_reconcile_seconds", RECONCILE_BUCKETS)
 RECONCILE_ERRORS = _counter("aitj_reconcile_errors_total")
 PODS_CREATED = _counter("aitj_pods_created_total")
 PODS_DELETED = _counter("aitj_pods_deleted_total")
+WORKQUEUE_DEPTH = _gauge("workqueue_depth")
+WORKQUEUE_ADDS = _counter("workqueue_adds_total")
+WORKQUEUE_QUEUE_DURATION = _histogram("workqueue_queue_duration_seconds", WORKQUEUE_BUCKETS)
+WORKQUEUE_WORK_DURATION = _histogram("workqueue_work_duration_seconds", WORKQUEUE_BUCKETS)
+REST_REQUESTS = _counter("rest_client_requests_total")
+REST_DURATION = _histogram("rest_client_request_duration_seconds", REST_BUCKETS)
+LEADER_ELECTION = _gauge("leader_election_master_status")
 # aitj_jobs, aitj_job_replicas and aitj_restart_budget_used_ratio are computed at scrape time
 # from the operator's cache by a collector (never incremented and decremented).
 
@@ -228,6 +291,8 @@ PODS_DELETED = _counter("aitj_pods_deleted_total")
 # The per-job children made through ``per_job``, by (namespace, job), for ``forget_job``.
 _PER_JOB: dict[tuple[str, str], set[tuple[MetricWrapperBase, tuple[str, ...]]]] = {}
 _PER_JOB_LOCK = threading.Lock()  # passes of different jobs run in threads at once
+# The generation of each job whose known label sets ``job_planned`` made.
+_KNOWN: dict[tuple[str, str], int] = {}
 M = TypeVar("M", bound=MetricWrapperBase)
 
 
@@ -240,11 +305,40 @@ def per_job(metric: M, namespace: str, job: str, *rest: str) -> M:
     return metric.labels(*labels)
 
 
+def job_planned(job: api.Job) -> None:
+    """job_planned: a pass plans ``job``: the label sets its spec makes known
+    (``telemetry.known``) exist at 0 from now on, once per generation (a spec edit may add a
+    replica type or a rule). Its namespace's ``aitj_jobs_finished_total`` too, held for it as
+    ``job_finished`` holds a job it counted."""
+    key = (job.namespace, job.name)
+    with _PER_JOB_LOCK:
+        if _KNOWN.get(key) == job.generation:
+            return
+        _KNOWN[key] = job.generation
+    for replica, cause, scope in known.restart_labels(job):
+        per_job(RESTARTS, *key, replica, cause, scope)
+    for cause in known.lost_gpu_causes(job):
+        per_job(LOST_GPU_SECONDS, *key, cause)
+    if known.scales(job):
+        for direction, result in known.SCALINGS:
+            per_job(SCALING_OPERATIONS, *key, direction, result)
+    for r in job.spec.replicas:
+        per_job(PODS_CREATED, *key, r.name)
+    per_job(JOB_RECOVERY, *key)
+    with _PER_JOB_LOCK:
+        jobs, series = _FINISHED.setdefault(job.namespace, (set(), set()))
+        jobs.add(job.name)
+        for phase, reason in known.FINISHED:
+            series.add((job.namespace, phase, reason))
+            JOBS_FINISHED.labels(job.namespace, phase, reason)
+
+
 def forget_job(namespace: str, job: str) -> None:
     """forget_job removes every per-job series of a deleted job from /metrics (Prometheus sees
     them go stale), so the page does not grow with every job ever run."""
     with _PER_JOB_LOCK:
         made = _PER_JOB.pop((namespace, job), set())
+        _KNOWN.pop((namespace, job), None)
     for metric, labels in made:
         with contextlib.suppress(KeyError):  # never moved: no child to remove
             metric.remove(*labels)
@@ -291,10 +385,32 @@ def version() -> str:
         return "unknown"
 
 
-def set_leader(leading: bool) -> None:
+def set_leader(leading: bool, lease: str | None = None) -> None:
     """set_leader: ``aitj_leader`` is 1 while this replica leads (acts), 0 on a standby. Without
-    leader election the only replica leads: handlers.startup says so."""
+    leader election the only replica leads: handlers.startup says so. With it, ``lease`` names
+    the Lease, and ``leader_election_master_status`` says the same for it (controller-runtime
+    exports it only under leader election, and so does aitj)."""
     LEADER.set(1 if leading else 0)
+    if lease is not None:
+        LEADER_ELECTION.labels(lease).set(1 if leading else 0)
+
+
+def _known_at_zero() -> None:
+    """_known_at_zero: the operator's own label sets, every value of their closed sets, at 0:
+    the errors by stage, the pods deleted by kind, and the recovery and detection histograms by
+    each restartable cause (and scope). The histograms are 18 and 6 children of 15 buckets: a
+    constant 450 lines on the page, for the recovery alert to see a cause's first recovery."""
+    for stage in ErrorStage:
+        RECONCILE_ERRORS.labels(stage.value)
+    for kind in DeleteReason:
+        PODS_DELETED.labels(kind.value)
+    for cause in FailureKind:
+        if cause is FailureKind.RESTART_TIMEOUT:  # the failure of a restart: never restarted
+            continue
+        FAULT_DETECTION.labels(cause.value)
+        for scope in RestartScope:
+            RECOVERY.labels(cause.value, scope.value)
 
 
 BUILD_INFO.labels(version()).set(1)
+_known_at_zero()

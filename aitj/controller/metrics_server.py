@@ -161,9 +161,9 @@ def _handler(reviewer: Reviewer | None) -> type[BaseHTTPRequestHandler]:
             if answer is not Verdict.ALLOWED:
                 self._answer(answer, f"{answer.name.lower()}\n".encode(), "text/plain")
                 return
-            # The format the scraper asks for, as prometheus_client's own server chooses it:
-            # OpenMetrics carries each counter's created timestamp, from which Prometheus counts
-            # a counter's first increment (docs/dashboards.md); the text format does not.
+            # The format the scraper asks for, as prometheus_client's own server chooses it
+            # (OpenMetrics adds each counter's created timestamp; the counters' known label sets
+            # exist at 0 anyway, so neither format loses a first increment: docs/dashboards.md).
             encoder, content_type = choose_encoder(self.headers.get("Accept") or "")
             self._answer(200, encoder(REGISTRY), content_type)
 

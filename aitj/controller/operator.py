@@ -28,7 +28,7 @@ from typing import Any
 import kopf
 from kubernetes import client
 
-from aitj.controller import cache, collector, leader, metrics
+from aitj.controller import cache, clientmetrics, collector, leader, metrics
 from aitj.controller.executor import KubeExecutor
 from aitj.controller.informer import Informer
 from aitj.controller.kubeclient import api_client as new_api_client
@@ -85,7 +85,7 @@ class Operator:
                 native_gang_schedulers=sorted(settings.gang_schedulers) or None,
                 native_gang_version=settings.gang_version if settings.gang_schedulers else None,
             )
-        watching = new_api_client(self.options.kubeconfig)
+        watching = clientmetrics.instrument(new_api_client(self.options.kubeconfig))
         self.informers = self.cache.informers_for(
             watching, self.options.namespaces, served, settings.gang_version
         )
@@ -104,12 +104,13 @@ class Operator:
         if self.options.election is None:
             self._lead()  # no leader election: this, the only replica, acts
         else:
-            metrics.set_leader(False)
+            metrics.set_leader(False, self.options.election.name)
             self.elector = leader.Elector(
                 self.options.election,
                 api.configuration,  # a client of its own: never queued behind the passes' calls
                 on_leading=lambda: self._lead_soon(loop),
             )
+            clientmetrics.instrument(self.elector.api.api_client)  # its Lease calls, before its start
         self._resync = loop.create_task(self._run(self.reconciler, started))
 
     def _lead_soon(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -118,7 +119,8 @@ class Operator:
 
     def _lead(self) -> None:
         """_lead: the Lease is this process's (on the event loop)."""
-        metrics.set_leader(True)
+        election = self.options.election
+        metrics.set_leader(True, election.name if election is not None else None)
         self._leading.set()
 
     async def _run(self, reconciler: Reconciler, started: float) -> None:

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from aitj.controller import metrics, sshkeys
+from aitj.controller import clientmetrics, metrics, sshkeys
 from aitj.controller.cache import JobKey, Snapshot
 from aitj.controller.executor import (
     Executor,
@@ -151,6 +151,7 @@ class Reconciler:
         self.closing = False
         self._jobs: dict[JobKey, _JobState] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # kicks spawned, kept until done
+        self.queue = clientmetrics.WorkQueue()  # the passes as controller-runtime's workqueue_* see them
 
     async def _run(self, fn: Callable[..., R], *args: Any) -> R:
         """_run: ``fn(*args)`` on the pass pool (once closing: the pass ends here, cancelled)."""
@@ -184,6 +185,7 @@ class Reconciler:
         if self.closing:
             return
         state = self._jobs.setdefault(key, _JobState())
+        self.queue.add(key)
         if state.lock.locked():
             state.dirty = True
             return
@@ -193,13 +195,17 @@ class Reconciler:
                 wait = max(state.retry_at, state.paced_until) - asyncio.get_running_loop().time()
                 if wait > 0:  # backing off or paced: the kick is served when the wait is over
                     self._requeue(key, state, wait)
+                    self.queue.defer(key)
                     break
                 state.dirty = False
+                started = self.queue.get(key)
                 try:
                     await self._pass(key, state)
                 except Exception as e:  # a bug, or an input the core cannot take:
                     # a failed pass (backoff, Event, passFailure), never a dead task
                     await self._failed(key, state, e)
+                finally:
+                    self.queue.done(started)
 
     async def _pass(self, key: JobKey, state: _JobState) -> None:
         """_pass: snapshot, triage, plan (with a key pair only when one is wanted), execute."""
@@ -221,6 +227,7 @@ class Reconciler:
         if isinstance(job, Plan):
             await self._execute(key, state, lifecycle.job_ref(snap.body), job, snap)
             return
+        metrics.job_planned(job)  # the label sets its spec makes known, at 0 (once per generation)
         failed = lifecycle.plan_refused(snap.body, refused, now) if refused is not None else None
         if failed is not None:  # the last pass's create was refused for good: the job fails
             await self._execute(key, state, job, failed, snap)

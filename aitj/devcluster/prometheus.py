@@ -30,10 +30,14 @@ class PrometheusError(RuntimeError):
 
 @dataclass(frozen=True)
 class Target:
-    """Target: one scrape job (``job_name``) of ``host:port`` addresses."""
+    """Target: one scrape job (``job_name``) of ``host:port`` addresses; ``labels``: the target
+    labels Prometheus adds to every series (as service discovery would); ``relabel``: the
+    scrape's metric_relabel_configs."""
 
     job: str
     addresses: tuple[str, ...]
+    labels: tuple[tuple[str, str], ...] = ()
+    relabel: tuple[dict[str, Any], ...] = ()
 
 
 def _free_port() -> int:
@@ -44,17 +48,24 @@ def _free_port() -> int:
 
 
 def config(targets: Sequence[Target], interval: str, rule_files: Sequence[Path] = ()) -> dict[str, Any]:
-    """config: prometheus.yml for ``targets`` scraped every ``interval``. honor_labels keeps the
-    operator's own ``job`` and ``namespace`` labels (the training job's) instead of renaming
-    them exported_job: the dashboards read them under their own names."""
+    """config: prometheus.yml for ``targets`` scraped every ``interval``, without honor_labels
+    (as the shipped ServiceMonitor scrapes): a series' label that a target label also names is
+    renamed ``exported_<name>``, unless the target's ``relabel`` puts it back."""
     return {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},
         "rule_files": [str(p) for p in rule_files],
-        "scrape_configs": [
-            {"job_name": t.job, "honor_labels": True, "static_configs": [{"targets": list(t.addresses)}]}
-            for t in targets
-        ],
+        "scrape_configs": [_scrape(t) for t in targets],
     }
+
+
+def _scrape(target: Target) -> dict[str, Any]:
+    static: dict[str, Any] = {"targets": list(target.addresses)}
+    if target.labels:
+        static["labels"] = dict(target.labels)
+    scrape: dict[str, Any] = {"job_name": target.job, "static_configs": [static]}
+    if target.relabel:
+        scrape["metric_relabel_configs"] = [dict(r) for r in target.relabel]
+    return scrape
 
 
 class PrometheusServer:
@@ -91,12 +102,9 @@ class PrometheusServer:
                     f"--storage.tsdb.path={self.workdir / 'data'}",
                     f"--web.listen-address=127.0.0.1:{self.port}",
                     "--storage.tsdb.retention.time=1d",
-                    # A labelled counter appears at its first increment, already at 1, so
-                    # increase() over a range would miss that increment (a job's only scale-out
-                    # would read 0). With this feature Prometheus reads each series' start time
-                    # (OpenMetrics' _created, which prometheus-client exposes) and stores a 0
-                    # there first. docs/dashboards.md asks the same of a production Prometheus.
-                    "--enable-feature=created-timestamp-zero-ingestion",
+                    # No created-timestamp-zero-ingestion: the operator makes its counters' known
+                    # label sets at 0 (docs/dashboards.md), and a stock Prometheus must count a
+                    # job's only scale-out; the end-to-end test's scaling panels check it.
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

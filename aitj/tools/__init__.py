@@ -1,4 +1,4 @@
-"""Developer tools that drive the local control plane: ``aitj demo``, ``aitj bench``
+"""Developer tools that drive the local control plane: ``aitj dev demo``, ``aitj dev bench``
 and ``aitj chaos``.
 
 Layer: above ``aitj.controller``, ``aitj.devcluster`` and ``aitj.core``; only ``aitj.cli``

@@ -1,12 +1,12 @@
-"""``aitj demo`` (``make demo``): the seed training job on the local control plane, end to end.
+"""``aitj dev demo`` (``make demo``): the seed training job on the local control plane, end to end.
 
 Brings the local cluster up (or reuses a healthy one), installs the CRD, starts the operator as
 a background process, applies the CCE seed manifest unchanged, and then tells the story with
 ``kubectl get``: trainers first and the launcher after them, a trainer force-deleted and
 replaced under the same index, the launcher finishing and the job Succeeded. The cluster stays
-up afterwards to explore; ``aitj cluster down`` stops it.
+up afterwards to explore; ``aitj dev cluster down`` stops it.
 
-With ``real_nodes`` (``aitj demo --real-nodes``, root) the cluster has two real nodes
+With ``real_nodes`` (``aitj dev demo --real-nodes``, root) the cluster has two real nodes
 (docs/real-nodes.md) and the seed's namespace is annotated to put its pods there: the images
 are pulled, the barrier, ssh and Horovod really run, the launcher's log shows every rank's own
 lines, and the job succeeds when the training script ends (1,000 steps), not by a simulated exit.
@@ -77,7 +77,7 @@ def run_demo(*, cluster_name: str = "default", keep_operator: bool = False, real
         f"The cluster is still up. Explore it with:\n"
         f"  export KUBECONFIG={cluster.kubeconfig}\n"
         f"  {cluster_kubectl()} get aitj,pods\n"
-        f"Stop it with `aitj cluster down`."
+        f"Stop it with `aitj dev cluster down`."
     )
 
 

@@ -1,5 +1,5 @@
 """ListWatch: one kind listed, then watched from the list's resourceVersion, in a daemon thread
-of its own: the harnesses' view of the cluster (``aitj bench``'s watcher, ``aitj chaos``'s
+of its own: the harnesses' view of the cluster (``aitj dev bench``'s watcher, ``aitj chaos``'s
 streams), never the operator's cache.
 
 After a broken stream or a 410 Gone the kind is listed again, so a harness keeps watching

@@ -1,4 +1,4 @@
-"""``aitj bench`` runs end to end at a tiny scale (32 pods, 5 trials): every scenario, the
+"""``aitj dev bench`` runs end to end at a tiny scale (32 pods, 5 trials): every scenario, the
 floor and the peer on a cluster of its own, and the report. Speed is the bench's business:
 nothing here asserts a figure's value, only that each was measured."""
 

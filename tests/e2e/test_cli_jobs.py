@@ -99,7 +99,7 @@ def test_an_unknown_job_and_a_wrong_namespace_are_one_line_each(cluster: KubeClu
     assert wrong.startswith(f"error: no AITrainingJob {NAME!r} in namespace 'default'; there "), wrong
     assert namespace in wrong and "(use -n " in wrong, wrong
     empty = aitj(cluster.kubeconfig, "list", "-n", "default")
-    assert empty.returncode == 0 and "no AITrainingJobs in namespace 'default'" in empty.stdout
+    assert empty.returncode == 0 and "no AITrainingJobs in namespace 'default'" in empty.stderr
 
 
 def test_no_cluster_reachable_is_one_line_naming_the_server(cluster: KubeCluster, tmp_path: Path) -> None:
@@ -114,3 +114,39 @@ def test_no_cluster_reachable_is_one_line_naming_the_server(cluster: KubeCluster
         assert line.startswith(f"error: cannot reach the cluster at {dead}: "), line
     missing = one_error_line(aitj(tmp_path / "nothing-here", "list"))
     assert "nothing-here" in missing and "does not exist" in missing
+
+
+def test_kubectls_verbs_and_flags_on_a_submitted_job(
+    cluster: KubeCluster, namespace: str, live_operator: OperatorProcess
+) -> None:
+    kc = cluster.kubeconfig
+    flags = ["--image", "busybox", "--workers", "2", "--max-workers", "3", "--framework", "pytorch"]
+    flags += ["--command", "sleep 1d"]
+    named = aitj(kc, "submit", "--name", "verbs", "-n", namespace, *flags, "-o", "name")
+    assert named.stdout.strip() == "aitrainingjob.kongming.cce.baiudbce.com/verbs", named.stderr
+    waited = aitj(kc, "wait", "verbs", "-n", namespace, "--for", "phase=Running", "--timeout", "60s")
+    assert waited.returncode == 0 and waited.stdout.strip() == f"aitrainingjob {namespace}/verbs Running"
+    cluster.kubectl("label", "aitj", "verbs", "-n", namespace, "team=nlp")
+
+    bare = aitj(kc, "list", "-n", namespace, "-l", "team=nlp", "--no-headers", "-o", "wide")
+    assert bare.returncode == 0 and "NAME" not in bare.stdout, bare.stdout
+    assert bare.stdout.split()[:3] == [namespace, "verbs", "Running"], bare.stdout
+    assert aitj(kc, "list", "-n", namespace, "-l", "team=other", "-o", "name").stdout == ""
+    assert aitj(kc, "get", "verbs", "-n", namespace, "-o", "name").stdout.strip().endswith("/verbs")
+
+    forbidden = one_error_line(aitj(kc, "get", "verbs", "-n", namespace, "--as", "nobody-at-all"))
+    assert (
+        forbidden.startswith(f"error: reading AITrainingJob {namespace}/verbs: ") and "forbidden" in forbidden
+    )
+    ended = aitj(kc, "wait", "verbs", "-n", namespace, "--for", "phase=Succeeded", "--timeout", "1s")
+    assert ended.returncode == 1 and "not Succeeded" in one_error_line(ended)
+
+    scaled = aitj(kc, "scaleout", "verbs", "-n", namespace, "--count", "1", "--timeout", "1m")
+    assert scaled.returncode == 0, scaled.stderr
+    too_many = one_error_line(aitj(kc, "scaleout", "verbs", "-n", namespace, "--count", "5"))
+    assert too_many.startswith(f"error: editing AITrainingJob {namespace}/verbs: "), too_many
+
+    deleted = aitj(kc, "delete", "verbs", "-n", namespace, "--wait", "--timeout", "60s")
+    assert deleted.returncode == 0 and deleted.stdout.strip() == f"aitrainingjob {namespace}/verbs deleted"
+    gone = one_error_line(aitj(kc, "get", "verbs", "-n", namespace))
+    assert gone == f"error: no AITrainingJob 'verbs' in namespace {namespace!r}"

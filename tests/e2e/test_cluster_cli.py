@@ -1,4 +1,4 @@
-"""``aitj cluster up/status/kubeconfig/down`` on a cluster of its own."""
+"""``aitj dev cluster up/status/kubeconfig/down`` on a cluster of its own."""
 
 from __future__ import annotations
 
@@ -30,13 +30,13 @@ def test_cluster_commands_bring_a_cluster_up_report_it_and_take_it_down(cluster:
         pytest.skip("needs the local control plane")
     base = free_base(19443)
     try:
-        up = aitj("cluster", "up", "--name", "clitest", "--nodes", "2", "--base-port", str(base))
+        up = aitj("dev", "cluster", "up", "--name", "clitest", "--nodes", "2", "--base-port", str(base))
         assert up.returncode == 0, up.stderr
         kubeconfig = up.stdout.strip().splitlines()[-1]
         assert kubeconfig == str(LocalCluster("clitest").kubeconfig)
-        assert aitj("cluster", "kubeconfig", "--name", "clitest").stdout.strip() == kubeconfig
+        assert aitj("dev", "cluster", "kubeconfig", "--name", "clitest").stdout.strip() == kubeconfig
 
-        status = aitj("cluster", "status", "--name", "clitest")
+        status = aitj("dev", "cluster", "status", "--name", "clitest")
         assert status.returncode == 0, status.stdout
         assert "cluster clitest: healthy" in status.stdout
         assert status.stdout.count("Ready=True") == 2
@@ -44,13 +44,13 @@ def test_cluster_commands_bring_a_cluster_up_report_it_and_take_it_down(cluster:
         nodes = KubeCluster(LocalCluster("clitest").kubeconfig).kubectl("get", "nodes", "-o", "name").stdout
         assert sorted(nodes.split()) == ["node/kwok-node-0", "node/kwok-node-1"]
 
-        again = aitj("cluster", "up", "--name", "clitest", "--base-port", str(base))
+        again = aitj("dev", "cluster", "up", "--name", "clitest", "--base-port", str(base))
         assert again.returncode != 0
         assert "already running" in again.stderr
     finally:
-        down = aitj("cluster", "down", "--name", "clitest")
+        down = aitj("dev", "cluster", "down", "--name", "clitest")
     assert down.returncode == 0
     assert "kube-apiserver" in down.stderr
-    stopped = aitj("cluster", "status", "--name", "clitest")
+    stopped = aitj("dev", "cluster", "status", "--name", "clitest")
     assert stopped.returncode == 1
     assert "cluster clitest: stopped" in stopped.stdout

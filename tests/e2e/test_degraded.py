@@ -88,7 +88,7 @@ def test_a_trainer_that_cannot_be_placed_leaves_the_job_degraded_until_room_appe
     assert table[1].split()[:7] == [NAME, "Restarting", "2", "3", "1", "trainer[1]", "Unschedulable"]
 
     wait_for(lambda: said(cluster, namespace, "Degraded"), 30, "the Degraded Event")
-    short = {"namespace": namespace, "job": NAME}
+    short = {"namespace": namespace, "job_name": NAME}
     assert value(samples(live_operator), "aitj_job_degraded_indices", **short) == 1
     # Once, across later passes and an operator restart; since holds.
     live_operator.restart()

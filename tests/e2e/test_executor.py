@@ -318,7 +318,13 @@ def test_a_stale_status_write_has_posted_the_restart_event_and_says_it_wrote_no_
 
 def restarts_counted(namespace: str) -> float:
     """restarts_counted: this process's aitj_restarts_total for the test's restart."""
-    labels = {"namespace": namespace, "job": NAME, "replica": "trainer", "cause": "PodFailed", "scope": "Pod"}
+    labels = {
+        "namespace": namespace,
+        "job_name": NAME,
+        "replica": "trainer",
+        "cause": "PodFailed",
+        "scope": "Pod",
+    }
     return REGISTRY.get_sample_value("aitj_restarts_total", labels) or 0.0
 
 

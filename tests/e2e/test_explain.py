@@ -152,7 +152,7 @@ def test_a_launcher_exit_code_no_rule_names_is_explained_without_touching_the_cl
     assert "failPolicy Any of replica launcher: the job fails in the next pass (TrainingJobFailed)" in out
     assert "the job ends: Failed (TrainingJobFailed)" in out
 
-    as_json = aitj_explain(cluster, namespace, NAME, "--json")
+    as_json = aitj_explain(cluster, namespace, NAME, "-o", "json")
     assert as_json.returncode == 0, as_json.stderr
     data = json.loads(as_json.stdout)
     assert data["phase"] == "Running"
@@ -160,7 +160,7 @@ def test_a_launcher_exit_code_no_rule_names_is_explained_without_touching_the_cl
     assert (entry["verdict"], entry["failure"], entry["exit_code"]) == ("fails", "exitCode", 1)
     assert [pod_named(data, t)["verdict"] for t in trainers] == ["healthy"] * 3
 
-    one = aitj_explain(cluster, namespace, NAME, launcher, "--json")
+    one = aitj_explain(cluster, namespace, NAME, launcher, "-o", "json")
     assert one.returncode == 0, one.stderr
     assert [p["name"] for p in json.loads(one.stdout)["pods"]] == [launcher]
 
@@ -169,7 +169,7 @@ def test_a_launcher_exit_code_no_rule_names_is_explained_without_touching_the_cl
     assert "pod no-such-pod not found" in missing_pod.stderr and launcher in missing_pod.stderr
     missing_job = aitj_explain(cluster, namespace, "no-such-job")
     assert missing_job.returncode == 1
-    assert f"AITrainingJob {namespace}/no-such-job not found" in missing_job.stderr
+    assert f"no AITrainingJob 'no-such-job' in namespace {namespace!r}" in missing_job.stderr
 
     assert snapshot(cluster, namespace) == before  # a dry run: nothing written
 
@@ -216,7 +216,7 @@ def test_an_invalid_spec_shows_its_field_errors(
     assert result.returncode == 1
     assert "the spec is invalid" in result.stdout
     assert f"{case.path}: [unknown volume]" in result.stdout
-    as_json = aitj_explain(cluster, namespace, NAME, "--json")
+    as_json = aitj_explain(cluster, namespace, NAME, "-o", "json")
     assert as_json.returncode == 1
     assert [e["path"] for e in json.loads(as_json.stdout)["invalid"]] == [case.path]
     assert job_pods(cluster, namespace, NAME) == []

@@ -117,6 +117,9 @@ def test_exactly_one_of_two_candidates_leads_and_acts_and_the_lease_names_it(
     assert "cache synced" in standby.logs()
     assert "pod created" not in standby.logs() and "leading" not in standby.logs()
     assert roles(pair) == (leader, standby)
+    # controller-runtime's gauge says the same, for the Lease by name.
+    for p, held in ((leader, 1), (standby, 0)):
+        assert f'leader_election_master_status{{name="{lease_name(p)}"}} {held}.0' in p.metrics()
 
 
 def test_after_the_leaders_sigkill_the_standby_replaces_a_pod_deleted_at_the_kill_exactly_once(

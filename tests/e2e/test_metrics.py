@@ -35,7 +35,7 @@ NAME = "metrics-job"
 
 def series_of(found: Samples, job: str) -> list[str]:
     """series_of: the names of the samples labelled with ``job``."""
-    return sorted({n for (n, ls), _ in found.items() if ("job", job) in ls})
+    return sorted({n for (n, ls), _ in found.items() if ("job_name", job) in ls})
 
 
 def eventually(operator: OperatorProcess, check: Callable[[Samples], bool], what: str) -> Samples:
@@ -68,9 +68,9 @@ def test_a_force_delete_is_one_restart_one_recovery_one_detection_and_costs_gpu_
     cause = {"cause": "PodForceDeleted"}
     before = samples(live_operator)
     assert value(before, "aitj_jobs", phase="Running", **ns) == 1
-    assert value(before, "aitj_job_replicas", job=NAME, replica="trainer", state="desired", **ns) == 3
-    assert value(before, "aitj_job_replicas", job=NAME, replica="trainer", state="running", **ns) == 3
-    assert value(before, "aitj_restart_budget_used_ratio", job=NAME, replica="trainer", **ns) == 0
+    assert value(before, "aitj_job_replicas", job_name=NAME, replica="trainer", state="desired", **ns) == 3
+    assert value(before, "aitj_job_replicas", job_name=NAME, replica="trainer", state="running", **ns) == 3
+    assert value(before, "aitj_restart_budget_used_ratio", job_name=NAME, replica="trainer", **ns) == 0
     assert value(before, "aitj_build_info") == 1
     assert value(before, "aitj_leader") == 1
 
@@ -84,7 +84,9 @@ def test_a_force_delete_is_one_restart_one_recovery_one_detection_and_costs_gpu_
         )
 
     after = eventually(live_operator, recovered, "the recovery observed")
-    assert value(after, "aitj_restarts_total", job=NAME, replica="trainer", scope="Pod", **ns, **cause) == 1
+    assert (
+        value(after, "aitj_restarts_total", job_name=NAME, replica="trainer", scope="Pod", **ns, **cause) == 1
+    )
     for name in ("aitj_recovery_seconds_count", "aitj_fault_detection_seconds_count"):
         assert value(after, name, **cause) - value(before, name, **cause) == 1, name
     listed = job_recovery_listed(cluster, namespace, live_operator, victim)
@@ -92,20 +94,20 @@ def test_a_force_delete_is_one_restart_one_recovery_one_detection_and_costs_gpu_
     running_seconds = value(after, "aitj_recovery_seconds_sum", **cause) - value(
         before, "aitj_recovery_seconds_sum", **cause
     )
-    job_seconds = value(listed, "aitj_job_recovery_seconds_sum", job=NAME, **ns)
+    job_seconds = value(listed, "aitj_job_recovery_seconds_sum", job_name=NAME, **ns)
     assert running_seconds <= job_seconds < running_seconds + 5, (running_seconds, job_seconds)
-    assert value(listed, "aitj_job_last_recovery_seconds", job=NAME, **ns) == job_seconds
+    assert value(listed, "aitj_job_last_recovery_seconds", job_name=NAME, **ns) == job_seconds
     # One trainer (one cGPU card) was down from the delete until its replacement ran.
-    assert value(after, "aitj_lost_gpu_seconds_total", job=NAME, **ns, **cause) > 0
-    assert value(after, "aitj_restart_budget_used_ratio", job=NAME, replica="trainer", **ns) == 0.01
+    assert value(after, "aitj_lost_gpu_seconds_total", job_name=NAME, **ns, **cause) > 0
+    assert value(after, "aitj_restart_budget_used_ratio", job_name=NAME, replica="trainer", **ns) == 0.01
 
     # Passes go on (resync, status echoes): nothing is counted twice.
     wait_phase(cluster, namespace, NAME, "Running")
     again = samples(live_operator)
     for name in ("aitj_recovery_seconds_count", "aitj_fault_detection_seconds_count"):
         assert value(again, name, **cause) == value(after, name, **cause), name
-    assert value(again, "aitj_restarts_total", job=NAME, **ns) == 1
-    assert value(again, "aitj_job_recovery_seconds_count", job=NAME, **ns) == 1
+    assert value(again, "aitj_restarts_total", job_name=NAME, **ns) == 1
+    assert value(again, "aitj_job_recovery_seconds_count", job_name=NAME, **ns) == 1
 
     # The plugin.ssh key pair never reaches the log, as PEM or as the Secret's base64.
     secret = cluster.core.read_namespaced_secret(naming.ssh_secret_name(NAME), namespace)
@@ -119,8 +121,8 @@ def test_a_force_delete_is_one_restart_one_recovery_one_detection_and_costs_gpu_
     # A new operator process counts nothing the previous one recorded.
     live_operator.restart()
     fresh = eventually(live_operator, lambda s: value(s, "aitj_jobs", **ns) == 1, "the new operator synced")
-    assert value(fresh, "aitj_restarts_total", job=NAME, **ns) == 0
-    assert value(fresh, "aitj_job_recovery_seconds_count", job=NAME, **ns) == 0
+    assert value(fresh, "aitj_restarts_total", job_name=NAME, **ns) == 0
+    assert value(fresh, "aitj_job_recovery_seconds_count", job_name=NAME, **ns) == 0
 
     # Deleting the job takes every series labelled with it off /metrics.
     delete_job(cluster, namespace, NAME)
@@ -137,7 +139,7 @@ def job_recovery_listed(
     ns = {"namespace": namespace}
     listed = eventually(
         operator,
-        lambda s: value(s, "aitj_job_recovery_seconds_count", job=NAME, **ns) == 1,
+        lambda s: value(s, "aitj_job_recovery_seconds_count", job_name=NAME, **ns) == 1,
         "the job's recovery observed",
     )
     index = victim.labels[api.LABEL_INDEX]
@@ -158,8 +160,8 @@ def test_a_restart_recorded_then_deleted_job_leaves_no_series(
     found = eventually(
         live_operator,
         lambda s: (
-            value(s, "aitj_lost_gpu_seconds_total", job=NAME, namespace=namespace) > 0
-            and value(s, "aitj_job_recovery_seconds_count", job=NAME, namespace=namespace) == 1
+            value(s, "aitj_lost_gpu_seconds_total", job_name=NAME, namespace=namespace) > 0
+            and value(s, "aitj_job_recovery_seconds_count", job_name=NAME, namespace=namespace) == 1
         ),
         "the restart recovered, listed, and its GPU time counted",
     )
@@ -174,7 +176,7 @@ def test_scale_out_and_scale_in_are_each_counted_once_when_they_finish(
 ) -> None:
     start(cluster, namespace, grace=set_path("spec.replicaSpecs.trainer.scaleInGracePeriod", 0))
     ops = "aitj_scaling_operations_total"
-    job = {"namespace": namespace, "job": NAME}
+    job = {"namespace": namespace, "job_name": NAME}
 
     patch_job(cluster, namespace, NAME, {"spec": {"replicaSpecs": {"trainer": {"replicas": 4}}}})
     eventually(
@@ -229,8 +231,8 @@ def test_a_scope_restart_is_one_restart_and_one_recovery_once_every_pod_it_took_
         - value(before, "aitj_recovery_seconds_count", **labels)
         == 1
     )
-    assert value(after, "aitj_restarts_total", job=NAME, namespace=namespace) == 1
-    assert value(after, "aitj_lost_gpu_seconds_total", job=NAME, namespace=namespace) > 0
+    assert value(after, "aitj_restarts_total", job_name=NAME, namespace=namespace) == 1
+    assert value(after, "aitj_lost_gpu_seconds_total", job_name=NAME, namespace=namespace) > 0
 
 
 def test_an_exit_code_restart_is_detected_from_the_containers_finish(
@@ -253,7 +255,8 @@ def test_an_exit_code_restart_is_detected_from_the_containers_finish(
     for name in ("aitj_recovery_seconds_count", "aitj_fault_detection_seconds_count"):
         assert value(after, name, **labels) - value(before, name, **labels) == 1, name
     assert (
-        value(after, "aitj_restarts_total", job=NAME, replica="launcher", namespace=namespace, **labels) == 1
+        value(after, "aitj_restarts_total", job_name=NAME, replica="launcher", namespace=namespace, **labels)
+        == 1
     )
     # The launcher asks for no GPU: its restart costs none, and makes no series.
-    assert value(after, "aitj_lost_gpu_seconds_total", job=NAME, namespace=namespace) == 0
+    assert value(after, "aitj_lost_gpu_seconds_total", job_name=NAME, namespace=namespace) == 0

@@ -24,7 +24,7 @@ from aitj.core import api
 from aitj.devcluster import faults
 from aitj.devcluster.prometheus import PrometheusServer, Target
 from aitj.devcluster.versions import kubectl_binary, prometheus_binary
-from aitj.tools.dashboards import alerts
+from aitj.tools.dashboards import alerts, generate
 from aitj.tools.dashboards.boards import DASHBOARDS
 from aitj.tools.dashboards.promql import ast_usage, usage
 from aitj.tools.dashboards.spec import substitute
@@ -50,15 +50,24 @@ pytestmark = [
     pytest.mark.skipif(not prometheus_binary().exists(), reason="prometheus not built: make build-cluster"),
 ]
 NAME = "prom-job"
+OPERATOR_NAMESPACE = "aitj-system"  # the Prometheus Operator's target label
 SCRAPE = "1s"
 
 
 @pytest.fixture
 def prometheus(live_operator: OperatorProcess, tmp_path: Path) -> Iterator[PrometheusServer]:
-    """prometheus: a Prometheus scraping the session's operator every second, with the rules."""
+    """prometheus: a Prometheus scraping the session's operator every second, with the rules,
+    as the shipped ServiceMonitor has the Prometheus Operator scrape it: no honor_labels, the
+    target labelled with the operator's namespace, and the ServiceMonitor's relabelings."""
+    target = Target(
+        alerts.SCRAPE_JOB,
+        (f"127.0.0.1:{live_operator.metrics_port}",),
+        labels=(("namespace", OPERATOR_NAMESPACE),),
+        relabel=tuple(generate.metric_relabel_configs()),
+    )
     server = PrometheusServer(
         tmp_path / "prometheus",
-        [Target(alerts.SCRAPE_JOB, (f"127.0.0.1:{live_operator.metrics_port}",))],
+        [target],
         interval=SCRAPE,
         rule_files=[REPO / "dashboards" / "rules.yaml"],
     )
@@ -165,7 +174,14 @@ def test_every_panel_and_alert_evaluates_on_a_real_prometheus_after_a_scenario(
     time.sleep(3)  # three more scrapes: the last counters are in
     end = time.time()
     span = f"{round(end - started) + 30}s"
-    values = {"__range": span, "__rate_interval": span, "namespace": namespace, "job": NAME, "datasource": ""}
+    values = {
+        "__range": span,
+        "__rate_interval": span,
+        "namespace": namespace,
+        "job_name": NAME,
+        "cluster": ".*",
+        "datasource": "",
+    }
     api_ = prometheus.api
 
     # Every query evaluates, and Prometheus's parser reads it as the tokenizer the unit tests use does.
@@ -212,10 +228,29 @@ def test_every_panel_and_alert_evaluates_on_a_real_prometheus_after_a_scenario(
     assert {r["name"] for r in rules} == {a.name for a in alerts.ALERTS}
     assert all(r["health"] != "err" for r in rules), [r.get("lastError") for r in rules]
 
+    # Scraped as the ServiceMonitor scrapes: the per-job series keep the training job's namespace
+    # (the relabelings), the operator's own the target's; job is the scrape job; nothing is renamed.
+    mine_scraped = f'namespace="{namespace}", job_name="{NAME}", job="{alerts.SCRAPE_JOB}"'
+    assert api_.query(f"aitj_job_phase{{{mine_scraped}}}", at=end), "the job's series under its namespace"
+    assert value(api_.query(f'count(aitj_build_info{{namespace="{OPERATOR_NAMESPACE}"}})', at=end)) == 1
+    assert api_.query('count({exported_namespace!=""} or {exported_job!=""})', at=end) == []
+
+    # controller-runtime's metrics: the passes went through the work queue, the calls through
+    # the REST client (the executor's pod creates among them).
+    assert value(api_.query('sum(workqueue_adds_total{name="aitrainingjob"})', at=end)) > 0
+    assert value(api_.query('sum(rest_client_requests_total{method="POST", code="201"})', at=end)) > 0
+
     # The dashboards draw from the same Prometheus, through the command a user runs.
     out = Path(os.environ.get("AITJ_DASHBOARDS_PICTURES") or tmp_path)
     since = f"{round(time.time() - started) + 30}s"
-    command = ["dashboards", "render", f"--prometheus={prometheus.url}", f"--out={out}", f"--since={since}"]
+    command = [
+        "dev",
+        "dashboards",
+        "render",
+        f"--prometheus={prometheus.url}",
+        f"--out={out}",
+        f"--since={since}",
+    ]
     command += ["--rate-interval=30s", f"--namespace={namespace}", f"--job={NAME}"]
     drawn = subprocess.run(
         [sys.executable, "-m", "aitj", *command], capture_output=True, text=True, timeout=300

@@ -148,6 +148,7 @@ def test_enums_are_the_models(node: dict[str, Any], expected: list[str]) -> None
 # The CRD's defaults, read from the CRD, and the model's attribute that must hold the same value.
 DEFAULTED = {
     ("spec", "faultTolerant"): lambda job: job.spec.fault_tolerant,
+    ("spec", "suspend"): lambda job: job.spec.suspend,
     ("spec", "completePolicy"): lambda job: job.spec.complete_policy,
     ("spec", "failPolicy"): lambda job: job.spec.fail_policy,
     ("spec", "cleanPodPolicy"): lambda job: job.spec.clean_pod_policy,

@@ -85,3 +85,20 @@ def test_the_loop_keeps_faults_half_an_interval_apart_and_the_recovery_bound() -
         30,
         True,
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "faults"),
+    [(("--duration", "60s", "--interval", "15s"), 3), (("--duration", "1m", "--interval", "15"), 3)],
+)
+def test_durations_are_written_as_kubectl_writes_them(
+    tmp_path: Path, args: tuple[str, ...], faults: int
+) -> None:
+    out = dry_run("--kubeconfig", str(staging_kubeconfig(tmp_path)), *args)
+    assert f"{faults} faults over 60s" in out, out
+
+
+def test_a_duration_too_short_is_a_usage_error(tmp_path: Path) -> None:
+    config = str(staging_kubeconfig(tmp_path))
+    result = CliRunner().invoke(main, ["chaos", "--kubeconfig", config, "--duration", "0.5s", "--dry-run"])
+    assert result.exit_code == 2 and "shorter than 1s" in result.output

@@ -167,7 +167,7 @@ def test_monitoring_carries_the_release_label_kube_prometheus_stack_selects_by()
     service = objects["Service", "aitj-operator-metrics"]["metadata"]
     assert service["annotations"]["prometheus.io/scrape"] == "true"
     (subject,) = objects["ClusterRoleBinding", "aitj-metrics-reader"]["subjects"]
-    assert (subject["name"], subject["namespace"]) == ("prometheus-k8s", "monitoring")
+    assert (subject["name"], subject["namespace"]) == ("kube-prometheus-stack-prometheus", "monitoring")
 
 
 def runbooks(objects: dict[tuple[str, str], Any]) -> list[str]:

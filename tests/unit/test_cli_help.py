@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from aitj.cli import main
-from aitj.cli.logs import chosen, container_of, no_pod_message, prefix
+from aitj.client.job import LogLine, chosen, container_of, no_pod_message
+from aitj.core.observed import PodView
 from tests.unit.builders import Pod
 
 
@@ -57,6 +58,10 @@ def test_a_usage_error_is_one_line_naming_the_help_to_read(args: list[str]) -> N
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "--help)" in lines[0], lines
+
+
+def prefix(view: PodView) -> str:
+    return LogLine(view.name, view.replica or "", view.index, "").prefix
 
 
 def test_logs_choose_the_live_pods_of_a_replica_and_index_in_order() -> None:

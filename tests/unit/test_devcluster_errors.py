@@ -26,7 +26,9 @@ def test_cluster_up_on_a_taken_port_names_the_port_and_the_way_out(
         held.listen()
         taken = held.getsockname()[1]
         # Make the taken port the scheduler's (base + 4) so the check must look past the first.
-        result = CliRunner().invoke(main, ["cluster", "up", "--name", "ports", "--base-port", str(taken - 4)])
+        result = CliRunner().invoke(
+            main, ["dev", "cluster", "up", "--name", "ports", "--base-port", str(taken - 4)]
+        )
     assert result.exit_code != 0
     assert f"port {taken}" in result.output
     assert "kube-scheduler" in result.output
@@ -37,7 +39,7 @@ def test_cluster_up_on_a_taken_port_names_the_port_and_the_way_out(
 def test_building_without_go_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AITJ_CACHE", str(tmp_path / "cache"))  # nothing built yet
     monkeypatch.setenv("PATH", str(tmp_path))  # and no go on PATH
-    result = CliRunner().invoke(main, ["cluster", "build"])
+    result = CliRunner().invoke(main, ["dev", "cluster", "build"])
     assert result.exit_code != 0
     assert "Go is not installed" in result.output
     assert "1.26" in result.output

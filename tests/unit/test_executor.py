@@ -103,4 +103,4 @@ def test_walk_skips_empty_steps_and_keeps_the_order() -> None:
 
 
 def test_the_deleted_pods_metric_labels_keep_their_values() -> None:
-    assert [r.value for r in DeleteReason] == ["restart", "stuck", "unwanted", "cleanup"]
+    assert [r.value for r in DeleteReason] == ["restart", "stuck", "unwanted", "cleanup", "suspend"]

@@ -134,6 +134,14 @@ def finished() -> Scene:
     return dataclasses.replace(scene, job=with_status(scene.job, result.status))
 
 
+def suspended() -> Scene:
+    """suspended: the running seed job, then ``spec.suspend`` set."""
+    scene = running()
+    return dataclasses.replace(
+        scene, job=dataclasses.replace(scene.job, spec=dataclasses.replace(scene.job.spec, suspend=True))
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # One pod's verdict, and the rules' reasons
 
@@ -362,6 +370,15 @@ Rules = list[tuple[RuleOutcome, str]]
             "not judged: the job has finished (Succeeded); cleanPodPolicy None: kept",
             [],
             id="a finished job's pods are not judged, only cleaned up",
+        ),
+        pytest.param(
+            suspended(),
+            TRAINERS[0],
+            Verdict.CLEANUP,
+            "not judged: the job is suspended (spec.suspend): its pods are deleted, no failure counts: "
+            "deleted in the next pass",
+            [],
+            id="a suspended job's pods are not judged, only deleted",
         ),
     ],
 )

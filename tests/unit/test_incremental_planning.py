@@ -25,6 +25,7 @@ from aitj.core.api import LABEL_INDEX, Job, RestartScope
 from aitj.core.observed import PodView
 from aitj.core.planner import plan
 from aitj.core.planner.memo import Memo
+from aitj.core.planner.objects import pods_of
 from aitj.core.planner.types import Plan
 from tests.unit.builders import (
     KEYS,
@@ -80,6 +81,7 @@ EVENTS = st.one_of(
     st.tuples(st.just("run_all"), st.integers(0, len(NODES) - 1)),
     st.tuples(st.just("node"), st.integers(0, len(NODES) - 1), st.sampled_from(["True", "False", "Unknown"])),
     st.tuples(st.just("scale"), st.integers(1, 6)),
+    st.tuples(st.just("suspend"), st.booleans()),  # spec.suspend set (aitj.core.planner.suspend)
     st.tuples(st.just("wait"), st.sampled_from([1, 5, 30, 120])),
     st.tuples(st.just("crash"), st.sampled_from(["status", "rest", "creates"])),
 )
@@ -132,6 +134,9 @@ def _event(cluster: Twin, event: tuple[Any, ...], now: float) -> str | None:
         replicas = min(arg, cluster.job.spec.replicas[0].max_replicas)
         cluster.job = with_replica(cluster.job, "trainer", replicas=replicas)
         cluster.job = dataclasses.replace(cluster.job, generation=cluster.job.generation + 1)
+    elif what == "suspend" and cluster.job.spec.suspend is not arg:
+        spec = dataclasses.replace(cluster.job.spec, suspend=arg)
+        cluster.job = dataclasses.replace(cluster.job, spec=spec, generation=cluster.job.generation + 1)
     return str(arg) if what == "crash" else None
 
 
@@ -254,6 +259,49 @@ def test_a_view_handed_twice_is_sorted_as_the_full_planner_sorts_it() -> None:
     for now, views in enumerate(steps, start=20):
         kept = plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS, memo=cluster.memo)
         assert kept == plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS)
+
+
+def test_views_changed_in_place_are_sorted_as_the_full_planner_sorts_them() -> None:
+    """Lists as long as the last pass's, whose views changed at a few places (the memo looks
+    only there): a view given again at a changed place while it stays at its own, two new
+    views the same object, a pod with the job's label it did not make (not the job's) coming
+    and going, two views swapping places."""
+    cluster = Twin(seed_job(trainer(replicas=8, max_replicas=8), launcher()))
+    for now in range(10, 13):
+        cluster.step(now)
+        cluster.run_all(now)
+    pods = cluster.pod_views()
+    assert len(pods) == 9
+    new = dataclasses.replace(pods[3])
+    # A pod with the job's labels that another made, under another name: not the job's pod.
+    alien = dataclasses.replace(pods[4], owner_uid="another-uid", name="someone-elses")
+    steps = [
+        pods,
+        [*pods[:4], alien, *pods[5:]],
+        [*pods[:4], alien, *pods[5:]],
+        [*pods[:4], pods[4], *pods[5:]],
+        [pods[1], pods[0], *pods[2:]],  # two views swap places
+        pods,
+        [*pods[:3], new, *pods[4:]],
+        [*pods[:2], new, new, *pods[4:]],  # new at a changed place and at its own
+        pods,
+        [pods[0], pods[0], *pods[2:]],  # the same at a place that did not change
+        pods,
+        [pods[0], pods[0], *pods[2:4], alien, *pods[5:]],  # given twice, and a pod not the job's
+        [*pods[:4], alien, *pods[5:]],
+        pods,
+        pods[:-1],  # one gone: the whole list looked at
+        pods,
+    ]
+    sorting, before = Memo(), set[int]()
+    for now, views in enumerate(steps, start=20):
+        kept = plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS, memo=cluster.memo)
+        assert kept == plan(cluster.job, views, cluster.nodes, at(now), keys=KEYS)
+        seen = sorting.seen(cluster.job, views)
+        assert (seen.mine, seen.others) == pods_of(cluster.job, views)
+        mine = set(map(id, seen.mine))  # and the job's views that came and went, by identity
+        assert (set(map(id, seen.came)), set(map(id, seen.went))) == (mine - before, before - mine)
+        before = mine
 
 
 def test_a_recovery_of_many_slots_at_once_surveys_all() -> None:

@@ -21,7 +21,7 @@ from aitj.core.telemetry import Recovery, recovery_time
 from tests.unit.builders import Cluster, at, event_rule, launcher, name_of, running_seed, seed_job, trainer
 
 KEY = ("default", "test-horovod-elastic")
-JOB = {"namespace": KEY[0], "job": KEY[1]}
+JOB = {"namespace": KEY[0], "job_name": KEY[1]}
 CONFIGMAP = Manifest(ObjectKind.CONFIGMAP, "test-horovod-elastic-discovery", {}, version="5")
 SECRET = Manifest(ObjectKind.SECRET, "test-horovod-elastic-ssh", {})
 NUDGE = PodNudge("launcher-0", "uid-l", "digest")

@@ -131,9 +131,9 @@ def test_deleting_a_job_removes_its_series_and_only_its_own() -> None:
         metrics.per_job(metrics.SCALING_OPERATIONS, "ns", job, "out", "succeeded").inc()
         metrics.per_job(metrics.LOST_GPU_SECONDS, "ns", job, "exitCode").inc(3)
     metrics.forget_job("ns", "gone")
-    page = [s.labels.get("job") for f in REGISTRY.collect() for s in f.samples]
+    page = [s.labels.get("job_name") for f in REGISTRY.collect() for s in f.samples]
     assert "gone" not in page
-    assert sample("aitj_lost_gpu_seconds_total", namespace="ns", job="kept", cause="exitCode") == 3
+    assert sample("aitj_lost_gpu_seconds_total", namespace="ns", job_name="kept", cause="exitCode") == 3
     metrics.forget_job("ns", "kept")
     metrics.forget_job("ns", "never-seen")  # nothing to remove: fine
 
@@ -173,6 +173,7 @@ def test_the_gauges_show_each_job_by_phase_its_replicas_by_state_and_its_budgets
 def test_an_empty_cache_exports_the_families_without_series() -> None:
     assert families_of(collector.InformerSource(InformerCache())) == {
         "aitj_jobs": [],
+        "aitj_job_phase": [],
         "aitj_job_replicas": [],
         "aitj_restart_budget_used_ratio": [],
         "aitj_job_degraded_indices": [],
@@ -252,7 +253,7 @@ def force_delete(c: Cluster, tracker: Recoveries, index: int = 0) -> RestartReco
 
 def test_a_restart_is_counted_once_and_recovered_once_when_its_replacement_runs() -> None:
     tracker, c = Recoveries(), cluster()
-    restarts = ("aitj_restarts_total", {"namespace": KEY[0], "job": KEY[1], "replica": "trainer",
+    restarts = ("aitj_restarts_total", {"namespace": KEY[0], "job_name": KEY[1], "replica": "trainer",
                                         "cause": "PodForceDeleted", "scope": "Pod"})  # fmt: skip
     before = (recovery_count(), sample(restarts[0], **restarts[1]))
     detected = sample("aitj_fault_detection_seconds_count", cause="PodForceDeleted")
@@ -265,7 +266,7 @@ def test_a_restart_is_counted_once_and_recovered_once_when_its_replacement_runs(
     for now in (104, 105):
         tracker.seen(KEY, body_of(c), [p.view() for p in c.pods.values()], at(now))
     assert recovery_count() == before[0] + 1
-    lost = sample("aitj_lost_gpu_seconds_total", namespace=KEY[0], job=KEY[1], cause="PodForceDeleted")
+    lost = sample("aitj_lost_gpu_seconds_total", namespace=KEY[0], job_name=KEY[1], cause="PodForceDeleted")
     assert lost == 4 * 4  # four GPUs from the delete at 100 to Running seen at 104
     assert tracker.pending(KEY) == ()
     metrics.forget_job(*KEY)

@@ -112,6 +112,7 @@ def test_job_gauges_count_each_index_by_its_newest_pod(pods: list[Pod], trainers
 
 def test_a_finished_job_has_nothing_vacant_and_a_job_without_status_is_pending() -> None:
     assert [r.vacant for r in job_gauges(body("Succeeded"), []).replicas] == [0, 0]
+    assert [r.vacant for r in job_gauges(body("Suspended"), []).replicas] == [0, 0]  # wants none either
     assert job_gauges(body(None), []).phase is Phase.PENDING
     assert job_gauges(body("Nonsense"), []).phase is Phase.PENDING
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from aitj.cli.scale_progress import EXIT_DONE, EXIT_UNDONE, Progress, follow, parse_duration, recorded_outcome
+from aitj.cli.options import parse_duration
+from aitj.cli.scale_progress import EXIT_DONE, EXIT_UNDONE, Progress, follow, recorded_outcome
 
 G = 4  # metadata.generation after the command's patch
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

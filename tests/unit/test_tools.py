@@ -1,4 +1,4 @@
-"""The developer tools (``aitj demo``, ``aitj bench``) find the repository's files they apply."""
+"""The developer tools (``aitj dev demo``, ``aitj dev bench``) find the repository's files they apply."""
 
 from __future__ import annotations
 

@@ -72,6 +72,8 @@ class Phase(StrEnumMixin):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     TIMEOUT = "Timeout"
+    # ours: spec.suspend is true (docs/semantics.md, "Suspend and resume"); not finished
+    SUSPENDED = "Suspended"
 
 
 class FrameworkType(StrEnumMixin):
@@ -109,6 +111,7 @@ RULE_RESTART_POLICIES = (RestartPolicy.EXIT_CODE, RestartPolicy.ON_NODE_FAIL)
 
 # Defaults. The CRD writes the same values as OpenAPI defaults (hack/gen_crd.py).
 DEFAULT_FAULT_TOLERANT = False
+DEFAULT_SUSPEND = False
 DEFAULT_JOB_COMPLETE_POLICY = Policy.ALL
 DEFAULT_JOB_FAIL_POLICY = Policy.ANY
 DEFAULT_CLEAN_POD_POLICY = CleanPodPolicy.ALL
@@ -206,6 +209,8 @@ class JobSpec:
     priority: str | None
     time_limit: int | None
     replicas: tuple[ReplicaSpec, ...]  # in a stable order: workers first, then masters, by name
+    # spec.suspend (batch/v1 Job's, for Kueue): no pods, no restarts counted, no clocks running
+    suspend: bool = DEFAULT_SUSPEND
 
     def replica(self, name: str) -> ReplicaSpec:
         for r in self.replicas:

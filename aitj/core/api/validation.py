@@ -21,6 +21,7 @@ from aitj.core.api.model import (
     DEFAULT_JOB_COMPLETE_POLICY,
     DEFAULT_JOB_FAIL_POLICY,
     DEFAULT_REPLICAS,
+    DEFAULT_SUSPEND,
     JOB_POLICIES,
     CleanPodPolicy,
     FrameworkType,
@@ -213,6 +214,7 @@ _SPEC_FIELDS = (
     "plugin",
     "priority",
     "timeLimit",
+    "suspend",
     "replicaSpecs",
 )
 
@@ -236,6 +238,7 @@ def _parse_spec(value: object, errors: list[FieldError]) -> JobSpec | None:
         priority=priority.value if priority else None,
         time_limit=f.optional_integer("timeLimit", 1, MAX_SECONDS),
         replicas=_parse_replica_specs(f, errors),
+        suspend=f.boolean("suspend", DEFAULT_SUSPEND),
     )
 
 

@@ -56,7 +56,7 @@ def explain(
         result, assessment = plan_and_assessment(
             job, labelled, nodes, now, owned=owned, keys=keys, settings=settings or Settings()
         )
-        if assessment is None:  # the job has finished: only its cleanup is planned
+        if assessment is None:  # finished (only its cleanup is planned) or suspended (its pods go)
             entries = [cleanup(job, p, nodes, result, str(status.phase)) for p in mine]
         else:
             judge = Judge(job, nodes, assessment.found, result)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from aitj.core.api import Job, Phase, Policy, ReplicaSpec, ReplicaType
+from aitj.core.api import FINISHED_PHASES, Job, Phase, Policy, ReplicaSpec, ReplicaType
 from aitj.core.explain.model import PodExplanation, RuleEntry, RuleOutcome, Verdict
 from aitj.core.observed import KUBELET_EVICTED, NodeView, PodView
 from aitj.core.planner import Plan, RestartRecord
@@ -108,8 +108,12 @@ def foreign(p: PodView, nodes: Mapping[str, NodeView], result: Plan) -> PodExpla
 
 
 def cleanup(job: Job, p: PodView, nodes: Mapping[str, NodeView], result: Plan, phase: str) -> PodExplanation:
-    """cleanup: a pod of a job that has finished in ``phase``: only cleanPodPolicy applies."""
+    """cleanup: a pod of a job that has finished in ``phase``: only cleanPodPolicy applies; or
+    of a suspended job (not finished, spec.suspend): its pods go (aitj.core.planner.suspend)."""
     policy = job.spec.clean_pod_policy
+    reason = f"the job has finished ({phase}); cleanPodPolicy {policy}"
+    if job.spec.suspend and phase not in FINISHED_PHASES:
+        reason = "the job is suspended (spec.suspend): its pods are deleted, no failure counts"
     if any(d.name == p.name for d in result.deletes):
         what = "deleted in the next pass"
     elif p.deleting:
@@ -117,7 +121,7 @@ def cleanup(job: Job, p: PodView, nodes: Mapping[str, NodeView], result: Plan, p
     else:
         what = "kept"
     notes = ["its finalizer is released"] if p.name in result.release else []
-    summary = f"not judged: the job has finished ({phase}); cleanPodPolicy {policy}: {what}"
+    summary = f"not judged: {reason}: {what}"
     return _entry(_seen(p, nodes), Verdict.CLEANUP, summary, notes=notes)
 
 

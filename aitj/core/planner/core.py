@@ -26,7 +26,9 @@ turn to the one before, the wake-up at the soonest any part asks for. The parts,
 - ``resources``: the job's missing objects and its Volcano PodGroup;
 - ``disruption_budgets``: the PodDisruptionBudgets;
 - ``gang``: the native gang's objects;
-- ``timeouts``: wake-ups when a restartTimeout or the timeLimit falls due.
+- ``timeouts``: wake-ups when a restartTimeout or the timeLimit falls due;
+- ``suspend``: the Event of a resume. A suspended job's pass is ``suspend.plan_suspended``
+  alone.
 
 A new feature is a module with a ``part(ctx)``, its tests, and its line in ``PARTS`` (with its
 name in the import of the planner's modules).
@@ -62,6 +64,7 @@ from aitj.core.planner import (
     rule_status,
     scaling,
     status_base,
+    suspend,
     timeouts,
 )
 from aitj.core.planner.context import Given
@@ -152,6 +155,8 @@ def _plan_mine(
     """_plan_mine: the plan for the job's own pods (plan_and_assessment's body)."""
     if (phase := prev.phase) in FINISHED_PHASES:
         return _cleanup(job, mine, phase, g.owned), None
+    if job.spec.suspend:  # judges nothing: no failure, restart or time limit (aitj.core.planner.suspend)
+        return suspend.plan_suspended(job, mine, now), None
     a = assess(job, mine, nodes, now, g.settings, memo)
     outcome = judge(job.spec, a.found, a.started, now)
     if outcome is not None:
@@ -221,6 +226,7 @@ PARTS: tuple[Callable[[Context], Part], ...] = (
     disruption_budgets.part,
     gang.part,
     timeouts.part,
+    suspend.part,
 )
 
 

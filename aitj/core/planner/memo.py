@@ -14,8 +14,11 @@ identity. What it keeps, so that a pass costs what changed (a pod event, a statu
 what the job holds:
 
 - per pod view, whether it is the job's (``objects.belongs``: a name hashed per pod), and the
-  ids of the job's and the others' views: a pass's views are sorted by set arithmetic on ids
-  and ``itertools.compress`` (in C), and the very same views as the last pass's at once;
+  ids of the job's and the others' views, and per place in the last pass's list whether its
+  view is the job's: a list as long as the last, other objects at a few places only (a pod
+  event), is sorted by looking at those places (found by ``operator.is_not`` in C), another by
+  set arithmetic on ids; both with ``itertools.compress`` (in C), and the very same views as
+  the last pass's at once;
 - the status's ``restartLedger`` (``ledger_delta.Parsed``: its value, its Ledger, each index's
   fields), read again only where the value changed (``ledger_delta.reparse``);
 - what the pods tell of the ledger (``ledger_delta.Told``: each index's generations, the pods'
@@ -49,10 +52,11 @@ forgets everything when it is handed another job (another namespace, name or uid
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from itertools import compress
+from operator import is_not
 from typing import Any
 
 from aitj.core.api import Job, JobSpec, JobStatus
@@ -90,7 +94,10 @@ class Memo:
     pods: dict[int, tuple[PodView, bool | None]] = field(default_factory=dict)  # id -> (view, belongs)
     mine_ids: set[int] = field(default_factory=set)  # the ids of those the job's
     other_ids: set[int] = field(default_factory=set)  # the ids of those with its label it did not make
-    ids: list[int] = field(default_factory=list)  # the ids of the last pass's views, in order
+    views: list[PodView] = field(default_factory=list)  # the last pass's views, in order
+    # by place in ``views``: whether the view is the job's, whether it is another's
+    in_mine: list[bool] = field(default_factory=list)
+    in_others: list[bool] = field(default_factory=list)
     last: Seen | None = None  # what ``seen`` made of them (None: ``_seen_each`` did)
     doubled: int = -1  # the last pass handed a view twice
     parsed: Parsed | None = None  # status.restartLedger's value, parsed
@@ -115,19 +122,56 @@ class Memo:
             self.judged, self.quiet = {}, None
         self.spec = job.spec
         self.passes += 1
-        ids = list(map(id, pods))
-        if ids == self.ids and self.last is not None:  # the very same views (a status write's pass)
+        # The places whose view is another object than the last pass's (None: not as many views).
+        moved = _moved(pods, self.views)
+        if moved == [] and self.last is not None:  # the very same views (a status write's pass)
             return Seen(list(self.last.mine), list(self.last.others), [], [])
-        self.ids, self.last = ids, None
+        old, self.views, self.last = self.views, list(pods), None
+        # A pod event changes a view or two in place: the others are not looked at, unless the
+        # last pass was handed a view twice (``_seen_each`` kept no places).
+        if moved is not None and len(moved) * 4 <= len(pods) and self.doubled != self.passes - 1:
+            at_places = self._seen_at(job, pods, old, moved)
+            if at_places is not None:
+                return at_places
+        ids = list(map(id, pods))
         fresh = set(ids)
         if len(fresh) != len(ids):  # a view given twice: sorted one by one, as pods_of does
             # Counted twice by the survey (a pod superseded by itself) and what the pods tell:
             # this pass keeps neither for the next (``doubled``).
             self.quiet, self.doubled = None, self.passes
             return self._seen_each(job, pods)
+        came = [pods[k] for k in sorted(map(ids.index, fresh - self.pods.keys()))]
+        gone = self._turnover(job, came, self.pods.keys() - fresh)
+        # Sorted in C: a pass of a job of thousands looks at each of its pods' ids, not more.
+        self.in_mine = list(map(self.mine_ids.__contains__, ids))
+        self.in_others = list(map(self.other_ids.__contains__, ids)) if self.other_ids else [False] * len(ids)
+        return self._sorted(pods, came, gone)
+
+    def _seen_at(
+        self, job: Job, pods: Sequence[PodView], old: list[PodView], moved: list[int]
+    ) -> Seen | None:
+        """_seen_at: ``seen`` when the views at places ``moved`` alone are other objects than
+        ``old``'s there; None (nothing changed) when one of them is also at another place."""
         known = self.pods
-        came = [pods[k] for k in sorted(map(ids.index, fresh - known.keys()))]
-        gone = [known.pop(k) for k in known.keys() - fresh]
+        new_ids = [id(pods[k]) for k in moved]
+        old_ids = {id(old[k]) for k in moved}
+        fresh = set(new_ids)
+        if len(fresh) != len(new_ids) or any(i in known and i not in old_ids for i in new_ids):
+            return None  # a view given twice: at a moved place and at one that did not move
+        came = [pods[k] for k, i in zip(moved, new_ids, strict=True) if i not in old_ids]
+        gone = self._turnover(job, came, old_ids - fresh)
+        for k, i in zip(moved, new_ids, strict=True):
+            self.in_mine[k] = known[i][1] is True
+            self.in_others[k] = known[i][1] is False
+        return self._sorted(pods, came, gone)
+
+    def _turnover(
+        self, job: Job, came: list[PodView], gone_ids: Iterable[int]
+    ) -> list[tuple[PodView, bool | None]]:
+        """_turnover: the views that came judged and known, those of ``gone_ids`` forgotten
+        (returned with whether each was the job's)."""
+        known = self.pods
+        gone = [known.pop(i) for i in gone_ids]
         for p, _ in gone:
             self.judged.pop(id(p), None)
         for p in came:
@@ -136,10 +180,15 @@ class Memo:
         self.mine_ids |= {id(p) for p in came if known[id(p)][1]}
         self.other_ids -= {id(p) for p, _ in gone}
         self.other_ids |= {id(p) for p in came if known[id(p)][1] is False}
-        # Sorted in C: a pass of a job of thousands looks at each of its pods' ids, not more.
-        mine = list(compress(pods, map(self.mine_ids.__contains__, ids)))
-        others = list(compress(pods, map(self.other_ids.__contains__, ids))) if self.other_ids else []
-        self.last = Seen(mine, others, [p for p in came if known[id(p)][1]], [p for p, b in gone if b])
+        return gone
+
+    def _sorted(
+        self, pods: Sequence[PodView], came: list[PodView], gone: list[tuple[PodView, bool | None]]
+    ) -> Seen:
+        """_sorted: the Seen of ``pods`` by the places' masks, kept as ``last``."""
+        mine = list(compress(pods, self.in_mine))
+        others = list(compress(pods, self.in_others)) if self.other_ids else []
+        self.last = Seen(mine, others, [p for p in came if self.pods[id(p)][1]], [p for p, b in gone if b])
         return Seen(list(mine), list(others), self.last.came, self.last.went)
 
     def _seen_each(self, job: Job, pods: Sequence[PodView]) -> Seen:
@@ -374,3 +423,11 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 def _told(pods: Sequence[PodView]) -> Counter[_Stamp]:
     """_told: what ``stamps.observe`` reads of ``pods``, as a multiset."""
     return Counter((p.replica, p.index, p.generation, p.ledger_annotation) for p in pods)
+
+
+def _moved(pods: Sequence[PodView], last: list[PodView]) -> list[int] | None:
+    """_moved: the places where ``pods`` holds another object than ``last`` (compared in C);
+    None when they are not as many."""
+    if len(pods) != len(last):
+        return None
+    return list(compress(range(len(pods)), map(is_not, pods, last)))

@@ -128,7 +128,10 @@ def live_condition(
         return scaling
     if scaling_busy is not None and previous is Phase.SCALING:
         return scaling_busy
-    if replacing and (previous is Phase.RESTARTING or any(s.generation > 0 for s in replacing)):
+    # A replacement on its way after an operator restart is a restart's (generation > 0), but
+    # not before the job (re)runs: a resumed job's pods are next generations (aitj.core.planner.suspend).
+    renewed = started and any(s.generation > 0 for s in replacing)
+    if replacing and (previous is Phase.RESTARTING or renewed):
         wait_message = f"waiting for pods {pod_list([s.name for s in replacing])} to run"
         return Condition(Phase.RESTARTING, REASON_RESTARTING, wait_message, keep=True)
     if scaling_busy is not None:

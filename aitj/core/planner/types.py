@@ -145,6 +145,7 @@ class DeleteReason(enum.StrEnum):
     STUCK = "stuck"  # still terminating restartTimeLimit after its deletion: force-deleted
     UNWANTED = "unwanted"  # no index wants it (scaled away, replica gone)
     CLEANUP = "cleanup"  # a finished job's cleanPodPolicy removes it
+    SUSPEND = "suspend"  # the job is suspended (spec.suspend)
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
     Counted per index, on the index's newest pod: running (Running, not being deleted), pending
     (not finished and not Running: waiting to be scheduled or started, or being deleted with no
     successor yet), and vacant (``desired`` less the indexes that have a pod, finished or not;
-    never below 0). A finished job wants no pods: nothing of it is vacant."""
+    never below 0). A finished or suspended job wants no pods: nothing of it is vacant."""
     status = JobStatus.from_json(body.get("status"))
     phase = status.phase or Phase.PENDING
     specs = _specs(body)
@@ -98,6 +98,7 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
         if replica in held:
             held[replica].append(pod)
     counts = []
+    idle = phase in FINISHED_PHASES or phase is Phase.SUSPENDED  # wants no pods (spec.suspend too)
     for name, want in desired.items():
         mine = held[name]
         running = pending = 0
@@ -106,13 +107,9 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
                 running += 1
             elif not p.terminal:
                 pending += 1
-        vacant = 0 if phase in FINISHED_PHASES else max(want - len(mine), 0)
+        vacant = 0 if idle else max(want - len(mine), 0)
         counts.append(ReplicaCount(name, want, running, pending, vacant))
-    degraded = (
-        0
-        if phase in FINISHED_PHASES
-        else max((status.degraded.count if status.degraded is not None else None) or 0, 0)
-    )
+    degraded = 0 if idle else max((status.degraded.count if status.degraded is not None else None) or 0, 0)
     return JobGauges(phase, tuple(counts), _budgets(specs, status), degraded)
 
 

@@ -1,4 +1,4 @@
-"""``aitj bench`` (``make bench``): recovery, scaling, API cost, CPU and memory of the operator
+"""``aitj dev bench`` (``make bench``): recovery, scaling, API cost, CPU and memory of the operator
 on the local control plane, against a floor client and the Job controller in the same run.
 Figures, never assertions: each row states its bar and whether this run met it.
 

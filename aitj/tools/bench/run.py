@@ -1,4 +1,4 @@
-"""``aitj bench`` (``make bench``): the whole run, from a fresh cluster to the report.
+"""``aitj dev bench`` (``make bench``): the whole run, from a fresh cluster to the report.
 
 Order: the cluster and its node pools; the floor's pods and process; the Job controller's
 bring-up (F10, on the empty cluster, then removed); the operator and its bring-up (F10); idle
@@ -122,7 +122,7 @@ def run_bench(
         ClusterConfig(nodes=shape.nodes, node_profile="cpu", base_port=free_base(BENCH_BASE_PORT)),
         say=stamped,
     )
-    notes.append(f"aitj cluster up ({shape.nodes} nodes) to healthy: {time.monotonic() - up:.1f}s")
+    notes.append(f"aitj dev cluster up ({shape.nodes} nodes) to healthy: {time.monotonic() - up:.1f}s")
     s: Session | None = None
     try:
         add_nodes(cluster, [f3_node(i) for i in range(shape.f3_nodes)], pool="f3")

@@ -1,7 +1,8 @@
 """alerts: the alert rules as data, and the two files made from them: the PrometheusRule the
 Prometheus Operator loads, and the plain rules file promtool and a bare Prometheus read.
 
-Each alert's runbook is the section of docs/runbooks.md named after it. The thresholds are
+Each alert's runbook is the section of docs/runbooks.md named after it, linked absolutely
+(``RUNBOOK_BASE``) so that an alert receiver can open it. The thresholds are
 constants here so the runbooks, the promtool unit tests and the rules say the same numbers.
 """
 
@@ -16,8 +17,15 @@ from aitj.tools.dashboards.spec import Alert
 # (manifests/base/service.yaml); a hand-written scrape config must use the same job_name.
 SCRAPE_JOB = "aitj-operator-metrics"
 GROUP = "aitj"
-# Where the runbooks are; `aitj dashboards generate --runbook-base` points it at a served copy.
-RUNBOOK_BASE = "docs/runbooks.md"
+# Where the runbooks are: every alert's runbook_url is RUNBOOK_BASE#<alert name, lower case>.
+# The project has no public site, so the default is a reserved name (RFC 2606's .invalid) that
+# says "set me" in every alert rather than a link that looks right and is not; docs/runbooks.md
+# ("Where runbook_url points") is the one place that says how to point it at a served copy of
+# docs/runbooks.md (`aitj dashboards generate --runbook-base`, a kustomize patch, the chart).
+RUNBOOK_BASE = "https://aitj.invalid/docs/runbooks.md"
+# The label kube-prometheus-stack's Prometheus selects ServiceMonitors and PrometheusRules by
+# (its release name; the chart's default install is named kube-prometheus-stack).
+PROMETHEUS_SELECTOR = {"release": "kube-prometheus-stack"}
 
 STORM_RESTARTS = 5  # restarts of one job ...
 STORM_WINDOW = "15m"  # ... within this window
@@ -39,10 +47,10 @@ ALERTS: tuple[Alert, ...] = (
     ),
     Alert(
         "AitjRestartStorm",
-        f"sum by (namespace, job) (increase(aitj_restarts_total[{STORM_WINDOW}])) > {STORM_RESTARTS}",
+        f"sum by (namespace, job_name) (increase(aitj_restarts_total[{STORM_WINDOW}])) > {STORM_RESTARTS}",
         "0m",
         "warning",
-        "Job {{ $labels.namespace }}/{{ $labels.job }} restarts again and again.",
+        "Job {{ $labels.namespace }}/{{ $labels.job_name }} restarts again and again.",
         f"{{{{ $value | humanize }}}} restarts in the last {STORM_WINDOW}: a crash loop or a bad "
         "node is eating the job's restart budget and GPU time.",
     ),
@@ -51,19 +59,19 @@ ALERTS: tuple[Alert, ...] = (
         f"aitj_restart_budget_used_ratio > {BUDGET_RED}",
         "1m",
         "warning",
-        "Job {{ $labels.namespace }}/{{ $labels.job }} used most of its restart budget.",
+        "Job {{ $labels.namespace }}/{{ $labels.job_name }} used most of its restart budget.",
         "Replica {{ $labels.replica }} used {{ $value | humanizePercentage }} of its restartLimit; "
         "at 100 % the job fails.",
     ),
     Alert(
         "AitjJobStuck",
-        # aitj_jobs says which namespaces hold a job in Scaling or Restarting, aitj_job_replicas
-        # which job there still misses pods: together, the job that does not come back.
-        'sum by (namespace, job) (aitj_job_replicas{state=~"pending|vacant"}) > 0 '
-        'and on (namespace) sum by (namespace) (aitj_jobs{phase=~"Restarting|Scaling"}) > 0',
+        # aitj_job_replicas says which job misses pods, aitj_job_phase whether that same job
+        # (namespace and name: two jobs of a namespace are apart) is Restarting or Scaling.
+        'sum by (namespace, job_name) (aitj_job_replicas{state=~"pending|vacant"}) > 0 '
+        'and on (namespace, job_name) aitj_job_phase{phase=~"Restarting|Scaling"}',
         STUCK_FOR,
         "warning",
-        "Job {{ $labels.namespace }}/{{ $labels.job }} is stuck Restarting or Scaling.",
+        "Job {{ $labels.namespace }}/{{ $labels.job_name }} is stuck Restarting or Scaling.",
         f"{{{{ $value }}}} replicas have been pending or missing for {STUCK_FOR} while the job "
         "restarts or scales: no node fits, an image does not pull, or a quota is full.",
     ),
@@ -72,7 +80,7 @@ ALERTS: tuple[Alert, ...] = (
         "aitj_job_degraded_indices > 0",
         DEGRADED_FOR,
         "warning",
-        "Job {{ $labels.namespace }}/{{ $labels.job }} runs short of workers.",
+        "Job {{ $labels.namespace }}/{{ $labels.job_name }} runs short of workers.",
         f"{{{{ $value }}}} indices have had no Running pod for {DEGRADED_FOR}: a replacement "
         "that does not schedule, a restart backoff, a rule's budget used up or a node excluded "
         "(status.degraded says which).",
@@ -132,7 +140,7 @@ def prometheus_rule(runbook_base: str = RUNBOOK_BASE) -> dict[str, Any]:
         "metadata": {
             "name": "aitj-operator",
             "namespace": "aitj-system",
-            "labels": {"app.kubernetes.io/component": "operator"},
+            "labels": {"app.kubernetes.io/component": "operator", **PROMETHEUS_SELECTOR},
         },
         "spec": rule_groups(runbook_base),
     }

@@ -24,16 +24,42 @@ def _yaml(doc: dict[str, Any]) -> str:
     return HEADER + yaml.safe_dump(doc, sort_keys=False, width=200)
 
 
+# The operator's per-job series carry the training job's ``namespace``; the Prometheus Operator
+# gives every target a ``namespace`` label too (the Service's, aitj-system), so Prometheus keeps
+# the target's and renames the series' one ``exported_namespace``. These put the training job's
+# back where a series has one (regex ``.+``: the operator's own series keep aitj-system), and
+# drop the copy. Without honorLabels the target labels (job, instance, pod, service) are always
+# Prometheus's own, as a Prometheus with overrideHonorLabels would have them anyway.
+METRIC_RELABELINGS: tuple[dict[str, Any], ...] = (
+    {
+        "sourceLabels": ["exported_namespace"],
+        "regex": "(.+)",
+        "targetLabel": "namespace",
+        "replacement": "$1",
+        "action": "replace",
+    },
+    {"regex": "exported_namespace", "action": "labeldrop"},
+)
+
+
+def metric_relabel_configs() -> list[dict[str, Any]]:
+    """metric_relabel_configs: ``METRIC_RELABELINGS`` as a plain Prometheus scrape config writes
+    them (snake_case), for a hand-written scrape config and the end-to-end test's Prometheus."""
+    keys = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
+    return [{keys.get(k, k): v for k, v in r.items()} for r in METRIC_RELABELINGS]
+
+
 def service_monitor() -> dict[str, Any]:
-    """service_monitor: the Prometheus Operator's scrape of the metrics Service. honorLabels keeps
-    the operator's ``job`` and ``namespace`` labels (the training job's) as they are."""
+    """service_monitor: the Prometheus Operator's scrape of the metrics Service, labelled for
+    kube-prometheus-stack's default selector; the training job's namespace kept by
+    ``METRIC_RELABELINGS``."""
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
         "metadata": {
             "name": "aitj-operator",
             "namespace": "aitj-system",
-            "labels": {"app.kubernetes.io/component": "operator"},
+            "labels": {"app.kubernetes.io/component": "operator", **alerts.PROMETHEUS_SELECTOR},
         },
         "spec": {
             "selector": {
@@ -47,10 +73,10 @@ def service_monitor() -> dict[str, Any]:
                     "port": "metrics",
                     "path": "/metrics",
                     "interval": "30s",
-                    "honorLabels": True,
                     "scheme": "https",
                     "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
                     "tlsConfig": {"insecureSkipVerify": True},
+                    "metricRelabelings": [dict(r) for r in METRIC_RELABELINGS],
                 }
             ],
         },

@@ -67,6 +67,8 @@ def _panel(panel: Panel, pos: models.GridPos, panel_id: int) -> Any:
         .grid_pos(pos)
         .thresholds(_thresholds(panel.red_from))
     )
+    if panel.decimals is not None:
+        builder = builder.decimals(panel.decimals)
     instant = panel.viz is not Viz.TIMESERIES
     for i, query in enumerate(panel.queries):
         target = (
@@ -93,7 +95,7 @@ def build(board: Dashboard) -> dict[str, Any]:
         .with_variable(dashboard.DatasourceVariable("datasource").label("Data source").type("prometheus"))
     )
     for var in board.variables:
-        out = out.with_variable(
+        variable = (
             dashboard.QueryVariable(var.name)
             .label(var.label)
             .datasource(DATASOURCE)
@@ -101,6 +103,10 @@ def build(board: Dashboard) -> dict[str, Any]:
             .refresh(models.VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(models.VariableSort.ALPHABETICAL_ASC)
         )
+        if var.everything:
+            everything = models.VariableOption(selected=True, text="All", value="$__all")
+            variable = variable.include_all(True).all_value(".*").current(everything)
+        out = out.with_variable(variable)
     y, ids = 0, 0
     for row in board.rows:
         ids += 1

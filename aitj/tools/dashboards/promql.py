@@ -16,10 +16,13 @@ from typing import Any
 from aitj.controller.metrics import CATALOGUE, Kind
 
 # Series that are not the operator's: Prometheus's per-target health, with its target labels.
-# The operator's families may use only their own labels: with honor_labels their ``job`` and
-# ``namespace`` are the training job's, and a panel that leaned on a target label (the scrape
-# job, the instance) would break under another scrape config.
+# The operator's families may use only their own labels (``namespace`` is the training job's:
+# the ServiceMonitor's relabelings keep it), and a panel that leaned on a target label (the
+# scrape job, the instance) would break under another scrape config.
 EXTRA_SERIES: dict[str, frozenset[str]] = {"up": frozenset({"job", "instance"})}
+# Labels a multi-cluster setup adds to every series (an external label): the dashboards filter on
+# it, matching series without it too (boards.CLUSTER).
+SETUP_LABELS = frozenset({"cluster"})
 
 GROUPING = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right"})
 KEYWORDS = frozenset({"and", "or", "unless", "bool", "offset", "atan2"}) | GROUPING
@@ -148,7 +151,7 @@ def exported() -> dict[str, frozenset[str]]:
     for family in CATALOGUE:
         for name in family.series_names():
             extra = {"le"} if name.endswith("_bucket") and family.kind is Kind.HISTOGRAM else set()
-            series[name] = frozenset({*family.labels, *extra})
+            series[name] = frozenset({*family.labels, *extra, *SETUP_LABELS})
     return series
 
 

@@ -35,7 +35,14 @@ class Window:
         """values: Grafana's built-in variables for this range, and the dashboard's own."""
         span = max(1, round(self.end - self.start))
         rate = self.variables.get("__rate_interval", f"{max(60, span // 20)}s")
-        return {"__range": f"{span}s", "__rate_interval": rate, "datasource": "", **self.variables}
+        # "cluster": Grafana's "All" (boards.CLUSTER), which matches series without the label.
+        return {
+            "__range": f"{span}s",
+            "__rate_interval": rate,
+            "datasource": "",
+            "cluster": ".*",
+            **self.variables,
+        }
 
 
 def legend(template: str, labels: dict[str, str]) -> str:
@@ -67,6 +74,8 @@ def fmt(value: float, unit: str) -> str:
         return f"{_number(seconds / size)} {name}"
     if unit == "percentunit":
         value *= 100
+    if unit.startswith("suffix:"):  # Grafana's custom unit: the number, then the text as written
+        return f"{_number(value)}{unit.removeprefix('suffix:')}"
     return f"{_number(value)}{UNIT_SUFFIX.get(unit, ' ' + unit)}"
 
 
@@ -93,7 +102,8 @@ def _draw(ax: Any, api: PrometheusAPI, panel: Panel, window: Window) -> None:
                 drawn += 1
         if drawn:
             ax.legend(fontsize=7, loc="upper left", frameon=False, labelcolor="#d8d9da")
-        ax.set_ylabel(UNIT_SUFFIX.get(panel.unit, panel.unit).strip(), fontsize=8, color="#9fa7b3")
+        axis = UNIT_SUFFIX.get(panel.unit, panel.unit.removeprefix("suffix:"))
+        ax.set_ylabel(axis.strip(), fontsize=8, color="#9fa7b3")
         _time_axis(ax, window)
         _no_data(ax, drawn == 0)
         return

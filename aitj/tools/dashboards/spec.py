@@ -39,7 +39,11 @@ class Panel:
     viz: Viz
     queries: tuple[Query, ...]
     description: str
-    unit: str = "short"  # a Grafana unit id: short, s, percentunit, h, ops
+    # A Grafana unit id: short, s, percentunit, ops, or a custom "suffix:<text>" (GPU_HOURS).
+    # Not "h": Grafana's hours are a duration, and draw 0.0005 GPU-hours as "1.8 s".
+    unit: str = "short"
+    # Digits after the point; 0 for counts of whole events (None: Grafana chooses).
+    decimals: int | None = None
     width: int = 12
     height: int = 8
     # A value at or above it is drawn red (budgets near their limit, slow recoveries).
@@ -63,6 +67,10 @@ class Variable:
     name: str
     label: str
     query: str  # the series selector whose label values are offered
+    # With "All" offered and chosen at first, as the regex ``.*``: that also matches a series
+    # without the label, so a variable over a label the setup may not have (``cluster``)
+    # filters nothing there.
+    everything: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,9 @@ class Alert:
         """anchor: the runbook section's GitHub anchor (the heading is the alert's name)."""
         return self.name.lower()
 
+
+# The unit of GPU-hours: a plain number with a suffix, never a duration.
+GPU_HOURS = "suffix: GPU-h"
 
 # Grafana's built-in variables and the dashboards' own, with the values a tool outside Grafana
 # (the renderer, the end-to-end test) gives them.

@@ -87,7 +87,7 @@ def test_the_seed_training_keeps_progressing_through_a_chaos_schedule(
         *("--kubeconfig", str(real_cluster.kubeconfig), "-n", ns, "--seed", "25"),
         *("--duration", str(DURATION), "--interval", str(INTERVAL), *kinds, "--replica", "trainer"),
         *("--progress", "--progress-bound", str(PROGRESS_BOUND)),
-        *("--json", str(out / "chaos.json"), "--timeline", str(out / "timeline.png")),
+        *("--report", str(out / "chaos.json"), "--timeline", str(out / "timeline.png")),
     ]
     done = subprocess.run(
         [sys.executable, "-m", "aitj", "chaos", *args], capture_output=True, text=True, check=False

@@ -151,7 +151,7 @@ def test_the_image_runs_the_seed_installed_by_the_chart_through_a_killed_leader_
         "--seed",
         "5",
         "--no-local",
-        "--json",
+        "--report",
         str(report),
         timeout=300,
     )
