@@ -9,7 +9,8 @@ Two sources, so that neither is copied by hand:
 - our own fields come from aitj/core/api/ and aitj/core/exitcodes.py (enums, defaults, bounds, the
   exitCodes and exceptionalEvent grammars), the model that parses the same objects;
 - each replica's ``template`` is the PodTemplateSpec schema of the Kubernetes release the local
-  control plane runs (``aitj/devcluster/versions.py``, ``KUBERNETES``), read from the release's
+  control plane runs by default, the newest it supports (``aitj/devcluster/versions.py``,
+  ``KUBERNETES_NEWEST``, whatever ``$AITJ_KUBERNETES`` says), read from the release's
   own OpenAPI v3 document (``api/openapi-spec/v3/api__v1_openapi.json`` in the Go module cache;
   ``go mod download k8s.io/kubernetes@<that version>`` puts it there).
 
@@ -44,9 +45,9 @@ from aitj.core import api, exitcodes  # noqa: E402
 from aitj.core.api import validation  # noqa: E402
 from aitj.core.api.replica import WINDOW_LIMIT_MESSAGE  # noqa: E402
 from aitj.core.api.status import status_schema  # noqa: E402
-from aitj.devcluster.versions import KUBERNETES as K8S_VERSION  # noqa: E402
+from aitj.devcluster.versions import KUBERNETES_NEWEST as K8S_VERSION  # noqa: E402
 
-K8S_MINOR = ".".join(K8S_VERSION.split(".")[:2])  # v1.36
+K8S_MINOR = ".".join(K8S_VERSION.split(".")[:2])  # v1.37
 
 OPENAPI = (
     Path(os.environ.get("GOMODCACHE", Path.home() / "go/pkg/mod"))
@@ -888,7 +889,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.openapi.exists():
         print(
             f"{args.openapi} is missing: run `go mod download k8s.io/kubernetes@{K8S_VERSION}` "
-            "(in aitj/devcluster/gomod/kubernetes)",
+            f"(in aitj/devcluster/gomod/kubernetes-{K8S_MINOR.removeprefix('v')})",
             file=sys.stderr,
         )
         return 2

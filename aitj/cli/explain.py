@@ -114,7 +114,7 @@ def explain(
         settings, served = planner_settings(cl, flags)
     try:
         with translated(f"reading the objects of {ns}/{job}", jobs.server):
-            owned = owned_objects(cl, ns, job, served)
+            owned = owned_objects(cl, ns, job, served, settings.gang_version)
     except Unlisted as e:  # say, a user who may not list Secrets: plan no object of the job
         owned = None
         Console(stderr=True).print(

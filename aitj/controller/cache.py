@@ -46,6 +46,7 @@ from aitj.core import api
 from aitj.core.observed import MAX_LEDGER_ANNOTATION, NodeView, PodView
 from aitj.core.planner import objects
 from aitj.core.planner.types import ObjectKind, ObjectRef, ObjectState, Owned
+from aitj.core.render.gang import NEWEST
 from aitj.core.wire import mapping
 
 JobKey = tuple[str, str]  # (namespace, name)
@@ -118,7 +119,7 @@ OWNED_COLLECTIONS: dict[ObjectKind, tuple[str, str]] = {
     ObjectKind.ROLE_BINDING: ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
     ObjectKind.PDB: ("/apis/policy/v1", "poddisruptionbudgets"),
     ObjectKind.VOLCANO_PODGROUP: ("/apis/scheduling.volcano.sh/v1beta1", "podgroups"),
-    **{kind: (gangapi.GROUP_PATH, plural) for kind, plural in gangapi.KINDS.items()},
+    **{kind: (gangapi.group_path(), plural) for kind, plural in gangapi.KINDS.items()},
 }
 # Kinds only some clusters serve (a CRD of another project, an alpha API): watched only when
 # the operator found them served at start (``aitj.controller.served``); a list of a kind not
@@ -130,11 +131,12 @@ OPTIONAL: frozenset[ObjectKind] = frozenset({ObjectKind.VOLCANO_PODGROUP, *ganga
 UNWATCHED: frozenset[ObjectKind] = frozenset({ObjectKind.SECRET})
 
 
-def owned_kind(kind: ObjectKind) -> Kind[ObjectState]:
-    """owned_kind: the informer kind of one ObjectKind (metadata only, by the job label). Named
-    by its plural, qualified by its API group for an optional kind (two groups may both have
-    ``podgroups``)."""
+def owned_kind(kind: ObjectKind, gang_version: str = NEWEST) -> Kind[ObjectState]:
+    """owned_kind: the informer kind of one ObjectKind (metadata only, by the job label; the gang
+    kinds in ``gang_version``), by its plural, qualified by its group for an optional kind."""
     group_path, plural = OWNED_COLLECTIONS[kind]
+    if kind in gangapi.KINDS:
+        group_path = gangapi.group_path(gang_version)
     name = f"{plural}.{group_path.split('/')[2]}" if kind in OPTIONAL else plural
     return Kind(name, group_path, plural, _state, JOB_SELECTOR, metadata_only=True)
 
@@ -256,12 +258,16 @@ class InformerCache:
         self._nodes: dict[str, NodeView] | None = None  # the nodes mapping, until a node changes
 
     def informers_for(
-        self, api_client: client.ApiClient, namespaces: Sequence[str], served: Collection[ObjectKind] = ()
+        self,
+        api_client: client.ApiClient,
+        namespaces: Sequence[str],
+        served: Collection[ObjectKind] = (),
+        gang_version: str = NEWEST,
     ) -> list[Informer[Any]]:
         """informers_for: the informers that fill this cache (not started); of the ``OPTIONAL``
-        kinds, only those ``served``."""
+        kinds, only those ``served`` (the gang kinds in ``gang_version``)."""
         owned = [
-            owned_kind(k)
+            owned_kind(k, gang_version)
             for k in OWNED_COLLECTIONS
             if k not in UNWATCHED and (k not in OPTIONAL or k in served)
         ]

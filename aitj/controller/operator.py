@@ -83,16 +83,19 @@ class Operator:
                 "optional kinds served",
                 kinds=sorted(str(k) for k in served),
                 native_gang_schedulers=sorted(settings.gang_schedulers) or None,
+                native_gang_version=settings.gang_version if settings.gang_schedulers else None,
             )
         watching = clientmetrics.instrument(new_api_client(self.options.kubeconfig))
-        self.informers = self.cache.informers_for(watching, self.options.namespaces, served)
+        self.informers = self.cache.informers_for(
+            watching, self.options.namespaces, served, settings.gang_version
+        )
         loop = asyncio.get_running_loop()
         started = time.monotonic()
         for informer in self.informers:
             informer.start(loop)
         api = self.api_client
         self.reconciler = Reconciler(
-            KubeExecutor(api),
+            KubeExecutor(api, gang_version=settings.gang_version),
             self.cache.snapshot,
             job_exists=lambda namespace, name: cache.job_exists(api, namespace, name),
             settings=settings,

@@ -11,22 +11,27 @@ as not served, with a warning: the operator then runs as on a cluster without it
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from kubernetes import client
 
-from aitj.controller.cache import OPTIONAL, OWNED_COLLECTIONS
+from aitj.controller.cache import OPTIONAL, owned_kind
+from aitj.controller.informer import Kind
 from aitj.controller.kubeclient import raw_get
 from aitj.controller.logs import log
 from aitj.core.planner.types import ObjectKind
+from aitj.core.render import gang
 
 
-def served_kinds(api_client: client.ApiClient) -> frozenset[ObjectKind]:
-    """served_kinds: the optional kinds the API server serves now."""
-    return frozenset(kind for kind in OPTIONAL if _served(api_client, *OWNED_COLLECTIONS[kind]))
+def served_kinds(api_client: client.ApiClient, gang_version: str = gang.NEWEST) -> frozenset[ObjectKind]:
+    """served_kinds: the optional kinds the API server serves now (the native gang kinds in
+    ``gang_version``: ``gangapi.served_version`` says which the server serves)."""
+    return frozenset(kind for kind in OPTIONAL if _served(api_client, owned_kind(kind, gang_version)))
 
 
-def _served(api_client: client.ApiClient, group_path: str, plural: str) -> bool:
-    """_served: the group version at ``group_path`` lists the resource ``plural``."""
+def _served(api_client: client.ApiClient, kind: Kind[Any]) -> bool:
+    """_served: the group version of ``kind`` lists its resource."""
+    group_path, plural = kind.group_path, kind.plural
     try:
         status, data = raw_get(api_client, group_path)
     except Exception as e:  # any failure to ask is "not served", said once

@@ -3,9 +3,10 @@ and the objects a job owns, read as the operator's cache holds them. ``aitj expl
 both the same way, so it plans exactly as the operator would.
 
 What is served decides part of the Settings (``aitj.controller.served``): Volcano's PodGroup
-kind, and the native gang API (where Volcano's PodGroup is not served: one gang per job, and
-Volcano reads its own). The gang API is planned only where it may also be listed (an install
-whose role predates it: ``gangapi.listable``), for the schedulerNames ``gangapi.DEFAULT_SCHEDULERS``.
+kind, and the native gang API in the newest version served (``gangapi.served_version``),
+used where Volcano's PodGroup is not served (one gang per job, and Volcano reads its own).
+The gang API is planned only where it may also be listed (an install whose role predates it:
+``gangapi.listable``), for the schedulerNames ``gangapi.DEFAULT_SCHEDULERS``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from kubernetes import client
 
 from aitj.controller import gangapi
-from aitj.controller.cache import OPTIONAL, OWNED_COLLECTIONS
+from aitj.controller.cache import OPTIONAL, OWNED_COLLECTIONS, owned_kind
 from aitj.controller.informer import METADATA_ONLY
 from aitj.controller.kubeclient import raw_get
 from aitj.controller.options import OperatorOptions
@@ -25,6 +26,7 @@ from aitj.controller.served import served_kinds
 from aitj.core import api
 from aitj.core.planner import objects
 from aitj.core.planner.types import ObjectKind, ObjectRef, ObjectState, Owned, Settings
+from aitj.core.render import gang as gang_render
 from aitj.core.wire import mapping
 
 
@@ -34,11 +36,12 @@ def planner_settings(
     """planner_settings: the Settings the operator plans with, and the optional kinds it
     watches (those served, less the gang kinds when no gang is planned). The listability of
     the gang kinds is asked where ``options.namespaces`` say (the first, or the cluster)."""
-    served = set(served_kinds(api_client))
+    version = gangapi.served_version(api_client) or gang_render.NEWEST
+    served = set(served_kinds(api_client, version))
     native = set(gangapi.KINDS) <= served and ObjectKind.VOLCANO_PODGROUP not in served
     gang: frozenset[str] = frozenset()
     if native:
-        gang = gangapi.gang_schedulers(api_client, gangapi.DEFAULT_SCHEDULERS, options.namespaces)
+        gang = gangapi.gang_schedulers(api_client, gangapi.DEFAULT_SCHEDULERS, options.namespaces, version)
     if not gang:
         served -= set(gangapi.KINDS)
     settings = Settings(
@@ -46,6 +49,7 @@ def planner_settings(
         options.node_signals,
         volcano_podgroups=ObjectKind.VOLCANO_PODGROUP in served,
         gang_schedulers=gang,
+        gang_version=version,
     )
     return settings, frozenset(served)
 
@@ -56,20 +60,25 @@ class Unlisted(RuntimeError):
 
 
 def owned_objects(
-    api_client: client.ApiClient, namespace: str, job: str, served: Collection[ObjectKind]
+    api_client: client.ApiClient,
+    namespace: str,
+    job: str,
+    served: Collection[ObjectKind],
+    gang_version: str = gang_render.NEWEST,
 ) -> Owned:
     """owned_objects: the objects other than pods the job label picks, each with its state
     (``cache.OWNED_COLLECTIONS``; of the optional kinds only those ``served``), as the
     operator's cache holds them: the planner counts as the job's only those it controls
     (``objects.split``). One metadata-only LIST per kind (a Secret's data is never read: the
     caller's own right to list Secrets, which the operator does not hold); raises Unlisted
-    when one is refused."""
+    when one is refused. The native gang kinds are listed in ``gang_version``."""
     selector = f"{api.LABEL_JOB}={job}"
     found: dict[ObjectRef, ObjectState] = {}
-    for kind, (group_path, plural) in OWNED_COLLECTIONS.items():
+    for kind in OWNED_COLLECTIONS:
         if kind in OPTIONAL and kind not in served:
             continue
-        for meta in _listed(api_client, f"{group_path}/namespaces/{namespace}/{plural}", selector):
+        where = owned_kind(kind, gang_version)
+        for meta in _listed(api_client, where.path(namespace), selector):
             found[ObjectRef(kind, str(meta.get("name")))] = objects.state_of(meta)
     return found
 

@@ -37,7 +37,7 @@ from aitj.devcluster.config import (
     write_files,
 )
 from aitj.devcluster.realnodes import lifecycle as realnodes
-from aitj.devcluster.versions import run_kubectl, state_dir
+from aitj.devcluster.versions import KUBERNETES, run_kubectl, state_dir
 
 # The names importers know this module by; they are defined in ``config``.
 __all__ = [
@@ -164,7 +164,7 @@ class LocalCluster:
             raise
         real = f" and {config.real_nodes} real node(s)" if config.real_nodes else ""
         say(
-            f"cluster {self.name!r} healthy in {time.monotonic() - started:.1f}s: "
+            f"cluster {self.name!r} (Kubernetes {KUBERNETES}) healthy in {time.monotonic() - started:.1f}s: "
             f"{config.nodes} {prof.name} node(s){real}, apiserver {self.server}"
         )
         return self.kubeconfig
@@ -195,7 +195,15 @@ class LocalCluster:
         pki.make_pki(self.pki)
         commands = write_files(self.name, self.dir, config, ports)
         self._record.write_text(
-            json.dumps({"config": asdict(config), "ports": asdict(ports), "commands": commands}, indent=2)
+            json.dumps(
+                {
+                    "kubernetes": KUBERNETES,
+                    "config": asdict(config),
+                    "ports": asdict(ports),
+                    "commands": commands,
+                },
+                indent=2,
+            )
         )
 
     def _start(self, component: str) -> None:

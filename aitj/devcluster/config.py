@@ -16,7 +16,7 @@ import yaml
 
 from aitj.devcluster import nodes as nodes_mod
 from aitj.devcluster import pki
-from aitj.devcluster.versions import KUBERNETES_COMPONENT, KWOK_COMPONENT, etcd_binary
+from aitj.devcluster.versions import KUBERNETES, KUBERNETES_COMPONENT, KWOK_COMPONENT, etcd_binary, minor
 
 STAGES_DIR = Path(__file__).parent / "stages"
 # Start order; stopped in reverse.
@@ -29,12 +29,6 @@ SCHEDULER_NAMES = ("default-scheduler", "volcano")
 # The scheduler profile that gang-schedules (docs/gang.md): pods naming it, as CCE manifests
 # do, are placed all or none when they belong to a gang PodGroup.
 GANG_SCHEDULER = "volcano"
-# Kubernetes' native gang scheduling (KEP-4671), alpha in v1.36: the Workload and PodGroup API
-# (scheduling.k8s.io/v1alpha2, pod.spec.schedulingGroup) and the scheduler's GangScheduling
-# plugin. The apiserver serves the API, the scheduler gang-schedules, the controller-manager
-# keeps a PodGroup (its deletion-protection finalizer) until its pods have stopped.
-GANG_FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"
-GANG_API_VERSION = "scheduling.k8s.io/v1alpha2"
 # The user the operator runs as when installed from manifests/ (its ServiceAccount): the only
 # user the apiserver's audit log records, so the log stays small and says exactly what the
 # operator asked for (tests/e2e/test_rbac_audit.py reads it against the ClusterRole).
@@ -83,12 +77,47 @@ class ClusterConfig:
     node_grace_seconds: int = 20
     # kwok renews each node's Lease every quarter of this.
     node_lease_seconds: int = 8
-    # Native gang scheduling on (GANG_FEATURE_GATES, the volcano profile); off, the cluster
-    # serves no PodGroup API and every profile places each pod alone.
+    # Native gang scheduling on (NATIVE_GANG, the volcano profile) where the release has it;
+    # off, the cluster serves no PodGroup API and every profile places each pod alone.
     gang: bool = True
     # Real nodes beside kwok's (docs/real-nodes.md): a kubelet and containerd each, where
     # containers run. 0 to realnodes.layout.MAX_REAL_NODES.
     real_nodes: int = 0
+
+
+@dataclass(frozen=True)
+class NativeGang:
+    """NativeGang: how one Kubernetes release turns on its native gang scheduling (KEP-4671):
+    the feature gates every control-plane component gets (the same on each: a gate the
+    apiserver has and the scheduler lacks would leave the API served and the pods placed one
+    by one) and the API version the apiserver must be told to serve (``--runtime-config``)."""
+
+    feature_gates: str
+    api_version: str
+
+
+# The Workload and PodGroup API (pod.spec.schedulingGroup) and the scheduler's GangScheduling
+# plugin: the apiserver serves the API, the scheduler gang-schedules, the controller-manager
+# keeps a PodGroup (its deletion-protection finalizer) until its pods have stopped. Alpha in
+# 1.36 (scheduling.k8s.io/v1alpha2, gates GenericWorkload and GangScheduling); beta in 1.37
+# (v1beta1, still off by default: GenericWorkload alone, the GangScheduling gate is gone and
+# the plugin comes with GenericWorkload). 1.35's v1alpha1 Workload has no PodGroup kind: the
+# operator does not use it, so a 1.35 cluster runs without gangs (docs/gang.md).
+NATIVE_GANG = {
+    "1.36": NativeGang("GenericWorkload=true,GangScheduling=true", "scheduling.k8s.io/v1alpha2"),
+    "1.37": NativeGang("GenericWorkload=true", "scheduling.k8s.io/v1beta1"),
+}
+
+
+def native_gang(release: str = KUBERNETES) -> NativeGang | None:
+    """native_gang: how ``release`` gang-schedules natively (None: not in a way the operator
+    uses)."""
+    return NATIVE_GANG.get(minor(release))
+
+
+def gang_on(config: ClusterConfig, release: str = KUBERNETES) -> bool:
+    """gang_on: the cluster gang-schedules: asked for, and ``release`` can."""
+    return config.gang and native_gang(release) is not None
 
 
 def write_files(name: str, state: Path, config: ClusterConfig, ports: Ports) -> dict[str, list[str]]:
@@ -100,7 +129,9 @@ def write_files(name: str, state: Path, config: ClusterConfig, ports: Ports) -> 
         write_kubeconfig(cfg / f"{ident.file}.kubeconfig", name, state / "pki", ident.file, ports)
     write_kubeconfig(state / "kubeconfig", name, state / "pki", pki.ADMIN.file, ports)
     sched = cfg / "scheduler.yaml"
-    sched.write_text(yaml.safe_dump(scheduler_config(cfg / "kube-scheduler.kubeconfig", gang=config.gang)))
+    sched.write_text(
+        yaml.safe_dump(scheduler_config(cfg / "kube-scheduler.kubeconfig", gang=gang_on(config)))
+    )
     kwok_cfg = cfg / "kwok.yaml"
     kwok_cfg.write_text(kwok_config(config, pod_log_file(state)))
     pod_log_file(state).write_text(POD_LOG_SEED)
@@ -255,16 +286,18 @@ def real_node_admission(config: ClusterConfig) -> list[str]:
     )
 
 
-def gang_flags(config: ClusterConfig, *, runtime_config: bool = False) -> list[str]:
-    """gang_flags: the feature gates of native gang scheduling (and, for the apiserver,
-    ``runtime_config``: the alpha API group it must serve), or nothing when ``config.gang`` is
-    off. The same gates on every component: a gate the apiserver has and the scheduler lacks
-    would leave the API served and the pods placed one by one."""
-    if not config.gang:
+def gang_flags(
+    config: ClusterConfig, *, release: str = KUBERNETES, runtime_config: bool = False
+) -> list[str]:
+    """gang_flags: the feature gates of ``release``'s native gang scheduling (and, for the
+    apiserver, ``runtime_config``: the API version it must serve), or nothing when
+    ``config.gang`` is off or the release has none the operator uses (``native_gang``)."""
+    gang = native_gang(release)
+    if not config.gang or gang is None:
         return []
-    flags = [f"--feature-gates={GANG_FEATURE_GATES}"]
+    flags = [f"--feature-gates={gang.feature_gates}"]
     if runtime_config:
-        flags.append(f"--runtime-config={GANG_API_VERSION}=true")
+        flags.append(f"--runtime-config={gang.api_version}=true")
     return flags
 
 

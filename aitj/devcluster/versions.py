@@ -14,13 +14,19 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-KUBERNETES = "v1.36.3"
+# The Kubernetes releases the local control plane can run (docs/devcluster.md, "Kubernetes
+# versions"), oldest first; each builds from its own wrapper module, gomod/kubernetes-<minor>.
+# The newest is the default; ``$AITJ_KUBERNETES`` (a minor such as 1.36, or a release) picks
+# another, for the test matrix (``make test-matrix``) and for trying the operator on it.
+KUBERNETES_RELEASES = ("v1.35.4", "v1.36.3", "v1.37.2")
+KUBERNETES_NEWEST = KUBERNETES_RELEASES[-1]
+KUBERNETES_ENV = "AITJ_KUBERNETES"
 ETCD = "v3.6.16"
 KWOK = "v0.8.0"
 # Prometheus 3.16.0 is the Go module version v0.316.0 (Prometheus tags its modules 0.MINOR.PATCH).
 PROMETHEUS = "3.16.0"
 PROMETHEUS_MODULE = "v0.316.0"
-# Real nodes (docs/real-nodes.md). A 1.36 kubelet needs containerd 2 (1.35 was the last release
+# Real nodes (docs/real-nodes.md). A 1.36 or later kubelet needs containerd 2 (1.35 was the last release
 # to support containerd 1.x, Debian's is 1.6); Debian's runc 1.1.5 cannot start containerd 2's
 # pod sandboxes. CoreDNS is built with only the plugins it needs (gomod/coredns/main.go).
 CONTAINERD = "v2.4.2"
@@ -32,10 +38,39 @@ COREDNS = "v1.15.0"
 HELM = "v3.22.0"
 HELM_KUBE_MINOR = "37"
 
-# Go needed by Kubernetes 1.36 and kwok 0.8 (both declare go 1.26.0).
+# Go needed by Kubernetes 1.35 to 1.37 and kwok 0.8 (all declare go 1.26.0).
 MIN_GO = (1, 26)
 
 GOMOD_DIR = Path(__file__).parent / "gomod"
+
+
+def kubernetes_release(wanted: str | None) -> str:
+    """kubernetes_release: the release of KUBERNETES_RELEASES that ``wanted`` names (a minor,
+    ``1.36`` or ``v1.36``, or a whole release, ``v1.36.3``), the newest when it is None or
+    empty; ValueError, naming the choices, for any other."""
+    if not wanted:
+        return KUBERNETES_NEWEST
+    text = wanted.strip().removeprefix("v")
+    for release in KUBERNETES_RELEASES:
+        bare = release.removeprefix("v")
+        if text in (bare, bare.rsplit(".", 1)[0]):
+            return release
+    choices = ", ".join(r.removeprefix("v").rsplit(".", 1)[0] for r in KUBERNETES_RELEASES)
+    raise ValueError(f"${KUBERNETES_ENV}={wanted!r}: the local control plane runs Kubernetes {choices}")
+
+
+def minor(release: str) -> str:
+    """minor: ``v1.37.2`` -> ``1.37``."""
+    return release.removeprefix("v").rsplit(".", 1)[0]
+
+
+def kubernetes_module(release: str) -> Path:
+    """kubernetes_module: the wrapper module that builds ``release``."""
+    return GOMOD_DIR / f"kubernetes-{minor(release)}"
+
+
+# The release this process runs: chosen once, from the environment, when it starts.
+KUBERNETES = kubernetes_release(os.environ.get(KUBERNETES_ENV))
 
 
 @dataclass(frozen=True)
@@ -85,7 +120,7 @@ def _k8s_version_ldflags(version: str) -> tuple[str, ...]:
 KUBERNETES_COMPONENT = Component(
     name="kubernetes",
     version=KUBERNETES,
-    module_dir=GOMOD_DIR / "kubernetes",
+    module_dir=kubernetes_module(KUBERNETES),
     packages=(
         "k8s.io/kubernetes/cmd/kube-apiserver",
         "k8s.io/kubernetes/cmd/kube-controller-manager",
@@ -129,7 +164,7 @@ PROMETHEUS_COMPONENT = Component(
 KUBERNETES_NODE_COMPONENT = Component(
     name="kubernetes-node",
     version=KUBERNETES,
-    module_dir=GOMOD_DIR / "kubernetes",
+    module_dir=kubernetes_module(KUBERNETES),
     packages=("k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kube-proxy"),
     ldflags=_k8s_version_ldflags(KUBERNETES),
 )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from aitj.devcluster.versions import KUBERNETES, KUBERNETES_ENV
 from tests.clusters import KubeCluster, free_port
 from tests.e2e import rbac
 from tests.e2e.install import install_crd
@@ -22,6 +23,13 @@ from tests.operator_process import OperatorProcess
 
 # Read last: the audit log then holds every request the session's scenarios made the operator send.
 LAST = "test_rbac_audit.py"
+
+
+def pytest_report_header() -> str:
+    """pytest_report_header: the Kubernetes release the local control plane runs this session
+    (``$AITJ_KUBERNETES``, the newest when unset: docs/devcluster.md, "Kubernetes versions")."""
+    chosen = os.environ.get(KUBERNETES_ENV, "")
+    return f"local control plane: Kubernetes {KUBERNETES} (${KUBERNETES_ENV}={chosen})"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -15,6 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from aitj.devcluster import faults
 from aitj.devcluster.nodes import node_manifest, profile
+from aitj.devcluster.versions import KUBERNETES
 from tests.clusters import KubeCluster
 from tests.seeds import seed_job
 from tests.waiting import wait_for
@@ -199,3 +200,12 @@ def test_clients_reconnect_after_the_apiserver_restarts(cluster: KubeCluster, na
     wait_for(
         lambda: all(node_ready(cluster, n) == "True" for n in nodes), 30, "every node Ready after the restart"
     )
+
+
+def test_the_cluster_runs_the_release_the_session_asked_for(cluster: KubeCluster) -> None:
+    # $AITJ_KUBERNETES picks it (make test-matrix); the newest when unset.
+    if cluster.local is None:
+        pytest.skip("an existing cluster runs whatever it runs")
+    info = client.VersionApi(cluster.api).get_code()
+    assert info.git_version == KUBERNETES
+    assert cluster.local.recorded()["kubernetes"] == KUBERNETES

@@ -2,7 +2,10 @@
 ``volcano`` profile places a job's pods all or none, the operator makes the gang objects.
 
 Each test pins its trainers to nodes of its own (tests/e2e/pools.py) with a known number of
-GPUs, and asks one GPU per trainer, so "fits" and "does not fit" are exact.
+GPUs, and asks one GPU per trainer, so "fits" and "does not fit" are exact. The gang API's
+version is the one the cluster serves (v1beta1 on Kubernetes 1.37, v1alpha2 on 1.36); on a
+cluster that serves neither (1.35: the local control plane then runs without gangs) every test
+here is skipped.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from aitj.controller import gangapi
 from aitj.controller.kubeclient import api_client
 from aitj.controller.served import served_kinds
 from aitj.core.render import gang
+from aitj.devcluster.config import NATIVE_GANG
 from aitj.devcluster.nodes import node_manifest, profile
+from aitj.devcluster.versions import KUBERNETES, minor
 from tests.clusters import KubeCluster
 from tests.e2e.pools import POOL_LABEL, Pool
 from tests.jobs import (
@@ -39,6 +44,22 @@ from tests.waiting import wait_for
 pytestmark = pytest.mark.e2e
 
 GPU = "nvidia.com/gpu"
+# The version each release's local control plane serves (aitj.devcluster.config.NATIVE_GANG).
+SERVED_BY_RELEASE = {m: g.api_version.split("/")[1] for m, g in NATIVE_GANG.items()}
+
+
+@pytest.fixture(scope="module")
+def version(cluster: KubeCluster) -> str:
+    """version: the gang API's version the cluster serves, as the operator finds it at start."""
+    found = gangapi.served_version(cluster.api)
+    if found is None:
+        pytest.skip("the cluster serves no native gang API the operator uses (Kubernetes 1.35)")
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _served(version: str) -> None:
+    """_served: every test here needs the gang API (``version`` skips them where it is not)."""
 
 
 def gpu_node(cluster: KubeCluster, pool: Pool, gpus: int) -> str:
@@ -78,8 +99,9 @@ def gang_job(name: str, pool: Pool, replicas: int, min_replicas: int, **changes:
 
 
 def gang_objects(cluster: KubeCluster, namespace: str, plural: str) -> list[dict[str, Any]]:
+    version = gangapi.served_version(cluster.api) or gang.NEWEST
     items: list[dict[str, Any]] = _custom(cluster).list_namespaced_custom_object(
-        gang.GROUP, gang.VERSION, namespace, plural
+        gang.GROUP, version, namespace, plural
     )["items"]
     return items
 
@@ -97,7 +119,7 @@ def bound(pods: list[Any]) -> list[Any]:
 
 
 def test_a_gang_that_fits_only_in_part_binds_no_pod_until_a_node_with_room_comes(
-    cluster: KubeCluster, namespace: str, operator: OperatorProcess, pool: Pool
+    cluster: KubeCluster, namespace: str, operator: OperatorProcess, pool: Pool, version: str
 ) -> None:
     gpu_node(cluster, pool, 3)
     name = "gang-partial"
@@ -108,6 +130,13 @@ def test_a_gang_that_fits_only_in_part_binds_no_pod_until_a_node_with_room_comes
     assert pg["metadata"]["name"] == f"{name}-gang-0"
     assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
     assert pg["metadata"]["ownerReferences"][0]["name"] == name
+    # Made, so written in a version the cluster serves (it serves only ``version``: the last
+    # test), and read in it the PodGroup names its Workload's template as that version does.
+    if version == "v1alpha2":
+        template = {"workloadName": name, "podGroupTemplateName": gang.TEMPLATE}
+        assert pg["spec"]["podGroupTemplateRef"] == {"workload": template}
+    else:
+        assert pg["spec"]["workloadRef"] == {"workloadName": name, "templateName": gang.TEMPLATE}
     (wl,) = gang_objects(cluster, namespace, gang.WORKLOAD_PLURAL)
     assert wl["metadata"]["name"] == name
     pods = trainers(cluster, namespace, name)
@@ -221,13 +250,17 @@ def _unschedulable(pod: Any) -> str:
 
 
 def test_the_operator_plans_gangs_only_where_it_serves_them_and_it_may_list_them(
-    cluster: KubeCluster, operator_kubeconfig: Path
+    cluster: KubeCluster, operator_kubeconfig: Path, version: str
 ) -> None:
-    assert set(gangapi.KINDS) <= served_kinds(cluster.api)  # the local control plane serves it
+    # The local control plane serves the version of its release, and only that one.
+    assert version == SERVED_BY_RELEASE[minor(KUBERNETES)]
+    assert set(gangapi.KINDS) <= served_kinds(cluster.api, version)
+    others = [v for v in gang.VERSIONS if v != version]
+    assert all(not set(gangapi.KINDS) & served_kinds(cluster.api, v) for v in others)
     operator_api = api_client(operator_kubeconfig)
-    assert gangapi.gang_schedulers(operator_api, ["volcano"]) == {"volcano"}
-    assert gangapi.gang_schedulers(operator_api, ["volcano"], ["default"]) == {"volcano"}
+    assert gangapi.gang_schedulers(operator_api, ["volcano"], (), version) == {"volcano"}
+    assert gangapi.gang_schedulers(operator_api, ["volcano"], ["default"], version) == {"volcano"}
     # A role that predates the gang kinds: nothing about gangs, rather than informers refused forever.
     nobody: Any = cluster.new_api()  # the client's header setter is untyped
     nobody.set_default_header("Impersonate-User", "nobody-in-particular")
-    assert gangapi.gang_schedulers(nobody, ["volcano"]) == frozenset()
+    assert gangapi.gang_schedulers(nobody, ["volcano"], (), version) == frozenset()

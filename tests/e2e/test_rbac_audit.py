@@ -24,6 +24,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from aitj.controller import gangapi
 from aitj.core import api, naming
 from aitj.core.render import gang
 from aitj.devcluster import faults
@@ -145,7 +146,11 @@ def pod_groups(cluster: KubeCluster, namespace: str, job: str) -> list[str]:
     """pod_groups: the names of ``job``'s native gang PodGroups."""
     custom: Any = client.CustomObjectsApi(cluster.api)
     found = custom.list_namespaced_custom_object(
-        gang.GROUP, gang.VERSION, namespace, gang.POD_GROUP_PLURAL, label_selector=f"{api.LABEL_JOB}={job}"
+        gang.GROUP,
+        gangapi.served_version(cluster.api) or gang.NEWEST,
+        namespace,
+        gang.POD_GROUP_PLURAL,
+        label_selector=f"{api.LABEL_JOB}={job}",
     )
     return sorted(item["metadata"]["name"] for item in found["items"])
 

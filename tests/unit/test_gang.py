@@ -105,7 +105,7 @@ def test_a_job_on_a_gang_scheduler_gets_its_workload_and_first_pod_group_before_
     kinds = [m.kind for m in first.ensure]
     assert kinds[-2:] == [ObjectKind.GANG_WORKLOAD, ObjectKind.GANG_POD_GROUP]
     workload, pod_group = first.ensure[-2].body, first.ensure[-1].body
-    assert workload["apiVersion"] == "scheduling.k8s.io/v1alpha2" and workload["kind"] == "Workload"
+    assert workload["apiVersion"] == "scheduling.k8s.io/v1beta1" and workload["kind"] == "Workload"
     assert spec_of(workload)["podGroupTemplates"] == [
         {"name": "trainers", "schedulingPolicy": {"gang": {"minCount": 1}}}
     ]
@@ -115,12 +115,20 @@ def test_a_job_on_a_gang_scheduler_gets_its_workload_and_first_pod_group_before_
         pod_group["metadata"]["ownerReferences"][0]["uid"]
         == workload["metadata"]["ownerReferences"][0]["uid"]
     )
-    assert spec_of(pod_group)["podGroupTemplateRef"] == {
-        "workload": {"workloadName": JOB, "podGroupTemplateName": "trainers"}
-    }
+    assert spec_of(pod_group)["workloadRef"] == {"workloadName": JOB, "templateName": "trainers"}
     assert [c.body["spec"]["schedulingGroup"] for c in first.creates] == [
         {"podGroupName": f"{JOB}-gang-0"}
     ] * 3
+
+
+def test_the_gang_objects_are_written_in_the_version_the_cluster_serves() -> None:
+    settings = dataclasses.replace(GANG, gang_version="v1alpha2")  # Kubernetes 1.36
+    first = GangCluster(on_scheduler(seed_job()), settings).step(1)
+    workload, pod_group = first.ensure[-2].body, first.ensure[-1].body
+    assert {workload["apiVersion"], pod_group["apiVersion"]} == {"scheduling.k8s.io/v1alpha2"}
+    assert spec_of(pod_group)["podGroupTemplateRef"] == {
+        "workload": {"workloadName": JOB, "podGroupTemplateName": "trainers"}
+    }
 
 
 def test_min_count_is_the_sum_of_the_workers_min_replicas_and_leaves_out_the_launcher() -> None:

@@ -13,12 +13,13 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as TransportError
 
-from aitj.controller.cache import OWNED_COLLECTIONS, UNWATCHED
+from aitj.controller.cache import UNWATCHED, owned_kind
 from aitj.controller.executor.contract import StepFailed
 from aitj.controller.informer import METADATA_ONLY as METADATA_ONLY_LIST
 from aitj.controller.informer import METADATA_ONLY_WATCH as METADATA_ONLY_ONE
 from aitj.controller.kubeclient import raw_get
 from aitj.core.planner.types import ObjectKind
+from aitj.core.render import gang
 from aitj.core.wire import mapping
 
 
@@ -51,14 +52,14 @@ def version_test_failed(e: ApiException) -> bool:
 
 
 def read_metadata(
-    api_client: client.ApiClient, namespace: str, kind: ObjectKind, name: str
+    api_client: client.ApiClient, namespace: str, kind: ObjectKind, name: str, gang_version: str = gang.NEWEST
 ) -> Mapping[str, Any] | None:
     """read_metadata: the metadata of one object (None: there is none), read with the verb
     the operator already holds on its kind: ``list`` by name (fieldSelector) for each kind
     it watches, so no ``get`` is granted on them; ``get`` for a Secret, the one kind it
-    may not list (a list of Secrets is a read of every one)."""
-    group_path, plural = OWNED_COLLECTIONS[kind]
-    path = f"{group_path}/namespaces/{namespace}/{plural}"
+    may not list (a list of Secrets is a read of every one). The native gang kinds are read
+    in ``gang_version``."""
+    path = owned_kind(kind, gang_version).path(namespace)
     try:
         if kind in UNWATCHED:
             status, data = raw_get(api_client, f"{path}/{name}", accept=METADATA_ONLY_ONE)

@@ -324,7 +324,7 @@ class Calls(PlanSink):
     def _exists(self, kind: ObjectKind, name: str) -> None:
         """_exists: a create of ``kind`` ``name`` met AlreadyExists: read its metadata (never a
         Secret's data) for the cache, and stop the pass when the job is not its controller."""
-        found = read_metadata(self.ex.api_client, self.job.namespace, kind, name)
+        found = read_metadata(self.ex.api_client, self.job.namespace, kind, name, self.ex.gang.version)
         if found is None:
             return  # gone since: the next pass makes it
         self.written.owned.append((kind, found))

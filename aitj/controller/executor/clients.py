@@ -15,6 +15,7 @@ from aitj.controller.executor.fanout import Fanout
 from aitj.controller.executor.wire import Wire
 from aitj.controller.gangapi import GangApi
 from aitj.core.planner.types import ObjectKind
+from aitj.core.render import gang as gang_render
 from aitj.core.render import volcano
 
 # Per kind: the client (``core``, ``policy``, ``rbac``, ...) and its method.
@@ -84,8 +85,13 @@ class Clients:
     clock: Callable[[], dt.datetime]
 
     @classmethod
-    def of(cls, api_client: client.ApiClient, clock: Callable[[], dt.datetime]) -> Clients:
-        """of: the clients over ``api_client``."""
+    def of(
+        cls,
+        api_client: client.ApiClient,
+        clock: Callable[[], dt.datetime],
+        gang_version: str = gang_render.NEWEST,
+    ) -> Clients:
+        """of: the clients over ``api_client`` (the native gang kinds' in ``gang_version``)."""
         custom = client.CustomObjectsApi(api_client)
         return cls(
             api_client=api_client,
@@ -94,7 +100,7 @@ class Clients:
             policy=client.PolicyV1Api(api_client),
             rbac=client.RbacAuthorizationV1Api(api_client),
             volcano=VolcanoPodGroups(custom),
-            gang=GangApi(api_client),
+            gang=GangApi(api_client, gang_version),
             wire=Wire(api_client),
             fanout=Fanout(),
             clock=clock,

@@ -17,6 +17,7 @@ from aitj.controller.executor.contract import Sent, StepFailed, Stop, Target, wa
 from aitj.controller.written import Written
 from aitj.core.planner.failed_pass import Report
 from aitj.core.planner.types import Plan
+from aitj.core.render import gang
 
 
 class KubeExecutor:
@@ -27,8 +28,9 @@ class KubeExecutor:
         self,
         api_client: client.ApiClient,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        gang_version: str = gang.NEWEST,
     ) -> None:
-        self.clients = Clients.of(api_client, clock)
+        self.clients = Clients.of(api_client, clock, gang_version)
 
     def execute(self, target: Target, plan: Plan) -> Sent:
         """execute sends ``plan`` for ``target``, step by step (``STEPS``), and returns what the

@@ -104,9 +104,10 @@ def plan_gang(job: Job, found: Survey, owned: Owned | None, settings: Settings) 
     ensure: list[Manifest] = []
     workload = render_gang.workload_name(job.name)
     if ObjectRef(ObjectKind.GANG_WORKLOAD, workload) not in owned:
-        ensure.append(Manifest(ObjectKind.GANG_WORKLOAD, workload, render_gang.render_workload(job, count)))
+        body = render_gang.render_workload(job, count, settings.gang_version)
+        ensure.append(Manifest(ObjectKind.GANG_WORKLOAD, workload, body))
     if ObjectRef(ObjectKind.GANG_POD_GROUP, name) not in owned:
-        body = render_gang.render_pod_group(job, epoch, count)
+        body = render_gang.render_pod_group(job, epoch, count, settings.gang_version)
         ensure.append(Manifest(ObjectKind.GANG_POD_GROUP, name, body))
     removes = tuple(
         sorted(

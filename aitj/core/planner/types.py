@@ -104,12 +104,15 @@ class Settings:
     (``--node-fault-condition``, ``--node-fault-taint``; aitj.core.nodesignals);
     ``volcano_podgroups``: Volcano's PodGroup kind was served when the operator started;
     ``gang_schedulers``: the schedulerNames that gang-schedule with Kubernetes' native
-    Workload API, empty when the cluster does not serve it (aitj.core.planner.gang)."""
+    Workload API, empty when the cluster does not serve it (aitj.core.planner.gang);
+    ``gang_version``: the version of that API the gang objects are written in, the newest
+    the cluster serves (aitj.core.render.gang.served_version)."""
 
     priority_classes: Mapping[str, str] = field(default_factory=dict, hash=False)
     node_signals: NodeSignals = DEFAULT_SIGNALS
     volcano_podgroups: bool = False
     gang_schedulers: frozenset[str] = frozenset()
+    gang_version: str = "v1beta1"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Regenerate the Kubernetes wrapper module for a release: ``python -m aitj.devcluster.gomod.regen v1.36.3``.
+"""Write the Kubernetes wrapper module of a release: ``python -m aitj.devcluster.gomod.regen v1.37.2``.
 
 ``go install k8s.io/kubernetes/cmd/...@vX`` does not work: the release's go.mod requires its
 staging modules (k8s.io/api, k8s.io/client-go, ...) at v0.0.0 and replaces them with
@@ -6,7 +6,10 @@ staging modules (k8s.io/api, k8s.io/client-go, ...) at v0.0.0 and replaces them 
 release and replaces each staging module with its published v0.Y.Z version instead. The list of
 staging modules and the godebug line are read from the release's own go.mod, so a new release
 that adds a staging module (1.36 added cri-streaming and streaming) needs no hand edits.
-Afterwards run ``go mod tidy`` in gomod/kubernetes and update ``versions.KUBERNETES``.
+Each minor release has its own module, ``gomod/kubernetes-<minor>`` (``versions.kubernetes_module``),
+so the releases the local control plane runs (``versions.KUBERNETES_RELEASES``) build side by
+side. Copy ``tools.go`` from another release's folder, run this, then ``go mod tidy`` there, and
+list the release in ``versions.KUBERNETES_RELEASES``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ def release_gomod(version: str) -> str:
         capture_output=True,
         text=True,
         check=True,
-        cwd=HERE / "kubernetes",
+        cwd=HERE,
     ).stdout
     return Path(json.loads(out)["GoMod"]).read_text()
 
@@ -59,8 +62,10 @@ def main() -> None:
         raise SystemExit("usage: python -m aitj.devcluster.gomod.regen v1.X.Y")
     version = sys.argv[1]
     text = wrapper_gomod(release_gomod(version), version)
-    (HERE / "kubernetes" / "go.mod").write_text(text)
-    print(f"wrote {HERE / 'kubernetes' / 'go.mod'}; now run `go mod tidy` there")
+    folder = HERE / f"kubernetes-{version.lstrip('v').rsplit('.', 1)[0]}"
+    folder.mkdir(exist_ok=True)
+    (folder / "go.mod").write_text(text)
+    print(f"wrote {folder / 'go.mod'}; now copy tools.go beside it and run `go mod tidy` there")
 
 
 if __name__ == "__main__":
