@@ -61,7 +61,7 @@ def restarts_counted(operator: OperatorProcess, namespace: str) -> float:
     return sum(
         float(value)
         for labels, value in pattern.findall(operator.metrics())
-        if f'namespace="{namespace}"' in labels and f'job="{NAME}"' in labels
+        if f'namespace="{namespace}"' in labels and f'job_name="{NAME}"' in labels
     )
 
 
