@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitj.core import api, naming
+from aitj.core.observed import ANNOTATION_IN_PLACE
 from aitj.core.render._meta import owner_reference, require_dns1035_label, require_dns1123_label
 from aitj.core.render.access import names_account
 from aitj.core.render.avoid import avoid_names, exclude_nodes
@@ -107,8 +108,12 @@ def render_pod(
     finalizer: str,
     extra_annotations: Mapping[str, str] = _NO_ANNOTATIONS,
     placement: Placement = ANYWHERE,
+    in_place: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     """render_pod returns the pod ``pod`` names, placed as ``placement`` says.
+
+    ``in_place``: the exit codes on which the kubelet restarts all the pod's containers in
+    place (``in_place_rules``; empty: none, the pod is as before).
 
     ``restart_counts`` is ``status.RestartCount`` (replica name → restarts); this replica's
     entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. The replica's template is not modified.
@@ -140,6 +145,9 @@ def render_pod(
     annotations = {**(template_meta.get("annotations") or {}), **extra_annotations}
     if placement.volcano_pod_group and uses_volcano(replica):
         annotations[ANNOTATION_GROUP_NAME] = placement.volcano_pod_group
+    codes = sorted(c for c in in_place if c != 0)  # exit 0 is a success: never restarted
+    if codes:
+        annotations[ANNOTATION_IN_PLACE] = ",".join(str(c) for c in codes)
     if annotations:
         metadata["annotations"] = annotations
 
@@ -151,8 +159,23 @@ def render_pod(
     ours = job_env(job, replica, pod.index, restart_counts.get(replica.name, 0))
     for container in init_containers + containers:
         inject_env(container, ours)
+    if codes:
+        in_place_rules(containers, codes)
 
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def in_place_rules(containers: list[dict[str, Any]], codes: list[int]) -> None:
+    """in_place_rules: every app container restarts all the pod's containers, in the same pod,
+    when it exits with one of ``codes`` (KEP-5307's restartPolicyRules with KEP-5532's action
+    RestartAllContainers; docs/semantics.md, "In-place restarts and the escalation ladder").
+    Rules need the container's own restartPolicy: Never, the pod's, so any other exit ends
+    the pod as before. A rule of the template's own is kept, after ours. Init containers get
+    none: the kubelet runs them again anyway when it restarts all containers."""
+    ours = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": codes}}
+    for container in containers:
+        container.setdefault("restartPolicy", "Never")
+        container["restartPolicyRules"] = [ours, *(container.get("restartPolicyRules") or [])]
 
 
 def _place(spec: dict[str, Any], placement: Placement) -> None:
