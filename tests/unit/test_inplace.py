@@ -12,12 +12,14 @@ import pytest
 
 from aitj.core.api import FaultTolerantRule, RestartScope, parse_job
 from aitj.core.api.validation import InvalidJob
+from aitj.core.explain.rule_budgets import recovery_lines
 from aitj.core.observed import ANNOTATION_IN_PLACE, PodView
 from aitj.core.planner import in_place
+from aitj.core.planner.core import plan_and_assessment
 from aitj.core.planner.in_place_status import EVENT_IN_PLACE, EVENT_NOT_SERVED
 from aitj.core.planner.ledger import ReplicaHistory
 from aitj.core.planner.rulelog import RuleHistory
-from aitj.core.render.pod import in_place_rules
+from aitj.core.render.pod import in_place_refused, in_place_rules, without_in_place
 from aitj.core.wire import format_time
 from tests.seeds import seed_job
 from tests.unit.builders import Cluster, at, event_rule, exit_rule, launcher, name_of, running_seed, trainer
@@ -334,3 +336,55 @@ def test_a_cluster_that_drops_the_rules_gets_a_replacement_and_says_so() -> None
     # rule 1's budget is charged all the same, and the replacement is rendered with the rules again
     assert in_place.codes(job.spec.replica("trainer"), True, ReplicaHistory(), at(101)) == {137}
     assert result.creates[0].body["metadata"]["annotations"][ANNOTATION_IN_PLACE] == "137"
+
+
+# ---------------------------------------------------------------------------------------------
+# A cluster that refuses the rules at create (Kubernetes 1.35): the pod without them
+
+
+def test_a_pod_without_its_in_place_rules_keeps_the_annotation_and_the_templates_own_rules() -> None:
+    theirs = {"action": "Restart", "exitCodes": {"operator": "In", "values": [3]}}
+    containers: list[dict[str, Any]] = [{"name": "a"}, {"name": "b", "restartPolicyRules": [theirs]}]
+    in_place_rules(containers, [137])
+    body = {"metadata": {"annotations": {ANNOTATION_IN_PLACE: "137"}}, "spec": {"containers": containers}}
+    bare = without_in_place(body)
+    assert bare is not None
+    assert bare["spec"]["containers"] == [
+        {"name": "a"},
+        {"name": "b", "restartPolicy": "Never", "restartPolicyRules": [theirs]},
+    ]
+    assert bare["metadata"]["annotations"] == {ANNOTATION_IN_PLACE: "137"}
+    assert without_in_place({"metadata": {}, "spec": {"containers": [{"name": "a"}]}}) is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        (("spec.containers[0].restartPolicyRules[0].action",), True),
+        (("spec.containers[0].image",), False),
+        ((), False),
+    ],
+)
+def test_a_refusal_naming_the_restart_rules_is_the_clusters_not_serving_them(
+    fields: tuple[str, ...], expected: bool
+) -> None:
+    assert in_place_refused(fields) is expected
+
+
+def test_explain_says_what_the_in_place_rung_does_now_and_what_it_did() -> None:
+    cluster = Cluster(ladder_job(), running_seed())
+    cluster.step(10)
+    restart_in_place(cluster, name_of("trainer", 0), 1, 100)
+    cluster.step(105)
+    views = [p.view() for p in cluster.pods.values()]
+    result, assessment = plan_and_assessment(cluster.job, views, cluster.nodes, at(106))
+    assert assessment is not None
+    lines = recovery_lines(cluster.job, assessment.found.ledger, result, at(106))
+    assert any(
+        "rule 1 exitCodes 137: restartLimit 2 within 600s: 1 used, 1 left; restarts in place" in line
+        and "exit codes 137" in line
+        for line in lines
+    ), lines
+    assert any(
+        "restarted in place" in line and "rule 1 (InPlace) 1 of 2 in 600 s" in line for line in lines
+    ), lines

@@ -34,7 +34,7 @@ def recovery_lines(job: Job, ledger: Ledger, result: Plan, now: datetime) -> tup
                     f"replica {r.name} index {i} keeps off node {e.node} until {format_time(e.until)} "
                     f"(rule {e.rule}, {e.reason})"
                 )
-    restarts = result.status.restarts if result.status is not None else None
+    restarts = (result.status or job.status).restarts  # None: the pass writes no status
     lines.extend(
         f"replica {e.replica} index {e.index} pod {e.pod} restarted in place: {e.message}"
         for e in restarts or ()

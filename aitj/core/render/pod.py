@@ -34,7 +34,7 @@ from __future__ import annotations
 import copy
 import posixpath
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,6 +176,34 @@ def in_place_rules(containers: list[dict[str, Any]], codes: list[int]) -> None:
     for container in containers:
         container.setdefault("restartPolicy", "Never")
         container["restartPolicyRules"] = [ours, *(container.get("restartPolicyRules") or [])]
+
+
+def in_place_refused(fields: Sequence[str]) -> bool:
+    """in_place_refused: an apiserver's refusal of a pod names its containers' restart rules:
+    it does not serve RestartAllContainers (Kubernetes 1.35 by default: container rules are
+    beta there, that action alpha and off), so the pod is to be created without them."""
+    return any(".restartPolicyRules" in f for f in fields)
+
+
+def without_in_place(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """without_in_place: the pod ``body`` without the in-place rules ``in_place_rules`` added
+    (None: it has none). The annotation stays: the pod as observed then says that the rules
+    were asked for and are not there, and a failure the InPlace rule matches replaces the pod
+    (aitj.core.planner.in_place.fallback)."""
+    if ANNOTATION_IN_PLACE not in ((body.get("metadata") or {}).get("annotations") or {}):
+        return None
+    out = copy.deepcopy(dict(body))
+    for container in out["spec"].get("containers") or []:
+        rules = [
+            r for r in container.get("restartPolicyRules") or [] if r.get("action") != "RestartAllContainers"
+        ]
+        if rules:
+            container["restartPolicyRules"] = rules
+            continue
+        container.pop("restartPolicyRules", None)
+        if container.get("restartPolicy") == "Never":
+            container.pop("restartPolicy")  # ours (the pod's own Never says the same)
+    return out
 
 
 def _place(spec: dict[str, Any], placement: Placement) -> None:
