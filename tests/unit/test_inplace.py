@@ -388,3 +388,23 @@ def test_explain_says_what_the_in_place_rung_does_now_and_what_it_did() -> None:
     assert any(
         "restarted in place" in line and "rule 1 (InPlace) 1 of 2 in 600 s" in line for line in lines
     ), lines
+
+
+@pytest.mark.parametrize(
+    ("restart_exit", "rendered", "expected"),
+    [
+        pytest.param((139, "aitj-0", at(40)), "137,139", (139, at(40)), id="the exit the pod shows"),
+        pytest.param(None, "137,139", (137, None), id="only the kubelet's placeholder: the lowest code"),
+        pytest.param(
+            (1, "aitj-0", at(40)), "139", (139, None), id="an exit it does not restart on is not it"
+        ),
+        pytest.param((137, "aitj-0", at(40)), None, (137, at(40)), id="no annotation: the exit shown"),
+        pytest.param(None, None, None, id="nothing to go by"),
+    ],
+)
+def test_the_exit_of_an_in_place_restart(
+    restart_exit: tuple[int, str, Any] | None, rendered: str | None, expected: tuple[int, Any] | None
+) -> None:
+    pod = PodView("p", restarts=1, restart_exit=restart_exit, in_place=rendered)
+    found = in_place.restart_failure(pod)
+    assert (None if found is None else (found.exit_code, found.at)) == expected

@@ -146,21 +146,14 @@ def observe(
     job: Job, replica: ReplicaSpec, index: int, pod: PodView, history: ReplicaHistory, now: datetime
 ) -> Observed:
     """observe: the in-place restarts of ``pod`` (the index's current pod, not failed) not yet
-    charged, each decided in turn (module docstring). An in-place restart whose exit the pod
-    no longer shows is not charged (it cannot be decided); later ones are."""
-    if pod.restarts <= 0 or pod.restart_exit is None:
-        return NOTHING
+    charged, each decided in turn (module docstring), by the exit ``restart_failure`` finds."""
     gen = pod.generation
     done = charged(replica, history, index, gen)
-    if done >= pod.restarts:
+    if pod.restarts <= done:
         return NOTHING
-    code, container, at = pod.restart_exit
-    failure = Failure(
-        FailureKind.EXIT_CODE,
-        f"container {container} exited with code {code}; the kubelet restarted the pod's containers in place",
-        exit_code=code,
-        at=at,
-    )
+    failure = restart_failure(pod)
+    if failure is None:
+        return NOTHING
     charges: list[tuple[str, RuleHistory]] = []
     records: list[InPlaceRecord] = []
     for n in range(done + 1, pod.restarts + 1):
@@ -176,7 +169,7 @@ def observe(
         rule = replica.rules[fired]
         text = rule_text(rule)
         before = history.rule(index, text)
-        times = ((key(gen, n), at or now),) if rule.restart_window is not None else ()
+        times = ((key(gen, n), failure.at or now),) if rule.restart_window is not None else ()
         after = RuleHistory(key(gen, n), before.count + 1, 0, now, times)
         history = history.same_indices(rules=_merged(history, index, text, after))
         charges.append((text, after))
@@ -194,6 +187,29 @@ def observe(
             )
         )
     return Observed(tuple(charges), tuple(records), None)
+
+
+def restart_failure(pod: PodView) -> Failure | None:
+    """restart_failure: the exit that restarted ``pod`` in place, as a failure to decide. The
+    kubelet may replace the exiting container's own last state by its placeholder (reason
+    RestartingAllContainers, 137) once it removes the container to restart them all: then the
+    code is taken as the lowest the pod restarts in place on, which names the same rule unless
+    the pod's codes came from several InPlace rules. None: the pod names no code at all."""
+    rendered = sorted(int(c) for c in (pod.in_place or "").split(",") if c.isdigit())
+    if pod.restart_exit is not None and (not rendered or pod.restart_exit[0] in rendered):
+        code, container, at = pod.restart_exit
+        said = f"container {container} exited with code {code}"
+    elif rendered:
+        code, at = rendered[0], None
+        said = f"a container exited with one of the codes {pod.in_place} (the kubelet does not keep which)"
+    else:
+        return None
+    return Failure(
+        FailureKind.EXIT_CODE,
+        f"{said}; the kubelet restarted the pod's containers in place",
+        exit_code=code,
+        at=at,
+    )
 
 
 def _merged(
