@@ -101,9 +101,7 @@ class InPlaceRecord:
         )
 
 
-def rung(
-    position: int, rule: FaultTolerantRule, after: RuleHistory, history: ReplicaHistory, now: datetime
-) -> str:
+def rung(position: int, rule: FaultTolerantRule, history: ReplicaHistory, now: datetime) -> str:
     """rung: ``rule 1 (InPlace) 2 of 3 in 600 s`` (or ``... 2 of 3 for the job's life``, or
     ``rule 1 (InPlace), no restartLimit``): which rung acted, and how much of its budget is used."""
     head = f"rule {position + 1} ({rule.restart_scope.value})"
@@ -182,7 +180,7 @@ def observe(
                 n,
                 failure,
                 text,
-                rung(fired, rule, after, history, now),
+                rung(fired, rule, history, now),
                 now,
             )
         )
