@@ -290,6 +290,10 @@ def test_in_place_then_replace_the_pod_then_restart_the_replica_then_fail() -> N
     # created while rung 1 is spent: no in-place rules
     assert ANNOTATION_IN_PLACE not in result.creates[0].body["metadata"].get("annotations", {})
     assert cluster.status["restarts"][-1]["rule"] == "exitCodes 137 (rule 2)"
+    assert cluster.status["restarts"][-1]["message"].endswith(
+        "rule 1 (InPlace) is spent (restartLimit 2 within 600s: 2 used, 0 left, one frees at "
+        f"{format_time(at(700))}): escalated"
+    )
     served(cluster, result.creates)
     cluster.run_all(306, "node-a")
     cluster.step(307)

@@ -27,6 +27,7 @@ restarts. docs/semantics.md, "In-place restarts and the escalation ladder".
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -35,7 +36,16 @@ from aitj.core.observed import PodView
 from aitj.core.planner import rule_budgets
 from aitj.core.planner.ledger import ReplicaHistory
 from aitj.core.planner.rulelog import RuleHistory, RuleKey
-from aitj.core.policy import Failure, FailureKind, RestartDecision, allows, decide, rule_text
+from aitj.core.policy import (
+    Failure,
+    FailureKind,
+    RestartDecision,
+    RuleCheck,
+    RuleWhy,
+    allows,
+    decide,
+    rule_text,
+)
 from aitj.core.wire import format_time
 
 STRIDE = 1_000_000
@@ -163,7 +173,7 @@ def observe(
             or fired is None
             or decision.scope is not RestartScope.IN_PLACE
         ):
-            return Observed(tuple(charges), tuple(records), failure)
+            return Observed(tuple(charges), tuple(records), escalated(replica, failure, decision.trace))
         rule = replica.rules[fired]
         text = rule_text(rule)
         before = history.rule(index, text)
@@ -185,6 +195,19 @@ def observe(
             )
         )
     return Observed(tuple(charges), tuple(records), None)
+
+
+def escalated(replica: ReplicaSpec, failure: Failure, trace: tuple[RuleCheck, ...]) -> Failure:
+    """escalated: ``failure`` saying which InPlace rung is spent, so the next rung's restart
+    (its status entry, its Event) says why it acted."""
+    spent = [
+        f"rule {c.index + 1} (InPlace) is spent ({c.detail})"
+        for c in trace
+        if c.why is RuleWhy.BUDGET_SPENT and replica.rules[c.index].restart_scope is RestartScope.IN_PLACE
+    ]
+    if not spent:
+        return failure
+    return dataclasses.replace(failure, description=f"{failure.description}; {'; '.join(spent)}: escalated")
 
 
 def restart_failure(pod: PodView) -> Failure | None:
