@@ -259,6 +259,7 @@ def served(cluster: Cluster, creates: Any, keep: bool = True) -> None:
 
 def restart_in_place(cluster: Cluster, name: str, restarts: int, when: float, code: int = 137) -> None:
     """restart_in_place: what the kubelet shows after restarting the pod's containers in place."""
+    cluster.pods[name].raw["metadata"].setdefault("annotations", {})[ANNOTATION_IN_PLACE] = "137"
     status = cluster.pods[name].raw["status"]["containerStatuses"][0]
     status["restartCount"] = restarts
     status["lastState"] = {"terminated": {"exitCode": code, "finishedAt": format_time(at(when))}}
@@ -312,6 +313,17 @@ def test_in_place_then_replace_the_pod_then_restart_the_replica_then_fail() -> N
     result = cluster.step(501)
     assert result.creates == ()
     assert "budget ran out" in str(cluster.status)
+
+
+def test_container_restarts_of_a_pod_rendered_without_in_place_rules_are_not_ours() -> None:
+    cluster = Cluster(ladder_job(), running_seed())
+    cluster.step(10)
+    status = cluster.pods[name_of("trainer", 0)].raw["status"]["containerStatuses"][0]
+    status["restartCount"] = 1  # the template's own container restartPolicy, say
+    status["lastState"] = {"terminated": {"exitCode": 137, "finishedAt": format_time(at(100))}}
+    result = cluster.step(105)
+    assert (result.creates, result.deletes) == ((), ())
+    assert not cluster.status.get("restarts")
 
 
 def test_a_replay_charges_nothing_twice() -> None:

@@ -243,7 +243,7 @@ class _Surveyor:
         failure = classify(current, nodes.get(current.node_name) if current.node_name else None, self.signals)
         if failure is None and (r.name, i) not in self.joining:
             failure = restart_timed_out(current, r, self.now)
-        if failure is None and current.restarts:
+        if failure is None and current.restarts and current.in_place:  # restarted by our rules only
             failure = self.in_place_restarts(r, i, current)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:
