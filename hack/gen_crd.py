@@ -43,7 +43,13 @@ sys.path.insert(0, str(ROOT))
 
 from aitj.core import api, exitcodes  # noqa: E402
 from aitj.core.api import validation  # noqa: E402
-from aitj.core.api.replica import WINDOW_LIMIT_MESSAGE  # noqa: E402
+from aitj.core.api.replica import (  # noqa: E402
+    IN_PLACE_BACKOFF_MESSAGE,
+    IN_PLACE_EVENT_MESSAGE,
+    IN_PLACE_EXCLUDE_MESSAGE,
+    IN_PLACE_UNREACHABLE_MESSAGE,
+    WINDOW_LIMIT_MESSAGE,
+)
 from aitj.core.api.status import status_schema  # noqa: E402
 from aitj.devcluster.versions import KUBERNETES_NEWEST as K8S_VERSION  # noqa: E402
 
@@ -318,6 +324,32 @@ def recovery_properties() -> Schema:
     }
 
 
+def in_place_rules() -> list[Schema]:
+    """in_place_rules: what a rule with restartScope InPlace cannot have (issue 28): the kubelet
+    restarts containers on their exit codes only, at once, on the pod's own node."""
+    in_place = "has(self.restartScope) && self.restartScope == 'InPlace'"
+    return [
+        rule(f"!({in_place}) || has(self.exitCodes)", IN_PLACE_EVENT_MESSAGE, field_path=".restartScope"),
+        rule(f"!({in_place}) || !has(self.backoff)", IN_PLACE_BACKOFF_MESSAGE, field_path=".backoff"),
+        rule(
+            f"!({in_place}) || !has(self.excludeNodeSeconds)",
+            IN_PLACE_EXCLUDE_MESSAGE,
+            field_path=".excludeNodeSeconds",
+        ),
+    ]
+
+
+def in_place_reachable() -> Schema:
+    """in_place_reachable: an InPlace rule after a rule with the same exitCodes (as written) and
+    no restartLimit can never act: that rule is never spent and always matches first."""
+    return rule(
+        "self.all(r, !has(r.restartScope) || r.restartScope != 'InPlace' || !has(r.exitCodes) || "
+        "!self.exists(e, self.indexOf(e) < self.indexOf(r) && has(e.exitCodes) && "
+        "string(e.exitCodes) == string(r.exitCodes) && !has(e.restartLimit)))",
+        IN_PLACE_UNREACHABLE_MESSAGE,
+    )
+
+
 def rule_schema() -> Schema:
     """rule_schema: one faultTolerantPolicy rule."""
     codes = cel_str(exitcodes.LIST_PATTERN)
@@ -377,7 +409,10 @@ def rule_schema() -> Schema:
             ),
             "restartScope": string(
                 "What a restart recreates: the failed Pod (same index, new name), every pod of this "
-                "Replica spec, or All pods of the job. Unset: the replica's restartScope.",
+                "Replica spec, or All pods of the job; or InPlace: the kubelet restarts the pod's "
+                "containers in the same pod, on the same node (Kubernetes' container restart rules, "
+                "RestartAllContainers), while the rule's budget lasts; a cluster that does not serve "
+                "it gets a pod replacement instead. Unset: the replica's restartScope.",
                 enum=enum_values(api.RestartScope),
             ),
             **recovery_properties(),
@@ -398,6 +433,7 @@ def rule_schema() -> Schema:
                 WINDOW_LIMIT_MESSAGE,
                 field_path=".restartLimit",
             ),
+            *in_place_rules(),
             rule(
                 "!has(self.exitCodes) || !has(self.restartPolicy) || self.restartPolicy == 'ExitCode'",
                 message_expression=(
@@ -480,8 +516,8 @@ def replica_schema(template: Schema) -> Schema:
             ),
             "restartScope": string(
                 "What a restart recreates: Pod (default) the failed pod under the same index, Replica "
-                "every pod of this replica spec, All every pod of the job.",
-                enum=enum_values(api.RestartScope),
+                "every pod of this replica spec, All every pod of the job. (InPlace is a rule's only.)",
+                enum=enum_values(api.REPLICA_SCOPES),
                 default=api.DEFAULT_RESTART_SCOPE.value,
             ),
             "restartLimit": integer(
@@ -542,6 +578,7 @@ def replica_schema(template: Schema) -> Schema:
                 "maxItems": api.MAX_RULES,
                 "x-kubernetes-list-type": "atomic",
                 "items": rule_schema(),
+                "x-kubernetes-validations": [in_place_reachable()],
             },
             "template": template,
         },

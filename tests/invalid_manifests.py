@@ -462,6 +462,46 @@ CASES: list[Case] = [
         f"{T}.faultTolerantPolicy",
         "must have at most 16 items",
     ),
+    # --- in-place restarts (issue 28): ladders that cannot work ----------------------------------
+    Case(
+        "a replica restartScope InPlace is refused (a rule's rung only)",
+        setting(f"{T}.restartScope", "InPlace"),
+        f"{T}.restartScope",
+        'Unsupported value: "InPlace"',
+    ),
+    Case(
+        "an exceptionalEvent rule with restartScope InPlace is refused",
+        setting(f"{T_RULE}.restartScope", "InPlace"),
+        f"{T_RULE}.restartScope",
+        "restartScope InPlace needs exitCodes",
+    ),
+    Case(
+        "an InPlace rule with backoff is refused",
+        each(
+            setting(f"{L_CODES}.restartScope", "InPlace"),
+            setting(f"{L_CODES}.backoff", {"initialSeconds": 2}),
+        ),
+        f"{L_CODES}.backoff",
+        "restartScope InPlace cannot have backoff",
+    ),
+    Case(
+        "an InPlace rule with excludeNodeSeconds is refused",
+        each(setting(f"{L_CODES}.restartScope", "InPlace"), setting(f"{L_CODES}.excludeNodeSeconds", 60)),
+        f"{L_CODES}.excludeNodeSeconds",
+        "restartScope InPlace cannot have excludeNodeSeconds",
+    ),
+    Case(
+        "an InPlace rule after a rule with the same exitCodes and no restartLimit is refused",
+        setting(
+            f"{L}.faultTolerantPolicy",
+            [
+                {"exitCodes": "137", "restartPolicy": "ExitCode"},
+                {"exitCodes": "137", "restartPolicy": "ExitCode", "restartScope": "InPlace"},
+            ],
+        ),
+        f"{L}.faultTolerantPolicy",
+        "a rule with restartScope InPlace can never act",
+    ),
     # --- the pod template ------------------------------------------------------------------------
     Case(
         "a replica without a template is refused",

@@ -43,7 +43,7 @@ from prometheus_client import Counter, Gauge, Histogram, Summary
 from prometheus_client.metrics import MetricWrapperBase
 
 from aitj.core import api
-from aitj.core.api import Phase, RestartScope
+from aitj.core.api import REPLICA_SCOPES, Phase
 from aitj.core.planner.types import DeleteReason
 from aitj.core.policy import FailureKind
 from aitj.core.telemetry import ReplicaState as ReplicaState  # re-exported: the catalogue's
@@ -229,7 +229,7 @@ BY_NAME = {f.name: f for f in CATALOGUE}
 # The closed label sets (tests and docs read these; the dashboards use them for legends).
 LABEL_VALUES: dict[str, tuple[str, ...]] = {
     "cause": tuple(k.value for k in FailureKind),
-    "scope": tuple(s.value for s in RestartScope),
+    "scope": tuple(s.value for s in REPLICA_SCOPES),  # an in-place restart is no RestartRecord
     "phase": tuple(p.value for p in Phase),
     "state": tuple(s.value for s in ReplicaState),
     "direction": tuple(d.value for d in ScaleDirection),
@@ -408,7 +408,7 @@ def _known_at_zero() -> None:
         if cause is FailureKind.RESTART_TIMEOUT:  # the failure of a restart: never restarted
             continue
         FAULT_DETECTION.labels(cause.value)
-        for scope in RestartScope:
+        for scope in REPLICA_SCOPES:
             RECOVERY.labels(cause.value, scope.value)
 
 

@@ -47,6 +47,13 @@ ANNOTATION_HOSTS = f"{LABEL_PREFIX}/discovery-hosts"
 # cache about 800 B (tests/unit/test_informer_memory.py). A pod that names an AITrainingJob it
 # was not made by is deleted by the garbage collector, unless a finalizer of its maker's holds it:
 # then it costs up to this much, as many as its namespace's pod quota allows.
+# The exit codes the operator rendered as in-place restart rules into the pod's containers
+# (aitj.core.render.pod.in_place_rules): "137,139". Its presence with no rule in the pod's spec
+# says the cluster dropped them (docs/semantics.md, "In-place restarts and the escalation ladder").
+ANNOTATION_IN_PLACE = f"{LABEL_PREFIX}/in-place"
+MAX_IN_PLACE_ANNOTATION = 1024  # 255 codes of up to 3 digits and their commas
+# The kubelet's reason on the containers it stops to restart them all (not the one that exited).
+RESTARTING_ALL_CONTAINERS = "RestartingAllContainers"
 MAX_LEDGER_ANNOTATION = 256 * 1024
 MAX_HOSTS_ANNOTATION = 128  # a digest (aitj.core.planner.hostfiles.digest): 16 hex characters
 
@@ -100,6 +107,15 @@ class PodView:
     owner_uid: str | None = None  # the uid of its controller (the job that made it), if it names one
     ledger_dropped: int = 0  # the size of a stamp too large to keep (MAX_LEDGER_ANNOTATION), else 0
     pod_group: str | None = None  # spec.schedulingGroup.podGroupName: its gang (aitj.core.planner.gang)
+    # In-place restarts (issue 28): the ANNOTATION_IN_PLACE codes; whether the spec as stored has
+    # an app container rule RestartAllContainers (the cluster served the rules); the in-place
+    # restarts so far (the highest app container restartCount: with the container
+    # restartPolicy Never, only such a rule restarts one); the last one's exit (code,
+    # container, finishedAt), from the lastState of the container whose exit triggered it.
+    in_place: str | None = None
+    in_place_served: bool = False
+    restarts: int = 0
+    restart_exit: tuple[int, str, datetime | None] | None = None
 
     def made_by(self, job_name: str, job_uid: str) -> bool:
         """made_by: the job ``job_name`` (uid ``job_uid``) made this pod: it is the pod's
@@ -150,6 +166,7 @@ class PodView:
         hosts = annotations.get(ANNOTATION_HOSTS)
         exit_code, exit_container, exit_at = _exit(spec, status)
         disruption, disruption_at = _disruption(status)
+        app = as_list(status.get("containerStatuses"))
         return cls(
             name=str(meta.get("name", "")),
             namespace=str(meta.get("namespace", "")),
@@ -178,6 +195,10 @@ class PodView:
             owner_uid=str(controller["uid"]) if controller else None,
             ledger_dropped=len(ledger) if ledger is not None and len(ledger) > MAX_LEDGER_ANNOTATION else 0,
             pod_group=mapping(spec.get("schedulingGroup")).get("podGroupName") or None,
+            in_place=_in_place(annotations),
+            in_place_served=_served(spec),
+            restarts=max((as_int(mapping(c).get("restartCount"), 0) or 0 for c in app), default=0),
+            restart_exit=_restart_exit(app),
         )
 
 
@@ -197,6 +218,35 @@ def _stamp(annotations: Mapping[str, Any], controller: Mapping[str, Any] | None)
     if not isinstance(stamp, str) or controller is None or controller.get("kind") != KIND:
         return None
     return stamp
+
+
+def _in_place(annotations: Mapping[str, Any]) -> str | None:
+    value = annotations.get(ANNOTATION_IN_PLACE)
+    return value if isinstance(value, str) and len(value) <= MAX_IN_PLACE_ANNOTATION else None
+
+
+def _served(spec: Mapping[str, Any]) -> bool:
+    """_served: an app container of the spec as stored has a RestartAllContainers rule."""
+    return any(
+        mapping(r).get("action") == "RestartAllContainers"
+        for c in as_list(spec.get("containers"))
+        for r in as_list(mapping(c).get("restartPolicyRules"))
+    )
+
+
+def _restart_exit(statuses: list[Any]) -> tuple[int, str, datetime | None] | None:
+    """_restart_exit: the latest non-zero lastState exit of an app container that the kubelet
+    did not stop itself to restart them all: the exit that restarted the pod in place."""
+    found: tuple[int, str, datetime | None] | None = None
+    for s in map(mapping, statuses):
+        last = mapping(mapping(s.get("lastState")).get("terminated"))
+        code = as_int(last.get("exitCode"))
+        if not code or last.get("reason") == RESTARTING_ALL_CONTAINERS:
+            continue
+        at = parse_time(last.get("finishedAt"))
+        if found is None or (at is not None and (found[2] is None or at > found[2])):
+            found = (code, str(s.get("name", "")), at)
+    return found
 
 
 def _statuses_in_spec_order(

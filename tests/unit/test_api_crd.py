@@ -133,7 +133,12 @@ def test_printer_columns_tell_the_story() -> None:
             REPLICA["properties"]["restartPolicy"], [p.value for p in api.RestartPolicy], id="restartPolicy"
         ),
         pytest.param(
-            REPLICA["properties"]["restartScope"], [p.value for p in api.RestartScope], id="restartScope"
+            REPLICA["properties"]["restartScope"], [p.value for p in api.REPLICA_SCOPES], id="restartScope"
+        ),
+        pytest.param(
+            RULE["properties"]["restartScope"],
+            [p.value for p in api.RestartScope],
+            id="a rule's restartScope",
         ),
         pytest.param(
             RULE["properties"]["restartPolicy"], ["ExitCode", "OnNodeFail"], id="a rule's restartPolicy"

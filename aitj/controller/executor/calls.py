@@ -5,6 +5,7 @@ through one ``Calls`` per pass."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -34,7 +35,7 @@ from aitj.controller.executor.wire import JSON_PATCH, MERGE_PATCH
 from aitj.controller.gangapi import gang_refused
 from aitj.controller.kubeclient import error_fields, error_text, release
 from aitj.controller.logs import log
-from aitj.core import api
+from aitj.core import api, render
 from aitj.core.observed import ANNOTATION_HOSTS, TRACKING_FINALIZER
 from aitj.core.planner import objects
 from aitj.core.planner.failed_pass import Report
@@ -104,6 +105,9 @@ class Calls(PlanSink):
             made = self._create(f"pod {c.name}", self.wire.create_pod, c.body)
         except StepFailed as e:
             cause = e.__cause__
+            if isinstance(cause, ApiException) and (bare := _without_in_place(c, cause)) is not None:
+                self.log.info("in-place restart rules refused: pod created without them", pod=c.name)
+                return self._create_pod(bare)  # once: it has none now
             if isinstance(cause, ApiException) and 400 <= (cause.status or 0) < 500:
                 said = PodRefusal(c.name, c.replica, cause.status, error_text(cause), error_fields(cause))
                 raise PodRefused(str(e), said) from cause
@@ -414,3 +418,12 @@ class Calls(PlanSink):
             if event.name is not None and e.status == 409:
                 return  # recorded by an earlier pass
             self.log.warning("event not recorded", reason=event.reason, error=error_text(e))
+
+
+def _without_in_place(c: PodCreate, refusal: ApiException) -> PodCreate | None:
+    """_without_in_place: the pod of ``c`` without its in-place restart rules, when the
+    apiserver refused them (a cluster that does not serve them, issue 28); else None."""
+    if refusal.status != 422 or not render.in_place_refused(error_fields(refusal)):
+        return None
+    bare = render.without_in_place(c.body)
+    return dataclasses.replace(c, body=bare) if bare is not None else None

@@ -51,6 +51,9 @@ class RestartScope(StrEnumMixin):
     POD = "Pod"
     REPLICA = "Replica"
     ALL = "All"
+    # ours (issue 28): a rule's containers restart in the same pod, by the kubelet
+    # (docs/semantics.md, "In-place restarts and the escalation ladder"); rules only
+    IN_PLACE = "InPlace"
 
 
 class ExceptionalEvent(StrEnumMixin):
@@ -106,6 +109,8 @@ FINISHED_PHASES = frozenset({Phase.SUCCEEDED, Phase.FAILED, Phase.TIMEOUT})
 # Policies allowed at job level (over replica types); Rank0 only makes sense within one.
 JOB_POLICIES = (Policy.ALL, Policy.ANY, Policy.NONE)
 REPLICA_POLICIES = tuple(Policy)
+# The replica-level restartScope: InPlace is a rule's rung only (it needs the rule's exit codes).
+REPLICA_SCOPES = (RestartScope.POD, RestartScope.REPLICA, RestartScope.ALL)
 # A rule's kind fixes its restartPolicy: the seed's pairing; any other is refused.
 RULE_RESTART_POLICIES = (RestartPolicy.EXIT_CODE, RestartPolicy.ON_NODE_FAIL)
 

@@ -6,6 +6,7 @@ aitj.core.api.template.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 
@@ -24,6 +25,7 @@ from aitj.core.api.model import (
     EVENTS_HINT,
     EVENTS_PATTERN,
     REPLICA_POLICIES,
+    REPLICA_SCOPES,
     RULE_RESTART_POLICIES,
     Backoff,
     ExceptionalEvent,
@@ -79,7 +81,7 @@ def parse_replica(name: str, value: object, path: str, errors: list[FieldError])
     min_replicas = f.optional_integer("minReplicas", 1, MAX_REPLICAS)
     max_replicas = f.optional_integer("maxReplicas", 1, MAX_REPLICAS)
     _check_counts(f, replica_type, replicas, min_replicas, max_replicas)
-    restart_scope = f.choice("restartScope", tuple(RestartScope), DEFAULT_RESTART_SCOPE)
+    restart_scope = f.choice("restartScope", REPLICA_SCOPES, DEFAULT_RESTART_SCOPE)
     spec = ReplicaSpec(
         name=name,
         replica_type=replica_type,
@@ -169,10 +171,60 @@ def _parse_rules(replica: Fields, inherited_scope: RestartScope) -> tuple[FaultT
     if len(value) > MAX_RULES:
         replica.error("faultTolerantPolicy", f"Too many: {len(value)}: must have at most {MAX_RULES} items")
     path = replica.at("faultTolerantPolicy")
-    rules = (
+    rules = [
         _parse_rule(item, f"{path}[{i}]", replica.errors, inherited_scope) for i, item in enumerate(value)
+    ]
+    if any(_in_place_unreachable(value, i) for i in range(len(value))):
+        replica.error("faultTolerantPolicy", IN_PLACE_UNREACHABLE_MESSAGE)
+    return _distinct_texts(tuple(r for r in rules if r is not None))
+
+
+# The CRD's CEL rules say the same (hack/gen_crd.py): an in-place rung the kubelet cannot act
+# on, or that no failure can reach, is refused rather than left to do nothing.
+IN_PLACE_EVENT_MESSAGE = (
+    "restartScope InPlace needs exitCodes: the kubelet restarts containers in place only on their exit codes"
+)
+IN_PLACE_BACKOFF_MESSAGE = (
+    "restartScope InPlace cannot have backoff: the kubelet restarts the containers at once"
+)
+IN_PLACE_EXCLUDE_MESSAGE = (
+    "restartScope InPlace cannot have excludeNodeSeconds: an in-place restart stays on its node"
+)
+IN_PLACE_UNREACHABLE_MESSAGE = (
+    "a rule with restartScope InPlace can never act when an earlier rule has the same exitCodes "
+    "and no restartLimit (that rule always matches first)"
+)
+
+
+def _in_place_unreachable(rules: list[object], position: int) -> bool:
+    """_in_place_unreachable: the rule at ``position`` restarts in place, and an earlier rule
+    with the same exitCodes, as written, has no restartLimit: it is never spent, so it always
+    matches first. As written, like the CRD's CEL rule, so both refuse the same manifests."""
+    rule = rules[position]
+    if not isinstance(rule, Mapping) or rule.get("restartScope") != RestartScope.IN_PLACE.value:
+        return False
+    codes = rule.get("exitCodes")
+    return codes is not None and any(
+        isinstance(e, Mapping)
+        and e.get("exitCodes") is not None
+        and str(integral(e.get("exitCodes"))) == str(integral(codes))
+        and e.get("restartLimit") is None
+        for e in rules[:position]
     )
-    return tuple(r for r in rules if r is not None)
+
+
+def _distinct_texts(rules: tuple[FaultTolerantRule, ...]) -> tuple[FaultTolerantRule, ...]:
+    """_distinct_texts: a rule whose text repeats an earlier rule's (the rungs of a ladder name
+    the same exit codes) is known by its position too (``exitCodes 137 (rule 2)``), so each
+    rung keeps a budget of its own in the ledger (aitj.core.planner.rule_budgets)."""
+    seen: set[str] = set()
+    out: list[FaultTolerantRule] = []
+    for position, rule in enumerate(rules):
+        if rule.source in seen:
+            rule = dataclasses.replace(rule, source=f"{rule.source} (rule {position + 1})")
+        seen.add(rule.source)
+        out.append(rule)
+    return tuple(out)
 
 
 def _parse_rule(
@@ -210,6 +262,8 @@ def _parse_rule(
         f.error("restartLimit", WINDOW_LIMIT_MESSAGE)
     backoff = _rule_backoff(f)
     exclude = f.optional_integer("excludeNodeSeconds", 1, MAX_SECONDS)
+    if scope is RestartScope.IN_PLACE:
+        _check_in_place(f, has_codes)
     if policy is None:
         return None
     return FaultTolerantRule(
@@ -223,6 +277,17 @@ def _parse_rule(
         backoff=backoff,
         exclude_node_seconds=exclude,
     )
+
+
+def _check_in_place(f: Fields, has_codes: bool) -> None:
+    """_check_in_place: what an InPlace rule cannot have (the kubelet acts on exit codes, at
+    once, on the pod's own node)."""
+    if not has_codes:
+        f.error("restartScope", IN_PLACE_EVENT_MESSAGE)
+    if f.has("backoff"):
+        f.error("backoff", IN_PLACE_BACKOFF_MESSAGE)
+    if f.has("excludeNodeSeconds"):
+        f.error("excludeNodeSeconds", IN_PLACE_EXCLUDE_MESSAGE)
 
 
 def _rule_backoff(rule: Fields) -> Backoff | None:

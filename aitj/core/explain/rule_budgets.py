@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from aitj.core.api import Job
-from aitj.core.planner import Plan
-from aitj.core.planner.ledger import Ledger
+from aitj.core.api import Job, ReplicaSpec, RestartScope
+from aitj.core.planner import Plan, in_place
+from aitj.core.planner.ledger import Ledger, ReplicaHistory
 from aitj.core.planner.rule_budgets import active, budget
 from aitj.core.policy import rule_text
 from aitj.core.wire import format_time
@@ -24,20 +24,9 @@ def recovery_lines(job: Job, ledger: Ledger, result: Plan, now: datetime) -> tup
     for r in job.spec.replicas:
         history = ledger.replica(r.name)
         for position, rule in enumerate(r.rules, 1):
-            text = rule_text(rule)
-            parts = []
-            if (b := budget(rule, history, now)) is not None:
-                parts.append(b.text)
-            if rule.backoff is not None:
-                bo = rule.backoff
-                streaks = [(i, h.streak) for (i, t), h in history.rules if t == text and h.streak]
-                now_at = ", ".join(f"index {i} failed {n} in a row" for i, n in streaks) or "no failures yet"
-                doubling = f"backoff {bo.initial}s doubling to {bo.maximum}s"
-                parts.append(f"{doubling}, reset after {bo.reset_after}s ({now_at})")
-            if rule.exclude_node_seconds is not None:
-                parts.append(f"replacements keep off the failed pod's node for {rule.exclude_node_seconds}s")
+            parts = _rule_parts(job, r, position - 1, history, now)
             if parts:
-                lines.append(f"replica {r.name} rule {position} {text}: " + "; ".join(parts))
+                lines.append(f"replica {r.name} rule {position} {rule_text(rule)}: " + "; ".join(parts))
         indices = sorted({i for (i, _), _ in history.excluded})
         for i in indices:
             for e in active(history, i, now):
@@ -45,6 +34,43 @@ def recovery_lines(job: Job, ledger: Ledger, result: Plan, now: datetime) -> tup
                     f"replica {r.name} index {i} keeps off node {e.node} until {format_time(e.until)} "
                     f"(rule {e.rule}, {e.reason})"
                 )
+    restarts = (result.status or job.status).restarts  # None: the pass writes no status
+    lines.extend(
+        f"replica {e.replica} index {e.index} pod {e.pod} restarted in place: {e.message}"
+        for e in restarts or ()
+        if e.scope is RestartScope.IN_PLACE
+    )
     for s in result.shortfalls:
         lines.append(f"replica {s.replica} index {s.index} held back ({s.cause}): {s.message}")
     return tuple(lines)
+
+
+def _rung(job: Job, replica: ReplicaSpec, history: ReplicaHistory, now: datetime) -> str:
+    """_rung: what the replica's InPlace rungs do for a pod created now (the codes its
+    containers restart in place on), or that they are spent and the next rule acts."""
+    codes = in_place.codes(replica, job.spec.fault_tolerant, history, now)
+    if codes:
+        listed = ",".join(str(c) for c in sorted(codes))
+        return f"restarts in place (same pod, same node): a pod created now does so on exit codes {listed}"
+    return "in place: nothing now (spent, or an earlier rule acts first): the next rule that matches acts"
+
+
+def _rule_parts(job: Job, r: ReplicaSpec, position: int, history: ReplicaHistory, now: datetime) -> list[str]:
+    """_rule_parts: what ``aitj explain`` says of rule ``position`` of ``r``: its budget, its
+    backoff, its node exclusion, its in-place rung."""
+    rule = r.rules[position]
+    text = rule_text(rule)
+    parts = []
+    if (b := budget(rule, history, now)) is not None:
+        parts.append(b.text)
+    if rule.backoff is not None:
+        bo = rule.backoff
+        streaks = [(i, h.streak) for (i, t), h in history.rules if t == text and h.streak]
+        now_at = ", ".join(f"index {i} failed {n} in a row" for i, n in streaks) or "no failures yet"
+        doubling = f"backoff {bo.initial}s doubling to {bo.maximum}s"
+        parts.append(f"{doubling}, reset after {bo.reset_after}s ({now_at})")
+    if rule.restart_scope is RestartScope.IN_PLACE:
+        parts.append(_rung(job, r, history, now))
+    if rule.exclude_node_seconds is not None:
+        parts.append(f"replacements keep off the failed pod's node for {rule.exclude_node_seconds}s")
+    return parts

@@ -57,6 +57,7 @@ from aitj.core.planner import (
     disruption_budgets,
     gang,
     hostfiles,
+    in_place_status,
     objects,
     resources,
     restarts,
@@ -217,6 +218,7 @@ PARTS: tuple[Callable[[Context], Part], ...] = (
     status_base.part,  # the status the others edit
     creates.part,
     restarts.part,
+    in_place_status.part,  # after restarts: it appends to status.restarts
     retire.part,
     scaling_part.part,
     rule_status.part,

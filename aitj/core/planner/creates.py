@@ -16,7 +16,7 @@ from dataclasses import replace
 from aitj.core import nodesignals, render
 from aitj.core.api import MAX_RESTART_RECORDS
 from aitj.core.observed import ANNOTATION_LEDGER, TRACKING_FINALIZER
-from aitj.core.planner import resources, rule_budgets
+from aitj.core.planner import in_place, resources, rule_budgets
 from aitj.core.planner.part import Context, Part
 from aitj.core.planner.survey import Slot, State
 from aitj.core.planner.types import Plan, PodCreate
@@ -51,7 +51,8 @@ def _create(
 ) -> PodCreate:
     """_create: the pod of ``slot`` (its successor's, for a replacement), placed as
     ``placement`` says and kept off the nodes its index must avoid."""
-    avoid = rule_budgets.avoid(ctx.ledger.replica(slot.replica.name), slot.index, ctx.now)
+    history = ctx.ledger.replica(slot.replica.name)
+    avoid = rule_budgets.avoid(history, slot.index, ctx.now)
     body = render.render_pod(
         ctx.job,
         render.PodIdentity(slot.replica, slot.index, slot.generation, slot.name),
@@ -59,5 +60,7 @@ def _create(
         finalizer=TRACKING_FINALIZER,
         extra_annotations=annotations,
         placement=replace(placement, exclude_hostnames=avoid),
+        # the InPlace rungs with budget left now: a pod's rules cannot change once it exists
+        in_place=in_place.codes(slot.replica, ctx.job.spec.fault_tolerant, history, ctx.now),
     )
     return PodCreate(slot.name, slot.replica.name, slot.index, slot.generation, body)

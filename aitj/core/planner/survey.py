@@ -39,7 +39,7 @@ from aitj.core import naming
 from aitj.core.api import Job, ReplicaSpec, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
-from aitj.core.planner import rule_budgets
+from aitj.core.planner import in_place, rule_budgets
 from aitj.core.planner.ledger import IndexHistory, Ledger, pod_epoch
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.survey_terms import Retiree as Retiree  # their readers import them from here
@@ -97,7 +97,7 @@ def survey(
     slots = [s.hold(s.sweep(slot) if s.covered else slot) for slot in slots]
     released = tuple(slot.pod.name for slot in slots if slot.pod is not None and s.settle(slot, ledger))
     gated = tuple(gate(slots, shape.joining))
-    return Survey(gated, tuple(s.retirees), tuple(s.restarts), s.ledger, released)
+    return Survey(gated, tuple(s.retirees), tuple(s.restarts), s.ledger, released, tuple(s.in_place))
 
 
 def resurvey(
@@ -139,7 +139,7 @@ def resurvey(
             slots[k] = waits(slots[k])
     for k in places:
         states[slots[k].replica.name][slots[k].state] += 1
-    found = Survey(tuple(slots), tuple(s.retirees), tuple(s.restarts), s.ledger, released)
+    found = Survey(tuple(slots), tuple(s.retirees), tuple(s.restarts), s.ledger, released, tuple(s.in_place))
     found.__dict__["states"] = {name: +counts for name, counts in states.items()}  # Survey.states, by delta
     astir = {k for k in last._astir if k not in groups} | {
         k for k in places if slots[k].state is not State.RUNNING
@@ -164,6 +164,7 @@ class _Surveyor:
         self.restarts: list[RestartRecord] = []
         self.covered: set[str] = set()  # replicas a Replica/All-scope restart recreates this pass
         self.judged: Judged | None = None
+        self.in_place: list[in_place.InPlaceRecord] = []
 
     def name(self, replica: str, index: int, generation: int) -> str:
         return naming.pod_name(self.job.name, self.job.uid, replica, index, generation)
@@ -190,7 +191,8 @@ class _Surveyor:
         """look: the slot as observed, with the failure of its current pod, if any. An index's
         one pod judged by an earlier pass in the same circumstances (``judged``, ``made_of``)
         takes the same way to ``judge``, where nothing else happens: its slot is that pass's."""
-        if len(group) == 1 and self.judged is not None:
+        # A pod restarted in place is judged afresh: its charges are in the ledger's rules.
+        if len(group) == 1 and self.judged is not None and group[0].restarts == 0:
             entry = self.judged.get(id(group[0]))
             if entry is not None and entry[0] is group[0] and entry[1] == self.made_of(r, i, group[0], nodes):
                 return entry[2]
@@ -241,6 +243,8 @@ class _Surveyor:
         failure = classify(current, nodes.get(current.node_name) if current.node_name else None, self.signals)
         if failure is None and (r.name, i) not in self.joining:
             failure = restart_timed_out(current, r, self.now)
+        if failure is None and current.restarts and current.in_place:  # restarted by our rules only
+            failure = self.in_place_restarts(r, i, current)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:
             state = State.PENDING
@@ -248,6 +252,15 @@ class _Surveyor:
         if self.judged is not None:
             self.judged[id(current)] = (current, self.made_of(r, i, current, nodes), slot)
         return slot
+
+    def in_place_restarts(self, r: ReplicaSpec, i: int, pod: PodView) -> Failure | None:
+        """in_place_restarts: the pod's in-place restarts charged to their rules; the failure
+        of one that escalates (aitj.core.planner.in_place)."""
+        found = in_place.observe(self.job, r, i, pod, self.ledger.replica(r.name), self.now)
+        for text, history in found.charges:
+            self.ledger = self.ledger.with_rule(r.name, i, text, history)
+        self.in_place.extend(found.records)
+        return found.escalated
 
     def made_of(
         self, r: ReplicaSpec, i: int, pod: PodView, nodes: Mapping[str, NodeView]
@@ -275,6 +288,7 @@ class _Surveyor:
         """resolve: what a failure found by ``look`` leads to (``policy.decide``, then the
         restart limit)."""
         assert slot.failure is not None
+        failure = slot.failure
         r, i = slot.replica, slot.index
         record = self.ledger.replica(r.name).index(i)
         if record.failed >= slot.generation:
@@ -296,6 +310,10 @@ class _Surveyor:
             return replace(
                 slot, state=State.FAILED, fail=decision, shortfall=self.exhausted(slot, decision, used)
             )
+        if decision.scope is RestartScope.IN_PLACE:  # the pod failed: it was not restarted in place
+            failure = slot.failure
+            failure = replace(failure, description=f"{failure.description}; {in_place.fallback(slot.pod)}")
+            slot, decision = replace(slot, failure=failure), replace(decision, scope=RestartScope.POD)
         self.count_rule(slot, decision)
         self.ledger = self.ledger.with_index(
             r.name, i, IndexHistory(failed=slot.generation, restarts=record.restarts + 1)
@@ -308,7 +326,7 @@ class _Surveyor:
             self.covered.add(b.name)
         self.restarts.append(
             RestartRecord(
-                r.name, i, slot.generation, slot.name, slot.failure, decision.rule, decision.scope, self.now
+                r.name, i, slot.generation, slot.name, failure, decision.rule, decision.scope, self.now
             )
         )
         return replace(self.renew(slot, RetireReason.RESTART), restart=decision)
@@ -332,8 +350,13 @@ class _Surveyor:
             return
         r, i = slot.replica, slot.index
         rule = r.rules[fired]
+        key = (
+            in_place.key(slot.generation, None)
+            if rule.restart_scope is RestartScope.IN_PLACE
+            else slot.generation
+        )
         history, exclusion = rule_budgets.restarted(
-            rule, self.ledger.replica(r.name), i, slot.generation, slot.pod, slot.failure, self.now
+            rule, self.ledger.replica(r.name), i, key, slot.pod, slot.failure, self.now
         )
         if history is not None:
             self.ledger = self.ledger.with_rule(r.name, i, decision.rule, history)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from aitj.core.api import ReplicaSpec, ReplicaType
 from aitj.core.observed import PodView
+from aitj.core.planner.in_place import InPlaceRecord
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.shortfall import Shortfall
 from aitj.core.planner.types import RestartRecord
@@ -163,6 +164,7 @@ class Survey:
     restarts: tuple[RestartRecord, ...]
     ledger: Ledger  # with this pass's decisions
     released: tuple[str, ...] = ()
+    in_place: tuple[InPlaceRecord, ...] = ()  # the in-place restarts charged (aitj.core.planner.in_place)
 
     def of(self, replica: str) -> tuple[Slot, ...]:
         return tuple(s for s in self.slots if s.replica.name == replica)

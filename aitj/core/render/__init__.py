@@ -30,7 +30,15 @@ from aitj.core.render.discovery import (
 )
 from aitj.core.render.env import job_env, replica_env_prefix
 from aitj.core.render.pdb import ANNOTATION_MAX_UNAVAILABLE, max_unavailable, pdb_name, render_pdb
-from aitj.core.render.pod import ANYWHERE, Placement, PodIdentity, pod_labels, render_pod
+from aitj.core.render.pod import (
+    ANYWHERE,
+    Placement,
+    PodIdentity,
+    in_place_refused,
+    pod_labels,
+    render_pod,
+    without_in_place,
+)
 from aitj.core.render.service import render_service
 from aitj.core.render.ssh import SSH_DIR, render_ssh_secret, ssh_config_file, ssh_setup_script
 
@@ -45,6 +53,7 @@ __all__ = [
     "avoid_nodes",
     "gpus",
     "hosts_file",
+    "in_place_refused",
     "is_gpu_resource",
     "job_env",
     "max_unavailable",
@@ -59,4 +68,5 @@ __all__ = [
     "slots_for",
     "ssh_config_file",
     "ssh_setup_script",
+    "without_in_place",
 ]

@@ -34,11 +34,12 @@ from __future__ import annotations
 import copy
 import posixpath
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aitj.core import api, naming
+from aitj.core.observed import ANNOTATION_IN_PLACE
 from aitj.core.render._meta import owner_reference, require_dns1035_label, require_dns1123_label
 from aitj.core.render.access import names_account
 from aitj.core.render.avoid import avoid_names, exclude_nodes
@@ -107,8 +108,12 @@ def render_pod(
     finalizer: str,
     extra_annotations: Mapping[str, str] = _NO_ANNOTATIONS,
     placement: Placement = ANYWHERE,
+    in_place: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     """render_pod returns the pod ``pod`` names, placed as ``placement`` says.
+
+    ``in_place``: the exit codes on which the kubelet restarts all the pod's containers in
+    place (``in_place_rules``; empty: none, the pod is as before).
 
     ``restart_counts`` is ``status.RestartCount`` (replica name → restarts); this replica's
     entry becomes TRAININGJOB_REPLICA_RESTARTCOUNT. The replica's template is not modified.
@@ -140,6 +145,9 @@ def render_pod(
     annotations = {**(template_meta.get("annotations") or {}), **extra_annotations}
     if placement.volcano_pod_group and uses_volcano(replica):
         annotations[ANNOTATION_GROUP_NAME] = placement.volcano_pod_group
+    codes = sorted(c for c in in_place if c != 0)  # exit 0 is a success: never restarted
+    if codes:
+        annotations[ANNOTATION_IN_PLACE] = ",".join(str(c) for c in codes)
     if annotations:
         metadata["annotations"] = annotations
 
@@ -151,8 +159,51 @@ def render_pod(
     ours = job_env(job, replica, pod.index, restart_counts.get(replica.name, 0))
     for container in init_containers + containers:
         inject_env(container, ours)
+    if codes:
+        in_place_rules(containers, codes)
 
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def in_place_rules(containers: list[dict[str, Any]], codes: list[int]) -> None:
+    """in_place_rules: every app container restarts all the pod's containers, in the same pod,
+    when it exits with one of ``codes`` (KEP-5307's restartPolicyRules with KEP-5532's action
+    RestartAllContainers; docs/semantics.md, "In-place restarts and the escalation ladder").
+    Rules need the container's own restartPolicy: Never, the pod's, so any other exit ends
+    the pod as before. A rule of the template's own is kept, after ours. Init containers get
+    none: the kubelet runs them again anyway when it restarts all containers."""
+    ours = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": codes}}
+    for container in containers:
+        container.setdefault("restartPolicy", "Never")
+        container["restartPolicyRules"] = [ours, *(container.get("restartPolicyRules") or [])]
+
+
+def in_place_refused(fields: Sequence[str]) -> bool:
+    """in_place_refused: an apiserver's refusal of a pod names its containers' restart rules:
+    it does not serve RestartAllContainers (Kubernetes 1.35 by default: container rules are
+    beta there, that action alpha and off), so the pod is to be created without them."""
+    return any(".restartPolicyRules" in f for f in fields)
+
+
+def without_in_place(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """without_in_place: the pod ``body`` without the in-place rules ``in_place_rules`` added
+    (None: it has none). The annotation stays: the pod as observed then says that the rules
+    were asked for and are not there, and a failure the InPlace rule matches replaces the pod
+    (aitj.core.planner.in_place.fallback)."""
+    if ANNOTATION_IN_PLACE not in ((body.get("metadata") or {}).get("annotations") or {}):
+        return None
+    out = copy.deepcopy(dict(body))
+    for container in out["spec"].get("containers") or []:
+        rules = [
+            r for r in container.get("restartPolicyRules") or [] if r.get("action") != "RestartAllContainers"
+        ]
+        if rules:
+            container["restartPolicyRules"] = rules
+            continue
+        container.pop("restartPolicyRules", None)
+        if container.get("restartPolicy") == "Never":
+            container.pop("restartPolicy")  # ours (the pod's own Never says the same)
+    return out
 
 
 def _place(spec: dict[str, Any], placement: Placement) -> None:
