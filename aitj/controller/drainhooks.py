@@ -99,13 +99,13 @@ class DrainHooks:
             core.connect_get_namespaced_pod_exec,
             hook.name,
             namespace,
-            container=hook.container or None,
             command=list(hook.command),
             stdin=False,
             stdout=True,
             stderr=True,
             tty=False,
             _preload_content=False,
+            **({"container": hook.container} if hook.container else {}),
         )
         try:
             session.run_forever(timeout=hook.timeout_seconds)

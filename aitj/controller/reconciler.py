@@ -242,11 +242,11 @@ class Reconciler:
         started = time.thread_time()  # the planner's CPU: the loop's time it took, not the machine's load
         plan = self.planner(job, snap.pods, snap.nodes, now, **given)
         self._pace(state, time.thread_time() - started)
+        if plan.drain_hooks and self.drain_hooks is not None:  # their own threads, whatever the pass does
+            self.drain_hooks(key[0], plan.drain_hooks)
         if self._held(key, state, plan):
             return
         await self._execute(key, state, job, plan, snap)
-        if plan.drain_hooks and self.drain_hooks is not None:
-            self.drain_hooks(key[0], plan.drain_hooks)
 
     @staticmethod
     def _pace(state: _JobState, planned: float) -> None:
