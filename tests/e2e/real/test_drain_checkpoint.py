@@ -33,7 +33,8 @@ from tests.jobs import Doc, delete_job, job_pods
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.e2e
+# The cluster's first start here builds the images that changed (minutes), then two trainings.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
 
 STEPS = 20_000  # longer than the test: the job is deleted once measured
 CHECKPOINT_EVERY = 200
@@ -88,13 +89,17 @@ def rank0(run: Training) -> tuple[list[Step], list[Reset]]:
 
 
 def steps_lost(run: Training, since: float) -> tuple[int, list[tuple[int, int]]]:
-    """steps_lost: the steps redone after ``since``: at each re-forming, the highest step
-    trained before it less the step it resumed at; and each (reached, resumed)."""
+    """steps_lost: the steps redone after ``since``: at each re-forming, the highest step the
+    world before it trained (since the re-forming before, if any) less the step it resumed at;
+    and each (reached, resumed). A world that trained nothing before the next re-forming (the
+    replacement joined first) loses nothing more."""
     steps, resets = rank0(run)
     pairs = []
+    last = 0.0
     for reset in (r for r in resets if r.t > since):
-        reached = max((s.step for s in steps if s.t < reset.t), default=0)
+        reached = max((s.step for s in steps if last < s.t < reset.t), default=reset.resume)
         pairs.append((reached, reset.resume))
+        last = reset.t
     return sum(max(reached - resumed, 0) for reached, resumed in pairs), pairs
 
 
@@ -143,8 +148,6 @@ def drained_once(
         f"re-forming: {pairs}); the drain took {drain_seconds:.1f}s",
         flush=True,
     )
-    delete_job(cluster, namespace, name)
-    wait_for(lambda: not job_pods(cluster, namespace, name), 120, f"the pods of {name} gone", interval=1)
     return lost, drain_seconds, log
 
 
@@ -159,6 +162,13 @@ def test_a_drain_with_the_checkpoint_hook_loses_fewer_steps_than_one_without(
     nodes = real_nodes(real_cluster)
     assert len(nodes) == 2, nodes
     without, _, _ = drained_once(real_cluster, real_namespace, nodes, "drain-plain", hook=False)
+    delete_job(real_cluster, real_namespace, "drain-plain")  # its CPU for the next job
+    wait_for(
+        lambda: not job_pods(real_cluster, real_namespace, "drain-plain"),
+        120,
+        "drain-plain's pods gone",
+        interval=1,
+    )
     with_hook, _, log = drained_once(real_cluster, real_namespace, nodes, "drain-hook", hook=True)
     assert "checkpoint asked for: saved at step" in log, log[-4000:]
     print(f"steps lost in a drain: {without} without the checkpoint hook, {with_hook} with it", flush=True)
