@@ -263,6 +263,46 @@ def cel_str(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def checkpoint_on_drain_schema() -> Schema:
+    """checkpoint_on_drain_schema: a replica's hook before a drain (docs/semantics.md section 26;
+    aitj/core/api/drain_checkpoint.py says the same)."""
+    return {
+        "description": (
+            "Our addition: a command the operator execs in the pod's first container when the pod's "
+            "node is cordoned (kubectl drain), before the drain may evict it: the replica's "
+            "PodDisruptionBudget refuses every eviction until the command has exited or "
+            "timeoutSeconds have passed. For example, make the training checkpoint now. Needs the "
+            "job's budgets (not the max-unavailable annotation none)."
+        ),
+        "type": "object",
+        "required": ["command"],
+        "properties": {
+            "command": {
+                "description": "The command and its arguments (no shell unless it names one).",
+                "type": "array",
+                "minItems": 1,
+                "maxItems": api.MAX_COMMAND_ITEMS,
+                "x-kubernetes-list-type": "atomic",
+                "items": {"type": "string", "maxLength": api.MAX_COMMAND_ITEM_LENGTH},
+            },
+            "timeoutSeconds": integer(
+                "The longest a drain waits for the command, in seconds (default "
+                f"{api.DEFAULT_CHECKPOINT_SECONDS}); keep it below the drain's own --timeout.",
+                1,
+                api.MAX_CHECKPOINT_SECONDS,
+            ),
+        },
+        "x-kubernetes-validations": [
+            rule(
+                "size(self.command) == 0 || self.command[0] != ''",
+                api.CHECKPOINT_COMMAND_MESSAGE,
+                field_path=".command",
+                reason="FieldValueInvalid",
+            )
+        ],
+    }
+
+
 def recovery_properties() -> Schema:
     """recovery_properties: a rule's optional budget, backoff and node exclusion (issue 15)."""
     seconds = api.MAX_SECONDS
@@ -569,6 +609,7 @@ def replica_schema(template: Schema) -> Schema:
                 "x-kubernetes-list-type": "atomic",
                 "items": {"type": "string", "maxLength": api.MAX_POD_NAME_LENGTH},
             },
+            "checkpointOnDrain": checkpoint_on_drain_schema(),
             "faultTolerantPolicy": {
                 "description": (
                     "Ordered fault-tolerance rules, used when spec.faultTolerant is true. At most "

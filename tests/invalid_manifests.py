@@ -527,6 +527,37 @@ CASES: list[Case] = [
         "spec.replicaSpecs",
         "would not fit a ConfigMap (1 MiB)",
     ),
+    # --- checkpointOnDrain (issue 28; docs/semantics.md section 26) ----------------------------
+    Case(
+        "a checkpointOnDrain without a command is refused",
+        setting(f"{T}.checkpointOnDrain", {"timeoutSeconds": 30}),
+        f"{T}.checkpointOnDrain.command",
+        "Required value",
+    ),
+    Case(
+        "a checkpointOnDrain with an empty command is refused",
+        setting(f"{T}.checkpointOnDrain", {"command": []}),
+        f"{T}.checkpointOnDrain.command",
+        "should have at least 1 items",
+    ),
+    Case(
+        "a checkpointOnDrain whose program is empty is refused",
+        setting(f"{T}.checkpointOnDrain", {"command": ["", "x"]}),
+        f"{T}.checkpointOnDrain.command",
+        "command[0] must name the program to run",
+    ),
+    Case(
+        "a checkpointOnDrain deadline past 600 s is refused",
+        setting(f"{T}.checkpointOnDrain", {"command": ["true"], "timeoutSeconds": 601}),
+        f"{T}.checkpointOnDrain.timeoutSeconds",
+        "should be less than or equal to 600",
+    ),
+    Case(
+        "a checkpointOnDrain deadline of 0 is refused",
+        setting(f"{T}.checkpointOnDrain", {"command": ["true"], "timeoutSeconds": 0}),
+        f"{T}.checkpointOnDrain.timeoutSeconds",
+        "should be greater than or equal to 1",
+    ),
 ]
 
 MODEL_ONLY: list[Case] = [

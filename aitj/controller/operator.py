@@ -29,6 +29,7 @@ import kopf
 from kubernetes import client
 
 from aitj.controller import cache, clientmetrics, collector, leader, metrics
+from aitj.controller.drainhooks import DrainHooks
 from aitj.controller.executor import KubeExecutor
 from aitj.controller.informer import Informer
 from aitj.controller.kubeclient import api_client as new_api_client
@@ -50,6 +51,7 @@ class Operator:
         self.api_client = api_client  # the passes' calls, and kopf's login
         self.cache = cache.InformerCache(kick=self.kick)
         self.reconciler: Reconciler | None = None  # made by start
+        self.drain_hooks: DrainHooks | None = None  # made by start: checkpoints before a drain
         self.informers: list[Informer[Any]] = []
         self.elector: leader.Elector | None = None
         self.acting = False  # this process leads: the cache's changes kick passes
@@ -101,6 +103,8 @@ class Operator:
             settings=settings,
             written=self.cache.written,
         )
+        self.drain_hooks = DrainHooks(api)
+        self.reconciler.drain_hooks = self.drain_hooks.start
         if self.options.election is None:
             self._lead()  # no leader election: this, the only replica, acts
         else:
@@ -167,6 +171,8 @@ class Operator:
         reconciler = self.reconciler
         if reconciler is not None:
             await reconciler.close()
+        if self.drain_hooks is not None:
+            self.drain_hooks.close()
         if self.elector is not None:
             # A pass abandoned by ``close`` may still have a call on its thread: release only once
             # every pass thread has ended, else let the Lease expire (the standby waits it out).

@@ -65,7 +65,7 @@ from aitj.core.planner import plan as make_plan
 from aitj.core.planner.failed_pass import FailureReason
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.memo import Memo
-from aitj.core.planner.types import Plan, Settings, SshKeys
+from aitj.core.planner.types import DrainHook, Plan, Settings, SshKeys
 from aitj.core.telemetry import finished_scalings
 
 STALE_RETRY_SECONDS = 0.5
@@ -152,6 +152,9 @@ class Reconciler:
         self._jobs: dict[JobKey, _JobState] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # kicks spawned, kept until done
         self.queue = clientmetrics.WorkQueue()  # the passes as controller-runtime's workqueue_* see them
+        # Where a plan's checkpoint hooks before a drain go (aitj.controller.drainhooks; the
+        # operator sets it): (namespace, hooks), called on the loop, returning at once.
+        self.drain_hooks: Callable[[str, tuple[DrainHook, ...]], None] | None = None
 
     async def _run(self, fn: Callable[..., R], *args: Any) -> R:
         """_run: ``fn(*args)`` on the pass pool (once closing: the pass ends here, cancelled)."""
@@ -239,6 +242,8 @@ class Reconciler:
         started = time.thread_time()  # the planner's CPU: the loop's time it took, not the machine's load
         plan = self.planner(job, snap.pods, snap.nodes, now, **given)
         self._pace(state, time.thread_time() - started)
+        if plan.drain_hooks and self.drain_hooks is not None:  # their own threads, whatever the pass does
+            self.drain_hooks(key[0], plan.drain_hooks)
         if self._held(key, state, plan):
             return
         await self._execute(key, state, job, plan, snap)

@@ -36,6 +36,10 @@ TRACKING_FINALIZER = f"{LABEL_PREFIX}/pod-tracking"
 ANNOTATION_LEDGER = f"{LABEL_PREFIX}/restart-ledger"
 # The discovery lists a master pod was last nudged for (aitj.core.planner.hostfiles.nudges).
 ANNOTATION_HOSTS = f"{LABEL_PREFIX}/discovery-hosts"
+# Where a pod's checkpoint-before-drain hook stands, written by the operator that runs it
+# (aitj.controller.drainhooks; read by aitj.core.planner.drain_checkpoint).
+ANNOTATION_DRAIN_CHECKPOINT = f"{LABEL_PREFIX}/drain-checkpoint"
+MAX_DRAIN_CHECKPOINT_ANNOTATION = 256
 # The largest stamp accepted (characters of its JSON): the apiserver's own bound on all of a
 # pod's annotations. Not lower, on purpose: a stamp holds each restarted index's count of every
 # replica (about 17 B an index: 170 KB for 10,000), the records of its pass and their indices'
@@ -116,6 +120,7 @@ class PodView:
     in_place_served: bool = False
     restarts: int = 0
     restart_exit: tuple[int, str, datetime | None] | None = None
+    drain_checkpoint: str | None = None  # the raw ANNOTATION_DRAIN_CHECKPOINT (section 26)
 
     def made_by(self, job_name: str, job_uid: str) -> bool:
         """made_by: the job ``job_name`` (uid ``job_uid``) made this pod: it is the pod's
@@ -199,7 +204,13 @@ class PodView:
             in_place_served=_served(spec),
             restarts=max((as_int(mapping(c).get("restartCount"), 0) or 0 for c in app), default=0),
             restart_exit=_restart_exit(app),
+            drain_checkpoint=_short(annotations.get(ANNOTATION_DRAIN_CHECKPOINT)),
         )
+
+
+def _short(value: object) -> str | None:
+    """_short: an annotation the operator writes short, kept if it is (a longer one is not its)."""
+    return value if isinstance(value, str) and len(value) <= MAX_DRAIN_CHECKPOINT_ANNOTATION else None
 
 
 def _controller(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -363,9 +374,10 @@ class NodeView:
 
     @property
     def health(self) -> tuple[object, ...]:
-        """health: what a job's pods may be judged by (Ready, the conditions, the taints); the
-        cache plans the jobs on a node again when it changes."""
-        return self.ready, self.conditions, self.taints
+        """health: what a job's pods may be judged by (Ready, the conditions, the taints, and the
+        cordon, which starts a checkpoint before a drain: section 26); the cache plans the jobs
+        on a node again when it changes."""
+        return self.ready, self.conditions, self.taints, self.unschedulable
 
     @classmethod
     def from_dict(cls, node: Mapping[str, Any]) -> NodeView:

@@ -191,6 +191,11 @@ def _scenario(cluster: KubeCluster, namespace: str, pool: Pool) -> None:
         pin=pool.pin(),
         clean=set_path("spec.cleanPodPolicy", "All"),  # the end deletes the Service
         timeout=set_path("spec.replicaSpecs.trainer.scaleTimeout", 3),
+        # A drain runs the trainers' checkpoint hook first (pods/exec): on a kwok node the exec
+        # fails at the node, or its deadline passes, and the drain goes on (semantics.md 26).
+        hook=set_path(
+            "spec.replicaSpecs.trainer.checkpointOnDrain", {"command": ["true"], "timeoutSeconds": 5}
+        ),
     )
     # Pods, Service, Secret, ConfigMap and budgets created; the host list rewritten; status, Events.
     create_job(cluster, namespace, doc)
@@ -329,11 +334,17 @@ def unserved(cluster: KubeCluster, permissions: set[Permission]) -> set[Permissi
     return {p for p in permissions if p[0] not in groups}
 
 
+# An exec is a websocket GET of pods/exec, audited as get; Kubernetes 1.35+ also authorises it
+# as create (AuthorizePodWebsocketUpgradeCreatePermission), a check no audit event names.
+AUTHORISED_NOT_AUDITED: frozenset[Permission] = frozenset({("", "pods", "exec", "create")})
+
+
 def test_every_permission_the_cluster_role_grants_is_used_by_the_operator(
     cluster: KubeCluster, audited: None
 ) -> None:
     used = {r.permission for r in audit_log(cluster) if r.permission is not None}
     unused = grants(cluster_role(cluster)) - used - unserved(cluster, grants(cluster_role(cluster)))
+    unused -= AUTHORISED_NOT_AUDITED
     assert not unused, f"granted, never used (remove them, or the scenarios miss a path): {sorted(unused)}"
 
 

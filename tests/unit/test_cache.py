@@ -73,6 +73,10 @@ def node(name: str, ready: str, rv: int = 1, **conditions: str) -> dict[str, Any
     }
 
 
+def cordoned(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "spec": {"unschedulable": True}}
+
+
 def tainted(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"}]}}
 
@@ -151,6 +155,7 @@ def test_every_owned_kind_has_a_collection_and_is_listed_by_name_only() -> None:
             NODES, "MODIFIED", node("n1", "True", 2, KernelDeadlock="True"), [KEY], id="so does a condition"
         ),
         pytest.param(NODES, "MODIFIED", tainted(node("n1", "True", 2)), [KEY], id="and a taint"),
+        pytest.param(NODES, "MODIFIED", cordoned(node("n1", "True", 2)), [KEY], id="and a cordon"),
     ],
 )
 def test_what_a_watch_event_kicks(kind: Kind[Any], type: str, obj: dict[str, Any], kicked: list[Any]) -> None:

@@ -57,8 +57,9 @@ STEPS = (
 )
 # Plan fields that are not sent: the reconciler's wake-up; the restarts the status write
 # records, which the reconciler counts once it reads that the write went through
-# (``Sent.status_written``); the host list, the workers it holds back and shortfalls for people.
-NOT_SENT = ("requeue_after", "restarts", "hosts", "held", "shortfalls")
+# (``Sent.status_written``); the host list, the workers it holds back and shortfalls for people;
+# the checkpoint hooks before a drain, which the reconciler starts (aitj.controller.drainhooks).
+NOT_SENT = ("requeue_after", "restarts", "hosts", "held", "shortfalls", "drain_hooks")
 
 
 class PlanSink(Protocol):

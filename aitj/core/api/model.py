@@ -180,6 +180,26 @@ class FaultTolerantRule:
     exclude_node_seconds: int | None = None
 
 
+# The hook's deadline: a drain waits at most this long for the checkpoint. 600 s is the
+# longest a drain is commonly given (the cluster autoscaler's default max graceful termination);
+# a user's own drain timeout should be longer than the spec's timeoutSeconds (section 26).
+DEFAULT_CHECKPOINT_SECONDS = 60
+MAX_CHECKPOINT_SECONDS = 600
+MAX_COMMAND_ITEMS = 64
+MAX_COMMAND_ITEM_LENGTH = 4096
+# The CRD's CEL rule says the same (hack/gen_crd.py).
+CHECKPOINT_COMMAND_MESSAGE = "command[0] must name the program to run, not be empty"
+
+
+@dataclass(frozen=True)
+class DrainCheckpoint:
+    """DrainCheckpoint: ``command`` is exec'd in the pod's first container when its node is
+    cordoned; the eviction waits until it exits or ``timeout_seconds`` have passed."""
+
+    command: tuple[str, ...]
+    timeout_seconds: int = DEFAULT_CHECKPOINT_SECONDS
+
+
 @dataclass(frozen=True)
 class ReplicaSpec:
     name: str
@@ -200,6 +220,7 @@ class ReplicaSpec:
     # seconds scale-in pods stay alive out of the host list before they are deleted
     scale_in_grace_period: int = DEFAULT_SCALE_IN_GRACE_PERIOD
     scale_in_pods: tuple[str, ...] = ()  # scaleInpods: pods to remove first at a scale-in (CCE)
+    checkpoint_on_drain: DrainCheckpoint | None = None  # run before a drain evicts a pod (section 26)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 
+from aitj.core.api.drain_checkpoint import parse_checkpoint_on_drain
 from aitj.core.api.model import (
     DEFAULT_BACKOFF_MAX,
     DEFAULT_BACKOFF_RESET_AFTER,
@@ -64,6 +65,7 @@ _REPLICA_FIELDS = (
     "scaleTimeout",
     "scaleInGracePeriod",
     "scaleInpods",
+    "checkpointOnDrain",
     "faultTolerantPolicy",
     "template",
 )
@@ -100,6 +102,7 @@ def parse_replica(name: str, value: object, path: str, errors: list[FieldError])
         template=parse_template(f),
         scale_in_grace_period=f.integer("scaleInGracePeriod", DEFAULT_SCALE_IN_GRACE_PERIOD, 0, MAX_SECONDS),
         scale_in_pods=_parse_scale_in_pods(f),
+        checkpoint_on_drain=parse_checkpoint_on_drain(f),
     )
     return spec if len(errors) == before else None
 

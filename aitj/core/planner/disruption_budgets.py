@@ -8,6 +8,11 @@ stands, a scale), and made again when deleted by hand; ``status.disruptionBudget
 objects are not observed (``aitj explain``). A budget held by another is never written.
 ``part`` is one of each pass of a job that goes on; a job that finishes removes its budgets
 (aitj.core.planner.core), since it protects nothing any more.
+
+A replica with ``checkpointOnDrain`` is held (minAvailable all its expected pods: no eviction)
+except while its pods on cordoned nodes have had their hooks (aitj.core.planner.drain_checkpoint,
+which also names the hooks to start: the Plan's ``drain_hooks``). Without budgets (the job opts
+out) there is nothing to hold a drain with, and no hook runs.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Mapping
 
 from aitj.core import render
 from aitj.core.api import Job, JobStatus
-from aitj.core.planner import objects
+from aitj.core.planner import drain_checkpoint, objects
 from aitj.core.planner.part import Context, Part
 from aitj.core.planner.survey import State
 from aitj.core.planner.types import Manifest, ObjectKind, ObjectRef, Owned, Plan
@@ -30,15 +35,17 @@ def part(ctx: Context) -> Part:
         r.name: sum(n for st, n in ctx.found.states.get(r.name, {}).items() if st not in ended)
         for r in job.spec.replicas
     }
-    wanted = wanted_budgets(job, expected)
+    hold = drain_checkpoint.decide(job, ctx.found.slots, ctx.nodes, ctx.now)
+    wanted = wanted_budgets(job, expected, hold.held)
     recorded = recorded_budgets(ctx.prev)
     written, probes = objects.probes(budgets(job, wanted, recorded, ctx.owned), ctx.foreign)
     plan = Plan(
         budgets=written,
         removes=budget_removes(job, wanted, recorded, ctx.owned),
         probes=probes,
+        drain_hooks=hold.hooks if wanted else (),
     )
-    return Part(plan, edit=lambda status: status.updated(disruption_budgets=wanted or None))
+    return Part(plan, edit=lambda status: status.updated(disruption_budgets=wanted or None), wake=hold.wake)
 
 
 def budget_ref(job: Job, replica: str) -> ObjectRef:
@@ -46,14 +53,17 @@ def budget_ref(job: Job, replica: str) -> ObjectRef:
     return ObjectRef(ObjectKind.PDB, render.pdb_name(job.name, replica))
 
 
-def wanted_budgets(job: Job, expected: Mapping[str, int]) -> dict[str, int]:
+def wanted_budgets(
+    job: Job, expected: Mapping[str, int], held: frozenset[str] = frozenset()
+) -> dict[str, int]:
     """wanted_budgets: minAvailable per replica type, given how many of its pods are
     ``expected`` to run (indices neither succeeded nor failed for good: a vacant index must
-    not keep a drain waiting). Empty when the job opts out."""
+    not keep a drain waiting); all of them for a replica ``held`` for its checkpoint before a
+    drain. Empty when the job opts out."""
     allowed = render.max_unavailable(job)
     if allowed is None:
         return {}
-    return {name: max(count - allowed, 0) for name, count in expected.items()}
+    return {name: max(count - (0 if name in held else allowed), 0) for name, count in expected.items()}
 
 
 def recorded_budgets(status: JobStatus) -> dict[str, int]:

@@ -161,6 +161,18 @@ class PodNudge:
 
 
 @dataclass(frozen=True)
+class DrainHook:
+    """DrainHook: run a replica's checkpointOnDrain ``command`` in pod ``name`` (uid ``uid``),
+    container ``container``, for at most ``timeout_seconds`` (aitj.core.planner.drain_checkpoint)."""
+
+    name: str
+    uid: str
+    container: str
+    command: tuple[str, ...]
+    timeout_seconds: int
+
+
+@dataclass(frozen=True)
 class PodDelete:
     """PodDelete: a pod to delete. ``grace_period_seconds`` None: the pod's own grace period.
     ``reason`` says why (metrics); ``message`` says it for people (logs, ``aitj explain``)."""
@@ -314,3 +326,4 @@ class Plan:
     held: tuple[str, ...] = ()  # Running workers left out of the lists until their wave runs (for people)
     requeue_after: float | None = None  # seconds: plan the job again then even if nothing changes
     shortfalls: tuple[Shortfall, ...] = ()  # indices held back, and why (not sent: for people)
+    drain_hooks: tuple[DrainHook, ...] = ()  # checkpoints to run before a drain (the reconciler's)

@@ -13,6 +13,10 @@ AITrainingJob's /scale is the trainer's alone, which would be wrong for every ot
 The job annotation ``ANNOTATION_MAX_UNAVAILABLE`` changes it: an integer (0 stops voluntary
 evictions of the job's pods altogether, so a drain waits for the job), or ``none`` for no
 budgets. Anything else is the default. docs/semantics.md says the same for users.
+
+A replica with ``checkpointOnDrain`` is rendered with ``min_available`` all its expected pods
+(no eviction) until its pods on cordoned nodes have had their hook: the planner decides it
+(aitj.core.planner.drain_checkpoint), this only writes the number (semantics.md section 26).
 """
 
 from __future__ import annotations

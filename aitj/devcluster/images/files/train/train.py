@@ -25,6 +25,12 @@ Lines, one per ``--log-every`` steps and one per (re)start, read by aitj.tools.t
 
 ``checksum`` is the sum of the model's parameters: the same at the same step whatever restarts
 happened in between, at the same width, so a restart from scratch shows.
+
+A checkpoint on demand: once the file ``--checkpoint-now`` exists on any rank, every rank saves
+after the next step (the request rides on the gradients' all-reduce, one number more), that rank
+removes the file, and each prints ``checkpoint asked for: saved at step <s>``. A command that
+creates the file and waits for it to go is a checkpoint hook before a drain (docs/semantics.md,
+section 26).
 """
 
 import argparse
@@ -47,6 +53,8 @@ parser.add_argument("--hidden", type=int, default=64, help="hidden units")
 parser.add_argument("--lr", type=float, default=0.05, help="learning rate")
 parser.add_argument("--checkpoint-every", type=int, default=20, help="steps between checkpoints")
 parser.add_argument("--checkpoint-dir", default="/tmp/aitj-train", help="each rank's own checkpoint")
+parser.add_argument("--checkpoint-now", default="/tmp/aitj-train/checkpoint-now",
+                    help="a file whose existence on any rank makes every rank save after the next step")
 parser.add_argument("--log-every", type=int, default=10, help="steps between progress lines")
 parser.add_argument("--step-seconds", type=float, default=0.05, help="pause after each step")
 parser.add_argument("--timeout", type=float, default=30, help="torchrun: seconds a collective waits")
@@ -116,6 +124,7 @@ model = torch.nn.Sequential(
 )
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 checkpoint = Path(args.checkpoint_dir) / "checkpoint.pt"
+checkpoint_now = Path(args.checkpoint_now)
 
 
 def log(message):
@@ -161,20 +170,22 @@ def resume():
     return step
 
 
-def step_once(step):
+def step_once(step, asking):
+    """step_once: one step; whether any rank was ``asking`` for a checkpoint (the last number of
+    the all-reduce, after the gradients)."""
     x, y = batch(step)
     optimizer.zero_grad()
     loss = F.cross_entropy(model(x), y)
     loss.backward()
     grads = [p.grad for p in model.parameters()]
-    flat = torch.cat([g.reshape(-1) for g in grads])
+    flat = torch.cat([g.reshape(-1) for g in grads] + [torch.tensor([1.0 if asking else 0.0])])
     world.average(flat)
     offset = 0
     for g in grads:
         g.copy_(flat[offset : offset + g.numel()].view_as(g))
         offset += g.numel()
     optimizer.step()
-    return loss.item()
+    return loss.item(), bool(flat[-1] > 0)
 
 
 def main():
@@ -182,10 +193,15 @@ def main():
     log(f"reset: world size now {world.size}, resuming at step {step}")
     since, since_step = time.monotonic(), step
     while step < args.steps:
-        loss = step_once(step)
+        asking = checkpoint_now.exists()
+        loss, asked = step_once(step, asking)
         step += 1
-        if step % args.checkpoint_every == 0 or step == args.steps:
+        if asked or step % args.checkpoint_every == 0 or step == args.steps:
             save(step)
+        if asked:
+            log(f"checkpoint asked for: saved at step {step}")
+            if asking:
+                checkpoint_now.unlink(missing_ok=True)
         if step % args.log_every == 0 or step == args.steps:
             now = time.monotonic()
             rate = (step - since_step) * args.batch_size * world.size / max(now - since, 1e-6)
