@@ -27,17 +27,21 @@ F, H, R, S, ST = (
 )
 
 
+SCALE_IN = "trainingJob ns/job scalein Operation scalein scale num 2 scale pods [a b], replicas name trainer"
+
+
 def status(
-    phases: Sequence[tuple[str, float]], restarts: Sequence[tuple[str, float | None, float]] = ()
+    phases: Sequence[tuple[Any, ...]], restarts: Sequence[tuple[str, float | None, float]] = ()
 ) -> JobStatus:
     """status: a history of (phase, began at) and restarts of (cause, failureTime, time)."""
     conditions = [
         {
-            "type": p,
+            "type": p[0],
             "status": "True" if i == len(phases) - 1 else "False",
-            "lastTransitionTime": format_time(at(t)),
+            "lastTransitionTime": format_time(at(p[1])),
+            "message": p[2] if len(p) > 2 else "",
         }
-        for i, (p, t) in enumerate(phases)
+        for i, p in enumerate(phases)
     ]
     entries: list[dict[str, Any]] = []
     for cause, fault, decided in restarts:
@@ -102,7 +106,15 @@ CASES = [
         100,
         90,
         bad(scaling=10),
-        id="a scale operation",
+        id="a scale-out",
+    ),
+    pytest.param(
+        [("Running", 0), ("Scaling", 30, SCALE_IN), ("Running", 40)],
+        [("PodEvicted", 33, 35)],
+        100,
+        98,
+        bad(fault=2),
+        id="a scale-in trains on",
     ),
     pytest.param(
         [("Running", 0), ("Suspended", 30), ("Pending", 60), ("Creating", 65), ("Running", 70)],

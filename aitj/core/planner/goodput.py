@@ -15,7 +15,9 @@ wait, not training lost. From then on, each second is one of:
   decided its restart (``time``), while the job looked Running;
 - ``hang``: the same for a hang: from the last progress seen to the restart's decision;
 - ``recovery``: the job is Restarting: from the decision until every wanted pod runs again;
-- ``scaling``: a scale operation is under way (Scaling);
+- ``scaling``: a scale-out (or its rollback) is under way (Scaling). A scale-in is not: its
+  leaving pods are out of the host list at once, and the others train on through its grace
+  period, so it counts as training;
 - ``starting``: Pending or Creating after the job has run (the pods of a resume);
 - not counted: Suspended (the user's choice), and nothing after the job finished.
 
@@ -94,8 +96,15 @@ def _spans(conditions: Sequence[JobCondition], now: datetime) -> list[tuple[Phas
             end = parse_time(conditions[i + 1].last_transition_time) or start
         else:
             end = start if c.type in FINISHED_PHASES else now
-        out.append((c.type, start, end))
+        out.append((Phase.RUNNING if _scale_in(c) else c.type, start, end))
     return out
+
+
+def _scale_in(c: JobCondition) -> bool:
+    """_scale_in: a Scaling condition of a scale-in (the seed's message: ``... scalein Operation
+    scalein ...``). The leaving pods are out of the host list at once and the others train on
+    through the grace period: it counts as Running."""
+    return c.type is Phase.SCALING and " scalein Operation scalein " in (c.message or "")
 
 
 def _windows(restarts: Iterable[RestartEntry]) -> list[tuple[BadputCause, datetime, datetime]]:
