@@ -49,7 +49,7 @@ def goodput_row(job: str) -> Row:
                 "progress), recovery (Restarting), scaling, starting (after a resume).",
                 unit="s",
                 width=16,
-                topic="goodput",
+                topic="badput",
             ),
         ),
     )
