@@ -49,18 +49,17 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900 + 2 * DURATION)]
 def exported(operator: OperatorProcess, namespace: str) -> tuple[float, dict[str, float], float | None]:
     """exported: the job's training seconds, badput seconds by cause and goodput ratio, as
     /metrics shows them now."""
-    page = operator.metrics()
-    mine = f'job_name="{NAME}",namespace="{namespace}"'
-
-    def value(family: str, extra: str = "") -> float | None:
-        found = re.search(rf"^{family}\{{{mine}{extra}\}} (\S+)$", page, re.M)
-        return float(found[1]) if found else None
-
+    found: dict[tuple[str, str], float] = {}
+    for family, labels, value in re.findall(r"^(aitj_job_\w+)\{([^}]*)\} (\S+)$", operator.metrics(), re.M):
+        pairs = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        if pairs.get("namespace") == namespace and pairs.get("job_name") == NAME:
+            found[(family, pairs.get("cause", ""))] = float(value)
     badput = {
-        cause: value("aitj_job_badput_seconds_total", f',cause="{cause}"') or 0.0
+        cause: found.get(("aitj_job_badput_seconds_total", cause), 0.0)
         for cause in ("fault", "hang", "recovery", "scaling", "starting")
     }
-    return value("aitj_job_training_seconds_total") or 0.0, badput, value("aitj_job_goodput_ratio")
+    ratio = found.get(("aitj_job_goodput_ratio", ""))
+    return found.get(("aitj_job_training_seconds_total", ""), 0.0), badput, ratio
 
 
 def test_the_exported_goodput_matches_the_training_s_own_through_a_chaos_schedule(
@@ -96,7 +95,7 @@ def test_the_exported_goodput_matches_the_training_s_own_through_a_chaos_schedul
         f"operator (exported counters): goodput {operator:.4f}: training {training:.1f}s, lost "
         + ", ".join(f"{c} {s:.1f}s" for c, s in lost.items())
         + f" (over the job's life: {ratio})\n"
-        f"operator (its status, same interval): {status_goodput(status, t0, t1):.4f}\n"
+        f"operator (its status, same interval): {status_goodput(status, t0, t1)}\n"
         f"training (its own step log): goodput {own.ratio:.4f}: progress {own.progress:.1f}s of "
         f"{own.seconds:.1f}s, {own.new} new steps, {own.redone} redone\n"
         f"difference {operator - own.ratio:+.4f} ({(operator - own.ratio) / own.ratio:+.2%} relative)",
@@ -106,9 +105,12 @@ def test_the_exported_goodput_matches_the_training_s_own_through_a_chaos_schedul
     assert abs(operator - own.ratio) <= TOLERANCE * own.ratio, (operator, own)
 
 
-def status_goodput(status: JobStatus, t0: float, t1: float) -> float:
-    """status_goodput: the operator's account (the same one the metrics export), over t0 to t1."""
+def status_goodput(status: JobStatus, t0: float, t1: float) -> str:
+    """status_goodput: the operator's account (the one the metrics export, read from the job's
+    status at the end), over t0 to t1, with what it lost by cause."""
     a, b = (account(status, datetime.fromtimestamp(t, UTC)) for t in (t0, t1))
     training = b.training - a.training
-    lost = sum(b.badput.values()) - sum(a.badput.values())
-    return training / (training + lost) if training + lost > 0 else 0.0
+    lost = {c.value: b.badput[c] - a.badput[c] for c in b.badput}
+    total = training + sum(lost.values())
+    shown = ", ".join(f"{c} {s:.1f}s" for c, s in lost.items() if s)
+    return f"{training / total if total else 0.0:.4f}: training {training:.1f}s, lost {shown or 'nothing'}"
