@@ -48,6 +48,7 @@ from aitj.core.api.replica import (  # noqa: E402
     IN_PLACE_EVENT_MESSAGE,
     IN_PLACE_EXCLUDE_MESSAGE,
     IN_PLACE_UNREACHABLE_MESSAGE,
+    INFRASTRUCTURE_FAULTS_MESSAGE,
     WINDOW_LIMIT_MESSAGE,
 )
 from aitj.core.api.status import status_schema  # noqa: E402
@@ -361,6 +362,15 @@ def recovery_properties() -> Schema:
             1,
             seconds,
         ),
+        "infrastructureFaults": string(
+            "Charge (default) or Exempt: whether the restarts this rule makes for infrastructure "
+            "faults (nodeNotReady: a node gone, NotReady, showing a health signal or drained; "
+            "PodPreempted; PodEvicted) count toward its restartLimit. Exempt: they neither count "
+            "nor are refused by it, so maintenance and preemption do not use up the budget meant "
+            "for the training's own faults. Needs restartLimit. The replica's restartLimit and "
+            "RestartCount still count every restart (docs/semantics.md section 25).",
+            enum=enum_values(api.InfrastructureFaults),
+        ),
     }
 
 
@@ -466,6 +476,12 @@ def rule_schema() -> Schema:
                 "!has(self.restartWindowSeconds) || has(self.restartLimit)",
                 "restartWindowSeconds needs restartLimit (the restarts allowed in it)",
                 field_path=".restartWindowSeconds",
+            ),
+            rule(
+                "!has(self.infrastructureFaults) || self.infrastructureFaults != 'Exempt' "
+                "|| has(self.restartLimit)",
+                INFRASTRUCTURE_FAULTS_MESSAGE,
+                field_path=".infrastructureFaults",
             ),
             rule(
                 "!has(self.restartWindowSeconds) || !has(self.restartLimit) "

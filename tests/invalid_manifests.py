@@ -435,6 +435,19 @@ CASES: list[Case] = [
         f"{L_CODES}.restartLimit",
         "with restartWindowSeconds, restartLimit must be at most 1000",
     ),
+    # issue 28: infrastructure faults kept off a rule's budget
+    Case(
+        "a rule that exempts infrastructure faults from a restartLimit it does not have is refused",
+        setting(f"{T_RULE}.infrastructureFaults", "Exempt"),
+        f"{T_RULE}.infrastructureFaults",
+        "infrastructureFaults: Exempt needs restartLimit",
+    ),
+    Case(
+        "an unknown infrastructureFaults is refused",
+        each(setting(f"{T_RULE}.infrastructureFaults", "Free"), setting(f"{T_RULE}.restartLimit", 3)),
+        f"{T_RULE}.infrastructureFaults",
+        'Unsupported value: "Free"',
+    ),
     Case(
         "a rule backoff without initialSeconds is refused",
         setting(f"{L_CODES}.backoff", {"maxSeconds": 60}),

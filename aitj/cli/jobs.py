@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from aitj.cli import goodput_view
 from aitj.cli import jobview as view
 from aitj.cli.options import (
     all_namespaces_option,
@@ -210,12 +211,23 @@ def describe(job: str, namespace: str | None, output: str | None) -> None:
         "shortfalls": view.shortfall_rows(body.manifest),
         "events": view.event_history(events),
     }
+    now = _now()
+    split = goodput_view.restart_split(body.manifest)
     if output is not None:
-        emit({**header.to_json(), **{k: [r.to_json() for r in v] for k, v in sections.items()}}, output)
+        extra = {"restartClasses": split, "goodput": goodput_view.goodput(body.manifest, now)}
+        emit(
+            {**header.to_json(), **extra, **{k: [r.to_json() for r in v] for k, v in sections.items()}},
+            output,
+        )
         return
     out = console()
     out.print(f"{header.namespace}/{header.name}  phase {header.phase}  age {header.age}", markup=False)
-    out.print(f"replicas (running/desired): {header.replicas}; restarts {header.restarts}", markup=False)
+    out.print(
+        f"replicas (running/desired): {header.replicas}; restarts {header.restarts} "
+        f"(infrastructure {split['infrastructure']}, application {split['application']})",
+        markup=False,
+    )
+    out.print(goodput_view.goodput_line(body.manifest, now), markup=False, soft_wrap=True)
     for title, rows in sections.items():
         out.print()
         if not rows:

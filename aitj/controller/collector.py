@@ -1,6 +1,9 @@
 """The gauges computed at scrape time from the operator's cache: ``aitj_jobs``,
 ``aitj_job_phase``, ``aitj_job_replicas``, ``aitj_restart_budget_used_ratio`` and
-``aitj_job_degraded_indices``.
+``aitj_job_degraded_indices``; and the goodput (``aitj_job_goodput_ratio``,
+``aitj_job_training_seconds_total``, ``aitj_job_badput_seconds_total``: aitj.core.planner.goodput
+accounts for the job's time from its status, ``aitj.core.telemetry.goodput.held`` keeps the
+counters from going back, from what this collector last exported of each job).
 
 A custom collector on the default registry: each scrape reads the jobs and pods the cache holds
 and reports what they are now, so nothing is ever incremented or decremented, and a deleted
@@ -16,9 +19,10 @@ it never sees a dict changing size), and reads the immutable values it holds.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from prometheus_client.core import REGISTRY, GaugeMetricFamily, Metric
+from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from aitj.controller.cache import InformerCache, JobKey
@@ -26,6 +30,8 @@ from aitj.controller.metrics import BY_NAME
 from aitj.core.api import Phase
 from aitj.core.observed import PodView
 from aitj.core.telemetry import JobGauges, ReplicaState, job_gauges
+from aitj.core.telemetry.goodput import Account, BadputCause, held
+from aitj.core.wire import mapping
 
 
 class CacheSource(Protocol):
@@ -60,6 +66,29 @@ def _family(name: str) -> GaugeMetricFamily:
     """_family: an empty gauge family of the catalogue."""
     family = BY_NAME[name]
     return GaugeMetricFamily(family.name, family.help, labels=family.labels)
+
+
+def _counter_family(name: str) -> CounterMetricFamily:
+    """_counter_family: an empty counter family of the catalogue (its name without ``_total``,
+    which prometheus_client adds to the samples)."""
+    family = BY_NAME[name]
+    return CounterMetricFamily(name.removesuffix("_total"), family.help, labels=family.labels)
+
+
+def goodput_families(accounts: Iterable[tuple[JobKey, Account, float | None]]) -> list[Metric]:
+    """goodput_families: the goodput of each job that has run, from (key, counters, ratio): the
+    ratio (none while nothing is accounted), the training seconds and the seconds of every cause
+    (0 included, so increase() sees a cause's first seconds)."""
+    ratio = _family("aitj_job_goodput_ratio")
+    training = _counter_family("aitj_job_training_seconds_total")
+    badput = _counter_family("aitj_job_badput_seconds_total")
+    for (namespace, name), a, share in accounts:
+        if share is not None:
+            ratio.add_metric([namespace, name], share)
+        training.add_metric([namespace, name], a.training)
+        for cause in BadputCause:
+            badput.add_metric([namespace, name, cause.value], a.badput.get(cause, 0.0))
+    return [ratio, training, badput]
 
 
 def families(gauges: Iterable[tuple[JobKey, JobGauges]]) -> list[Metric]:
@@ -102,17 +131,37 @@ class CacheCollector(Collector):
 
     def __init__(self, source: CacheSource | None = None) -> None:
         self.source = source
+        # What the last scrape exported of each job's goodput (by uid too: a job deleted and
+        # created again under its name starts afresh), for ``held``.
+        self.exported: dict[tuple[str, str, str], Account] = {}
 
     def describe(self) -> Iterator[Metric]:
         """describe: the families, empty (registering does not scrape)."""
-        return iter(families(()))
+        return iter(families(()) + goodput_families(()))
 
     def collect(self) -> Iterator[Metric]:
         """collect: the gauges of every job the source holds, now."""
         source = self.source
         if source is None:
-            return iter(families(()))
-        return iter(families((key, job_gauges(body, source.pods(key))) for key, body in source.jobs()))
+            return iter(families(()) + goodput_families(()))
+        now = datetime.now(UTC)
+        gauges = [(key, body, job_gauges(body, source.pods(key), now)) for key, body in source.jobs()]
+        return iter(families((key, g) for key, _, g in gauges) + goodput_families(self._held(gauges)))
+
+    def _held(
+        self, gauges: list[tuple[JobKey, Mapping[str, Any], JobGauges]]
+    ) -> list[tuple[JobKey, Account, float | None]]:
+        """_held: each job's goodput counters, none below what was exported of it last (the
+        jobs gone since are forgotten), and its ratio, the account's own."""
+        out, kept = [], {}
+        for key, body, g in gauges:
+            if g.goodput is None:
+                continue
+            mine = (*key, str(mapping(body.get("metadata")).get("uid") or ""))
+            kept[mine] = held(self.exported.get(mine), g.goodput)
+            out.append((key, kept[mine], g.goodput.ratio))
+        self.exported = kept
+        return out
 
 
 COLLECTOR = CacheCollector()

@@ -11,7 +11,8 @@ fails a test. Label values are constants, listed in ``LABEL_VALUES`` where the s
 - ``direction``: out, in (``ScaleDirection``); ``result``: succeeded, failed, rolledBack,
   cancelled (``ScaleResult``; these three live in ``aitj.core.telemetry``, re-exported here);
 - ``stage``: stale, execute (``ErrorStage``);
-- ``kind`` (pods deleted): restart, stuck, unwanted, cleanup, suspend (``DeleteReason``).
+- ``kind`` (pods deleted): restart, stuck, unwanted, cleanup, suspend (``DeleteReason``);
+- ``class`` (restarts): infrastructure, application (``aitj.core.faultclass.FaultClass``).
 controller-runtime's families (``workqueue_*``, ``rest_client_*``, ``leader_election_*``) keep
 its labels: ``name`` (the queue, the Lease), ``code`` (an HTTP status or ``<error>``), ``method``
 and ``verb`` (HTTP methods), ``host`` (the API server's host:port).
@@ -43,7 +44,8 @@ from prometheus_client import Counter, Gauge, Histogram, Summary
 from prometheus_client.metrics import MetricWrapperBase
 
 from aitj.core import api
-from aitj.core.api import REPLICA_SCOPES, Phase
+from aitj.core.api import REPLICA_SCOPES, Phase, RestartScope
+from aitj.core.faultclass import FaultClass, cause_class
 from aitj.core.planner.types import DeleteReason
 from aitj.core.policy import FailureKind
 from aitj.core.telemetry import ReplicaState as ReplicaState  # re-exported: the catalogue's
@@ -100,8 +102,8 @@ CATALOGUE: tuple[Family, ...] = (
     Family(
         "aitj_restarts_total",
         Kind.COUNTER,
-        "Restarts carried out, by replica type, cause and scope.",
-        (*JOB, "replica", "cause", "scope"),
+        "Restarts carried out, by replica type, cause, scope and class (infrastructure or application).",
+        (*JOB, "replica", "cause", "scope", "class"),
     ),
     Family(
         "aitj_recovery_seconds",
@@ -172,6 +174,26 @@ CATALOGUE: tuple[Family, ...] = (
         "Indices the job runs short of, as its status.degraded says; 0 when it is not (at scrape time).",
         JOB,
     ),
+    # Goodput (issue 28; aitj.core.planner.goodput): computed at scrape time from the status,
+    # like the gauges above; the counters are held so they never go back (telemetry.goodput).
+    Family(
+        "aitj_job_goodput_ratio",
+        Kind.GAUGE,
+        "Of the job's time since it first ran, the share spent training (at scrape time).",
+        JOB,
+    ),
+    Family(
+        "aitj_job_training_seconds_total",
+        Kind.COUNTER,
+        "Seconds the job was Running with no fault waiting for the operator (at scrape time).",
+        JOB,
+    ),
+    Family(
+        "aitj_job_badput_seconds_total",
+        Kind.COUNTER,
+        "Seconds since the job first ran lost to a cause: fault, hang, recovery, scaling, starting.",
+        (*JOB, "cause"),
+    ),
     Family(
         "aitj_lost_gpu_seconds_total",
         Kind.COUNTER,
@@ -236,6 +258,7 @@ LABEL_VALUES: dict[str, tuple[str, ...]] = {
     "result": tuple(r.value for r in ScaleResult),
     "stage": tuple(s.value for s in ErrorStage),
     "kind": tuple(k.value for k in DeleteReason),
+    "class": tuple(c.value for c in FaultClass),
 }
 
 
@@ -316,7 +339,7 @@ def job_planned(job: api.Job) -> None:
             return
         _KNOWN[key] = job.generation
     for replica, cause, scope in known.restart_labels(job):
-        per_job(RESTARTS, *key, replica, cause, scope)
+        per_job(RESTARTS, *key, replica, cause, scope, cause_class(cause).value)
     for cause in known.lost_gpu_causes(job):
         per_job(LOST_GPU_SECONDS, *key, cause)
     if known.scales(job):

@@ -213,7 +213,8 @@ def record_restarts(
     pass planned; only a parsed ``api.Job`` has recoveries to follow)."""
     for r in records:
         cause = r.failure.kind.value
-        metrics.per_job(metrics.RESTARTS, *key, r.replica, cause, r.scope.value).inc()
+        fault_class = r.failure.kind.fault_class.value
+        metrics.per_job(metrics.RESTARTS, *key, r.replica, cause, r.scope.value, fault_class).inc()
         log.warning(
             "restart",
             replica=r.replica,

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from aitj.core.api import ExceptionalEvent, FaultTolerantRule, ReplicaSpec, RestartPolicy, RestartScope
+from aitj.core.faultclass import FaultClass, event_class, exempt
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals, node_fault
 from aitj.core.observed import KUBELET_EVICTED, NODE_DISRUPTION_REASONS, PREEMPTION_REASONS, NodeView, PodView
 
@@ -55,6 +56,11 @@ class FailureKind(enum.StrEnum):
             return ExceptionalEvent(self.value)
         except ValueError:
             return None
+
+    @property
+    def fault_class(self) -> FaultClass:
+        """fault_class: infrastructure (the cluster took the pod) or application (aitj.core.faultclass)."""
+        return event_class(self.event)
 
 
 @dataclass(frozen=True)
@@ -399,7 +405,7 @@ def _trace(
         elif not active:
             what = "exit-code" if is_exit else "exceptionalEvent"
             why, detail = RuleWhy.INACTIVE, f"restartPolicy {policy} does not allow {what} rules"
-        elif matched and i in spent:
+        elif matched and i in spent and not exempt(rule, failure.kind.event):
             why, detail = RuleWhy.BUDGET_SPENT, spent[i]
         elif matched:
             fired = True

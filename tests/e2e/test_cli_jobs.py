@@ -85,8 +85,13 @@ def test_get_list_and_describe_show_a_restarted_job_for_people_and_scripts(
     assert described["restarts"][0]["reason"] == "PodForceDeleted"
     assert "rule exceptionalEvent nodeNotReady,PodForceDeleted" in described["restarts"][0]["message"]
     assert "TrainingJobRestarting" in [e["reason"] for e in described["events"]]
+    # a force delete is the application's (docs/semantics.md section 25); the job has run
+    assert described["restartClasses"] == {"total": 1, "infrastructure": 0, "application": 1}
+    assert 0 < described["goodput"]["ratio"] <= 1, described["goodput"]
     text = aitj(kc, "describe", NAME, "-n", namespace)
     assert text.returncode == 0 and "conditions" in text.stdout and "events" in text.stdout, text.stdout
+    assert "restarts 1 (infrastructure 0, application 1)" in text.stdout, text.stdout
+    assert "goodput " in text.stdout and "since it first ran" in text.stdout, text.stdout
 
 
 def test_an_unknown_job_and_a_wrong_namespace_are_one_line_each(cluster: KubeCluster, namespace: str) -> None:

@@ -324,6 +324,7 @@ def restarts_counted(namespace: str) -> float:
         "replica": "trainer",
         "cause": "PodFailed",
         "scope": "Pod",
+        "class": "application",
     }
     return REGISTRY.get_sample_value("aitj_restarts_total", labels) or 0.0
 

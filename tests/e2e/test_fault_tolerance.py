@@ -75,8 +75,9 @@ def test_a_force_deleted_trainer_comes_back_under_the_same_index_with_a_new_name
         "a PodForceDeleted restart event",
     )
     assert before[0] in restarts[0].message
-    # Counted in the metrics, after the effect, by cause and scope.
-    series = f'aitj_restarts_total{{cause="PodForceDeleted",job_name="{NAME}",namespace="{namespace}",'
+    # Counted in the metrics, after the effect, by cause, class and scope.
+    series = f'aitj_restarts_total{{cause="PodForceDeleted",class="application",job_name="{NAME}",'
+    series += f'namespace="{namespace}",'
     series += 'replica="trainer",scope="Pod"} 1.0'
     assert series in live_operator.metrics()
 

@@ -233,6 +233,9 @@ def test_each_panel_s_unit_says_what_its_number_is(uid: str, panel: dict[str, An
         # GPU-hours: the seconds over 3600, as a number of GPU-hours, never as a duration.
         assert all(e.endswith("/ 3600") for e in exprs), exprs
         assert defaults["unit"] == "suffix: GPU-h", (uid, panel["title"])
+    elif any("aitj_job_goodput_ratio" in e for e in exprs):
+        # a share of time: the ratio, and seconds training over all seconds in the range
+        assert defaults["unit"] == "percentunit", (uid, panel["title"])
     elif any(f"increase({c}" in e for e in exprs for c in EVENT_COUNTERS):
         # increase() extrapolates (one event reads 0.67 or 1.33): rounded, shown without decimals.
         assert all(e.startswith("round(") for e in exprs), exprs

@@ -62,7 +62,8 @@ class OneJob:
         """jobs: the seed, Running."""
         doc = seed_body()
         doc["metadata"]["uid"] = UID  # the job the builders' pods name as their controller
-        doc["status"] = {"phase": "Running"}
+        since = {"type": "Running", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        doc["status"] = {"phase": "Running", "conditions": [since]}  # ran: it has a goodput
         return [(("ns", "one"), doc)]
 
     def pods(self, key: tuple[str, str]) -> Iterable[PodView]:
@@ -127,7 +128,7 @@ def test_every_family_labelled_with_a_replica_name_is_per_job() -> None:
 def test_deleting_a_job_removes_its_series_and_only_its_own() -> None:
     for job in ("gone", "kept"):
         metrics.per_job(metrics.PODS_CREATED, "ns", job, "a-replica-name-of-the-users").inc()
-        metrics.per_job(metrics.RESTARTS, "ns", job, "trainer", "exitCode", "Pod").inc()
+        metrics.per_job(metrics.RESTARTS, "ns", job, "trainer", "exitCode", "Pod", "application").inc()
         metrics.per_job(metrics.SCALING_OPERATIONS, "ns", job, "out", "succeeded").inc()
         metrics.per_job(metrics.LOST_GPU_SECONDS, "ns", job, "exitCode").inc(3)
     metrics.forget_job("ns", "gone")
@@ -177,6 +178,9 @@ def test_an_empty_cache_exports_the_families_without_series() -> None:
         "aitj_job_replicas": [],
         "aitj_restart_budget_used_ratio": [],
         "aitj_job_degraded_indices": [],
+        "aitj_job_goodput_ratio": [],
+        "aitj_job_training_seconds": [],
+        "aitj_job_badput_seconds": [],
     }
 
 
@@ -254,7 +258,8 @@ def force_delete(c: Cluster, tracker: Recoveries, index: int = 0) -> RestartReco
 def test_a_restart_is_counted_once_and_recovered_once_when_its_replacement_runs() -> None:
     tracker, c = Recoveries(), cluster()
     restarts = ("aitj_restarts_total", {"namespace": KEY[0], "job_name": KEY[1], "replica": "trainer",
-                                        "cause": "PodForceDeleted", "scope": "Pod"})  # fmt: skip
+                                        "cause": "PodForceDeleted", "scope": "Pod",
+                                        "class": "application"})  # fmt: skip
     before = (recovery_count(), sample(restarts[0], **restarts[1]))
     detected = sample("aitj_fault_detection_seconds_count", cause="PodForceDeleted")
     force_delete(c, tracker)

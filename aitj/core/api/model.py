@@ -63,6 +63,15 @@ class ExceptionalEvent(StrEnumMixin):
     POD_PREEMPTED = "PodPreempted"
 
 
+class InfrastructureFaults(StrEnumMixin):
+    """A rule's ``infrastructureFaults``: whether the restarts it makes for infrastructure faults
+    (a node gone or NotReady, a drain, a preemption, an eviction) charge its restartLimit
+    (docs/semantics.md section 25)."""
+
+    CHARGE = "Charge"  # they count like any other (the default: a seed's rule keeps its meaning)
+    EXEMPT = "Exempt"  # they neither count toward nor are refused by its restartLimit
+
+
 class Phase(StrEnumMixin):
     """Job phase; also the condition types of the status history."""
 
@@ -178,6 +187,7 @@ class FaultTolerantRule:
     restart_window: int | None = None
     backoff: Backoff | None = None
     exclude_node_seconds: int | None = None
+    infrastructure_faults: InfrastructureFaults = InfrastructureFaults.CHARGE  # issue 28
 
 
 # The hook's deadline: a drain waits at most this long for the checkpoint. 600 s is the

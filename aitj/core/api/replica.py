@@ -31,6 +31,7 @@ from aitj.core.api.model import (
     Backoff,
     ExceptionalEvent,
     FaultTolerantRule,
+    InfrastructureFaults,
     ReplicaSpec,
     ReplicaType,
     RestartPolicy,
@@ -155,6 +156,11 @@ _RULE_FIELDS = (
     "restartWindowSeconds",
     "backoff",
     "excludeNodeSeconds",
+    "infrastructureFaults",
+)
+# The CRD's CEL rule says the same (hack/gen_crd.py).
+INFRASTRUCTURE_FAULTS_MESSAGE = (
+    "infrastructureFaults: Exempt needs restartLimit (the budget it keeps infrastructure faults off)"
 )
 _BACKOFF_FIELDS = ("initialSeconds", "maxSeconds", "resetAfterSeconds")
 # The CRD's CEL rule says the same (hack/gen_crd.py).
@@ -267,6 +273,7 @@ def _parse_rule(
     exclude = f.optional_integer("excludeNodeSeconds", 1, MAX_SECONDS)
     if scope is RestartScope.IN_PLACE:
         _check_in_place(f, has_codes)
+    infra = _rule_infrastructure_faults(f, limit)
     if policy is None:
         return None
     return FaultTolerantRule(
@@ -279,6 +286,7 @@ def _parse_rule(
         restart_window=window,
         backoff=backoff,
         exclude_node_seconds=exclude,
+        infrastructure_faults=infra,
     )
 
 
@@ -291,6 +299,15 @@ def _check_in_place(f: Fields, has_codes: bool) -> None:
         f.error("backoff", IN_PLACE_BACKOFF_MESSAGE)
     if f.has("excludeNodeSeconds"):
         f.error("excludeNodeSeconds", IN_PLACE_EXCLUDE_MESSAGE)
+
+
+def _rule_infrastructure_faults(f: Fields, limit: int | None) -> InfrastructureFaults:
+    """_rule_infrastructure_faults reads a rule's infrastructureFaults (issue 28): Exempt keeps
+    infrastructure faults off the rule's restartLimit, so it needs one."""
+    value = f.choice("infrastructureFaults", tuple(InfrastructureFaults), InfrastructureFaults.CHARGE)
+    if value is InfrastructureFaults.EXEMPT and limit is None:
+        f.error("infrastructureFaults", INFRASTRUCTURE_FAULTS_MESSAGE)
+    return value
 
 
 def _rule_backoff(rule: Fields) -> Backoff | None:

@@ -232,6 +232,25 @@ class RestartEntry(JsonObject):
 
 
 @dataclass(frozen=True, kw_only=True)
+class GoodputCarry(JsonObject):
+    """``goodput``: the time accounted from conditions the history has dropped (docs/semantics.md
+    section 25; aitj.core.planner.goodput folds them in as they go)."""
+
+    through: str | None = time_prop(description="The account below covers the job's time up to this.")
+    training_millis: int | None = prop(
+        "trainingMillis",
+        "Milliseconds the job was Running and not losing time to a fault.",
+        minimum=0,
+        fmt="int64",
+    )
+    badput_millis: Mapping[str, int] | None = prop(
+        "badputMillis",
+        "Milliseconds lost, per cause (fault, hang, recovery, scaling, starting).",
+        values=COUNT,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class JobStatus(JsonObject):
     """JobStatus: the job as the operator last observed it (``status``), written by it only."""
 
@@ -248,6 +267,14 @@ class JobStatus(JsonObject):
     )
     total_restarts: int | None = prop(
         "totalRestarts", "Restarts so far, all replica types together.", minimum=0
+    )
+    infrastructure_restarts: Mapping[str, int] | None = prop(
+        "infrastructureRestarts",
+        "Of RestartCount, the restarts per replica type caused by infrastructure faults "
+        "(nodeNotReady: a node gone, NotReady, showing a health signal or drained; PodPreempted; "
+        "PodEvicted); the rest are the application's (docs/semantics.md section 25). Counted "
+        "when the restart is recorded in restarts, exactly once.",
+        values=COUNT,
     )
     replica_statuses: Mapping[str, ReplicaStatus] | None = prop(
         "replicaStatuses", "Pod counts per replica type."
@@ -329,6 +356,11 @@ class JobStatus(JsonObject):
     restarts: tuple[RestartEntry, ...] | None = prop(
         description=f"Recent restarts, oldest first. At most {MAX_RESTART_RECORDS}.",
         max_items=MAX_RESTART_RECORDS,
+    )
+    goodput: GoodputCarry | None = prop(
+        description="Goodput accounted from conditions the 64-entry history has dropped, so the "
+        "job's goodput (aitj_job_goodput_ratio) stays whole when its history does not "
+        "(docs/semantics.md section 25). Absent until the history first drops a condition."
     )
     pass_failure: PassFailure | None = prop(
         "passFailure",

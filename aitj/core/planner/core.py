@@ -56,6 +56,7 @@ from aitj.core.planner import (
     degraded,
     disruption_budgets,
     gang,
+    goodput,
     hostfiles,
     in_place_status,
     objects,
@@ -139,6 +140,7 @@ def plan_and_assessment(
     if memo is not None:
         given = replace(given, host_lists=memo.host_lists)
     result, a = _plan_mine(job, mine, prev, nodes, now, given, work)
+    result = goodput.carried(prev, result)  # conditions dropped: their goodput kept (section 25)
     if foreign:
         result = replace(result, release=tuple(dict.fromkeys(result.release + foreign)))
     return result, a

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from aitj.core import naming
 from aitj.core.api import MAX_RESTART_RECORDS, Job, JobStatus, RestartScope
+from aitj.core.faultclass import FaultClass
 from aitj.core.planner.ledger import record_entry
 from aitj.core.planner.part import Context, Part
 from aitj.core.planner.types import Event, Plan, RestartRecord
@@ -35,7 +36,22 @@ def record(status: JobStatus, prev: JobStatus, records: Sequence[RestartRecord])
     if not records:
         return status
     history = (*(prev.restarts or ()), *(record_entry(r) for r in records))
-    return status.updated(restarts=history[-MAX_RESTART_RECORDS:])
+    return status.updated(
+        restarts=history[-MAX_RESTART_RECORDS:],
+        infrastructure_restarts=infrastructure_counts(prev, records),
+    )
+
+
+def infrastructure_counts(prev: JobStatus, records: Sequence[RestartRecord]) -> dict[str, int] | None:
+    """infrastructure_counts: ``prev.infrastructureRestarts`` plus the infrastructure faults among
+    ``records`` (docs/semantics.md section 25). Counted here, with the ``restarts`` entries, so it
+    is exact as they are (each restart is recorded once); None while there has been none, so a
+    job without one keeps the status it had."""
+    counts = dict(prev.infrastructure_restarts or {})
+    for r in records:
+        if r.failure.kind.fault_class is FaultClass.INFRASTRUCTURE:
+            counts[r.replica] = counts.get(r.replica, 0) + 1
+    return counts or None
 
 
 def restart_event(job: Job, r: RestartRecord) -> Event:

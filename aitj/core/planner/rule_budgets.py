@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from aitj.core.api import DEFAULT_BACKOFF_RESET_AFTER, FaultTolerantRule, Job, ReplicaSpec
+from aitj.core.faultclass import exempt
 from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger, ReplicaHistory, pod_ledger
 from aitj.core.planner.rulelog import Exclusion, RuleHistory
@@ -112,10 +113,12 @@ def restarted(
     before = history.rule(index, text)
     reset_after = rule.backoff.reset_after if rule.backoff is not None else DEFAULT_BACKOFF_RESET_AFTER
     in_a_row = before.failed >= 0 and ran_seconds(pod, failure, now) < reset_after
-    times = ((generation, now),) if rule.restart_window is not None else ()
+    free = exempt(rule, failure.kind.event)  # infrastructureFaults: Exempt: off the budget (section 25)
+    times = ((generation, now),) if rule.restart_window is not None and not free else ()
     after: RuleHistory | None = None
     if rule.restart_limit is not None or rule.backoff is not None:
-        after = RuleHistory(generation, before.count + 1, before.streak + 1 if in_a_row else 1, now, times)
+        count = before.count if free else before.count + 1
+        after = RuleHistory(generation, count, before.streak + 1 if in_a_row else 1, now, times)
     exclusion = None
     if rule.exclude_node_seconds is not None and pod is not None and pod.node_name:
         until = now + timedelta(seconds=rule.exclude_node_seconds)

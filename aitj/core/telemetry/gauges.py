@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from aitj.core.api import DEFAULT_REPLICAS, FINISHED_PHASES, JobStatus, Phase
 from aitj.core.observed import PodView
+from aitj.core.planner.goodput import Account, account
 from aitj.core.wire import as_int, mapping
 
 
@@ -36,12 +38,14 @@ class ReplicaCount:
 class JobGauges:
     """JobGauges: what a scrape reports of one job. ``budgets``: (replica, RestartCount /
     restartLimit) for each replica type that has a ``restartLimit``; ``degraded``: how many
-    indices the job runs short of (``status.degraded.count``, 0 when absent)."""
+    indices the job runs short of (``status.degraded.count``, 0 when absent); ``goodput``: the
+    account of its time (aitj.core.planner.goodput), when the scrape gives ``now``."""
 
     phase: Phase
     replicas: tuple[ReplicaCount, ...]
     budgets: tuple[tuple[str, float], ...]
     degraded: int = 0
+    goodput: Account | None = None  # None: not asked for (no ``now``)
 
 
 def _specs(body: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -80,7 +84,7 @@ def newest(pods: Iterable[PodView]) -> dict[tuple[str, int], PodView]:
     return out
 
 
-def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
+def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView], now: datetime | None = None) -> JobGauges:
     """job_gauges: the phase, each replica type's pods by state (its own pods only:
     ``own_pods``), the restart budgets and the indices short (as the job's degraded state,
     written by the planner, says).
@@ -110,7 +114,8 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView]) -> JobGauges:
         vacant = 0 if idle else max(want - len(mine), 0)
         counts.append(ReplicaCount(name, want, running, pending, vacant))
     degraded = 0 if idle else max((status.degraded.count if status.degraded is not None else None) or 0, 0)
-    return JobGauges(phase, tuple(counts), _budgets(specs, status), degraded)
+    good = account(status, now) if now is not None else None
+    return JobGauges(phase, tuple(counts), _budgets(specs, status), degraded, good)
 
 
 def _budgets(specs: Mapping[str, Mapping[str, Any]], status: JobStatus) -> tuple[tuple[str, float], ...]:

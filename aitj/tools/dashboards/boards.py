@@ -15,6 +15,7 @@ import re
 from dataclasses import replace
 
 from aitj.controller.metrics import CATALOGUE
+from aitj.tools.dashboards.goodput import goodput_row
 from aitj.tools.dashboards.spec import GPU_HOURS, Dashboard, Panel, Query, Row, Variable, Viz
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -334,7 +335,7 @@ _JOB_BOARD = Dashboard(
     uid="aitj-job",
     title="aitj / Job",
     description="One AITrainingJob: its replicas, restarts, recovery as the operator sees it, restart "
-    "budget, lost GPU time and scaling.",
+    "budget, goodput, lost GPU time and scaling.",
     variables=(
         Variable("namespace", "Namespace", "aitj_job_replicas"),
         Variable("job_name", "Job", 'aitj_job_replicas{namespace="$namespace"}'),
@@ -403,6 +404,7 @@ _JOB_BOARD = Dashboard(
                 ),
             ),
         ),
+        goodput_row(_JOB),
         Row(
             "Cost and scaling",
             (
