@@ -40,6 +40,9 @@ from aitj.core.api.model import (
     EVENTS_PATTERN,
     FINISHED_PHASES,
     JOB_POLICIES,
+    MAX_STALL_SECONDS,
+    MAX_STEP_PATTERN_LENGTH,
+    MIN_STALL_SECONDS,
     REPLICA_POLICIES,
     RULE_RESTART_POLICIES,
     Backoff,
@@ -51,6 +54,7 @@ from aitj.core.api.model import (
     Phase,
     Policy,
     Priority,
+    Progress,
     ReplicaSpec,
     ReplicaType,
     RestartPolicy,
@@ -96,6 +100,7 @@ from aitj.core.api.names import (
     is_dns1123_label,
     pod_name_length,
 )
+from aitj.core.api.progress import UNKNOWN_REPLICA, parse_progress
 from aitj.core.api.reader import FieldError
 from aitj.core.api.status import (
     ConditionStatus,
@@ -161,8 +166,11 @@ __all__ = [
     "MAX_RULES",
     "MAX_SCALE_HISTORY",
     "MAX_SECONDS",
+    "MAX_STALL_SECONDS",
     "MAX_STATUS_CONDITIONS",
+    "MAX_STEP_PATTERN_LENGTH",
     "MAX_WINDOW_RESTARTS",
+    "MIN_STALL_SECONDS",
     "MODEL_ONLY_CHECKS",
     "NAME_PART_LENGTH",
     "PLURAL",
@@ -170,6 +178,7 @@ __all__ = [
     "RULE_RESTART_POLICIES",
     "SCALE_REPLICA",
     "SHORT_NAME",
+    "UNKNOWN_REPLICA",
     "VERSION",
     "Backoff",
     "CleanPodPolicy",
@@ -191,6 +200,7 @@ __all__ = [
     "PodGroupStatus",
     "Policy",
     "Priority",
+    "Progress",
     "ReplicaSpec",
     "ReplicaStatus",
     "ReplicaType",
@@ -208,6 +218,7 @@ __all__ = [
     "parse_again",
     "parse_job",
     "parse_phase",
+    "parse_progress",
     "pod_name_length",
     "update_errors",
 ]
