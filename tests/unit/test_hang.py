@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from aitj.cli.explain_text import render
 from aitj.core.api import JobStatus, Phase, Progress, RestartScope
+from aitj.core.explain import explain
 from aitj.core.observed import PodView, ProgressSeen
 from aitj.core.planner import hang, plan
 from aitj.core.planner.memo import Memo
@@ -257,3 +259,14 @@ def test_the_seed_without_progress_is_unchanged() -> None:
 
 def test_the_job_status_type_is_untouched() -> None:
     assert "progress" not in {f.name for f in dataclasses.fields(JobStatus)}
+
+
+def test_aitj_explain_says_hang_and_the_rule_that_restarts_it() -> None:
+    """``aitj explain`` given the pods as the operator sees them (the watched view carrying
+    what was read) shows the verdict in the words of the status and the Event."""
+    job = job_with()
+    start = clock(job)
+    seen = ProgressSeen(start, start + (at(STALL + 5) - at(0)))
+    text = "\n".join(render(explain(job, watched(seen), nodes(), seen.checked_at)))
+    assert f"hang: no progress line for {STALL + 5} s (stallSeconds {STALL})" in text
+    assert "exceptionalEvent hang" in text

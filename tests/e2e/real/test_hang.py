@@ -15,11 +15,15 @@ it.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
 import pytest
 
+from aitj.controller.kubeclient import raw_get
+from aitj.controller.progress import PATTERN_LINES
+from aitj.core.planner import hang
 from aitj.core.wire import parse_time
 from aitj.tools.trainbench.timeline import Step
 from tests.clusters import KubeCluster
@@ -55,6 +59,42 @@ def last_step_at(run: Training) -> float:
     return steps[-1].t
 
 
+def cost_of_a_read(cluster: KubeCluster, namespace: str, pod: str, pattern: bool, reads: int = 50) -> None:
+    """cost_of_a_read: the operator's read of a watched pod's log (aitj.controller.progress,
+    the same query through the same client call) made ``reads`` times against the real kubelet:
+    its wall time and the bytes it brings back, printed with what they come to at 1,000 jobs."""
+    query = [
+        ("tailLines", str(PATTERN_LINES if pattern else 1)),
+        ("timestamps", "true"),
+        ("limitBytes", "65536"),
+    ]
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
+    took, size = [], []
+    cpu = time.thread_time()
+    for _ in range(reads):
+        t = time.perf_counter()
+        status, data = raw_get(cluster.api, path, query=query, accept="*/*")
+        wanted = re.compile(STEP_PATTERN) if pattern else None
+        assert status == 200 and hang.newest_line(data.decode(), wanted) is not None, data[-500:]
+        took.append(time.perf_counter() - t)
+        size.append(len(data))
+    cpu = (time.thread_time() - cpu) / reads
+    took.sort()
+    mean = sum(took) / reads
+    print(
+        f"one log read ({'tailLines 100, stepPattern' if pattern else 'tailLines 1'}): "
+        f"{1000 * mean:.1f} ms mean, {1000 * took[reads // 2]:.1f} ms median, {1000 * took[-1]:.1f} ms max "
+        f"wall, {1000 * cpu:.2f} ms of the reader's CPU, {sum(size) // reads} bytes back; at 1,000 jobs: "
+        + ", ".join(
+            f"stallSeconds {stall}: {1000 / hang.poll_seconds(stall):.0f} reads/s, "
+            f"{1000 / hang.poll_seconds(stall) * cpu:.2f} reader CPU-s/s, "
+            f"{1000 / hang.poll_seconds(stall) * sum(size) / reads / 1024:.0f} KiB/s"
+            for stall in (60, 600)
+        ),
+        flush=True,
+    )
+
+
 def test_a_sigstopped_worker_is_a_hang_and_the_rule_restarts_the_job(
     real_cluster: KubeCluster, real_namespace: str, real_operator: OperatorProcess
 ) -> None:
@@ -64,6 +104,8 @@ def test_a_sigstopped_worker_is_a_hang_and_the_rule_restarts_the_job(
         {"exceptionalEvent": "hang", "restartPolicy": "OnNodeFail", "restartScope": "All"}
     )
     run = started(real_cluster, real_namespace, doc, width=3, step=20)
+    for pattern in (False, True):
+        cost_of_a_read(real_cluster, real_namespace, run.launcher, pattern)
     old = {p.metadata.name for p in pods_by_index(real_cluster, real_namespace, "hang", "trainer").values()}
     old.add(run.launcher)
     # Training for a while first: the hang clock must not fire on a healthy job.
