@@ -117,9 +117,15 @@ class ProgressMonitor:
             await asyncio.sleep(TICK_SECONDS)
 
     async def _read(self, key: JobKey, gate: asyncio.Semaphore) -> None:
+        """_read: one read of the job's watched pod's log. What the cache holds is read on the
+        event loop (its stores change there); only the GET runs on a thread."""
         async with gate:
             try:
-                period, stalled = await asyncio.to_thread(self.read, key)
+                progress, pod = self.target(key)
+                text = None
+                if progress is not None and pod is not None:
+                    text = await asyncio.to_thread(self._log, pod, progress)
+                period, stalled = self.record(key, progress, pod, text)
             except Exception as e:  # a bug or an input it cannot take: logged, tried again later
                 log.warning("progress read failed", namespace=key[0], job=key[1], error=str(e))
                 return
@@ -129,23 +135,35 @@ class ProgressMonitor:
             self.kick(key)
 
     def read(self, key: JobKey) -> tuple[float | None, bool]:
-        """read: one read of the job's watched pod's log (blocking). Returns the period until
-        the next read (None: IDLE_SECONDS) and whether the job's pass should run (no new line
-        for stallSeconds)."""
+        """read: ``_read`` at once, on this thread (the monitor's tests)."""
+        progress, pod = self.target(key)
+        text = self._log(pod, progress) if progress is not None and pod is not None else None
+        return self.record(key, progress, pod, text)
+
+    def target(self, key: JobKey) -> tuple[api.Progress | None, PodView | None]:
+        """target: the job's spec.progress (None: it has none, or a bad one) and the pod to
+        read (None: none runs)."""
         body = self.body_of(key)
         spec = mapping(body.get("spec")) if body is not None else {}
         errors: list[FieldError] = []
         progress = api.parse_progress(spec.get("progress"), (), errors)
         if progress is None or errors:
+            return None, None
+        return progress, watched_pod(self.pods_of(key), progress.replica)
+
+    def record(
+        self, key: JobKey, progress: api.Progress | None, pod: PodView | None, text: str | None
+    ) -> tuple[float | None, bool]:
+        """record: what a read found (``text``: the log's tail, None if not read) goes into the
+        job's Watch. Returns the period until the next read (None: IDLE_SECONDS) and whether
+        the job's pass should run (no new line for stallSeconds)."""
+        if progress is None:
             self.watches.pop(key, None)
             return None, False
-        pod = watched_pod(self.pods_of(key), progress.replica)
-        if pod is None:
-            return hang.poll_seconds(progress.stall_seconds), False
-        text = self._log(pod, progress)
+        period = hang.poll_seconds(progress.stall_seconds)
+        if pod is None or text is None:
+            return period, False
         now = self.clock()
-        if text is None:
-            return hang.poll_seconds(progress.stall_seconds), False
         pattern = re.compile(progress.step_pattern) if progress.step_pattern is not None else None
         line_at = hang.newest_line(text, pattern)
         old = self.watches.get(key)
@@ -153,8 +171,7 @@ class ProgressMonitor:
             line_at = old.seen.line_at if line_at is None else max(line_at, old.seen.line_at)
         self.watches[key] = Watch(pod.uid, ProgressSeen(line_at, now))
         silent = now - line_at if line_at is not None else None
-        stalled = silent is None or silent >= dt.timedelta(seconds=progress.stall_seconds)
-        return hang.poll_seconds(progress.stall_seconds), stalled
+        return period, silent is None or silent >= dt.timedelta(seconds=progress.stall_seconds)
 
     def _log(self, pod: PodView, progress: api.Progress) -> str | None:
         """_log: the tail of the watched container's log, with timestamps; None if unreadable."""
