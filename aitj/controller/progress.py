@@ -46,6 +46,7 @@ JobKey = tuple[str, str]
 TICK_SECONDS = 0.5  # how often the monitor looks for reads that are due
 # A job without spec.progress is looked at again after this (a spec edit that adds it, too).
 IDLE_SECONDS = 30.0
+WAIT_SECONDS = 5.0  # a job whose watched pod does not run yet is looked at again after this
 READS_AT_ONCE = 8  # log reads in flight at once (threads of the default pool)
 LIMIT_BYTES = 65536
 PATTERN_LINES = 100  # the lines read when only those matching stepPattern count
@@ -161,7 +162,9 @@ class ProgressMonitor:
             self.watches.pop(key, None)
             return None, False
         period = hang.poll_seconds(progress.stall_seconds)
-        if pod is None or text is None:
+        if pod is None:  # looked at again soon: its first read comes within WAIT_SECONDS of its start
+            return min(period, WAIT_SECONDS), False
+        if text is None:
             return period, False
         now = self.clock()
         pattern = re.compile(progress.step_pattern) if progress.step_pattern is not None else None

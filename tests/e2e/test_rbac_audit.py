@@ -191,6 +191,8 @@ def _scenario(cluster: KubeCluster, namespace: str, pool: Pool) -> None:
         pin=pool.pin(),
         clean=set_path("spec.cleanPodPolicy", "All"),  # the end deletes the Service
         timeout=set_path("spec.replicaSpecs.trainer.scaleTimeout", 3),
+        # Hang detection reads the launcher's log (pods/log get); a day of silence before a hang.
+        progress=set_path("spec.progress", {"replica": "launcher", "stallSeconds": 86400}),
     )
     # Pods, Service, Secret, ConfigMap and budgets created; the host list rewritten; status, Events.
     create_job(cluster, namespace, doc)

@@ -119,8 +119,8 @@ def test_no_read_without_spec_progress_or_before_the_watched_pod_runs(
     m, _, _ = made(None, views(running_seed()), 10)
     assert m.read(KEY) == (None, False)
     pending = [Pod("launcher", 0).view()]
-    m, _, _ = made({"replica": "launcher", "stallSeconds": 60}, pending, 10)
-    assert m.read(KEY) == (3.0, False)
+    m, _, _ = made({"replica": "launcher", "stallSeconds": 600}, pending, 10)
+    assert m.read(KEY) == (monitor.WAIT_SECONDS, False)  # looked at again soon, not in 30 s
     assert reads.calls == []
 
 
