@@ -10,8 +10,10 @@ from typing import Any
 
 from aitj.core.api import Job, Progress, RestartScope
 from aitj.tools.chaos.expect import expected_restarts
+from aitj.tools.chaos.faults import Context, heal
 from aitj.tools.chaos.history import FaultRecord
-from aitj.tools.chaos.invariants import restart_counts
+from aitj.tools.chaos.invariants import one_live_pod, restart_counts
+from aitj.tools.chaos.replay import world_of
 from aitj.tools.chaos.schedule import Allowed, FaultKind, available
 from tests.unit.builders import Pod, event_rule, launcher, node, seed_job, trainer
 from tests.unit.test_chaos_invariants import KEY, H
@@ -73,3 +75,39 @@ def test_a_hang_no_rule_restarts_calls_for_none_and_a_second_restart_is_reported
 def test_a_hang_fault_that_failed_calls_for_nothing() -> None:
     h = run_with(watching(event_rule("hang", RestartScope.ALL)), Pod("trainer", 0), error="403 Forbidden")
     assert expected_restarts(h.end(60)).counts[KEY]["launcher"] == 0
+
+
+def test_a_replacement_created_just_before_its_running_predecessor_is_deleted_is_no_second_live_pod() -> None:
+    """A hang's restart creates the replacement, then deletes the hung pod, in one pass."""
+    t0 = Pod("trainer", 0).running(node="node-a")
+    h = H().node(0, node("node-a")).job(0, watching()).pod(0, t0)
+    h.pod(40, Pod("trainer", 0, generation=1)).pod(40.1, t0.deleted(40.1))
+    h.pod(42, Pod("trainer", 0, generation=1).running(node="node-a"))
+    assert one_live_pod(h.end(60)).violations == []
+    # The same replacement Running while its predecessor was never told to stop is reported.
+    t0 = Pod("trainer", 0).running(node="node-a")
+    h = H().node(0, node("node-a")).job(0, watching()).pod(0, t0)
+    h.pod(42, Pod("trainer", 0, generation=1).running(node="node-a"))
+    assert len(one_live_pod(h.end(60)).violations) == 1
+
+
+def replayed(history: Any) -> Any:
+    world = world_of(history)
+    for s in history.timeline():
+        world.apply(s)
+    return world
+
+
+def test_a_hang_fault_lasts_until_its_jobs_restart_is_seen() -> None:
+    """The job looks steady while it hangs: the run waits for the restart before it settles."""
+    ctx = Context(api=None, local=None, operators=None, hang_hold=100)  # type: ignore[arg-type]
+    job = watching(event_rule("hang", RestartScope.ALL))
+    h = H().node(0, node("node-a")).job(0, job, RestartCount={"launcher": 0})
+    world = replayed(h.end(10))
+    rec = FaultRecord(1, 5, FaultKind.HANG, "x", jobs=(KEY,), restarts_before=0)
+    assert not heal(ctx, world, rec, 30)
+    h.job(36, job, RestartCount={"launcher": 1})
+    world = replayed(h.end(40))
+    assert heal(ctx, world, rec, 40) and rec.effect == 40
+    late = FaultRecord(2, 5, FaultKind.HANG, "x", jobs=(KEY,), restarts_before=1)
+    assert not heal(ctx, world, late, 50) and heal(ctx, world, late, 106)  # hang_hold

@@ -46,6 +46,7 @@ class Context:
     operator_selector: str = "app.kubernetes.io/name=aitj"
     node_hold: float = 8.0  # a NotReady node or a cordon lasts this long
     silent_hold: float = 90.0  # a silent node is revived once seen Unknown, or after this
+    hang_hold: float = 600.0  # a hang lasts until its job's restart is seen, or this long
 
     @property
     def core(self) -> Any:
@@ -167,6 +168,8 @@ def _hang(ctx: Context, world: World, p: Planned, free: list[JobKey], rec: Fault
     # watched pod is the one that fails, with a hang (aitj.tools.chaos.expect.hang_restarts), and
     # the deletes of its restart are the operator's.
     rec.target, rec.jobs = f"{pod.namespace}/{pod.name}", ((pod.namespace, pod.job or ""),)
+    sample = world.jobs.get(rec.jobs[0])
+    rec.restarts_before = sum(sample.restart_count.values()) if sample is not None else 0
     rec.detail = pod_stop(ctx.api, pod.namespace, pod.name)
 
 
@@ -273,6 +276,14 @@ def heal(ctx: Context, world: World, rec: FaultRecord, t: float, *, force: bool 
         else:
             dev.node_ready(ctx.api, rec.target)
         return True
+    if rec.kind is FaultKind.HANG:
+        # Nothing to undo (the stopped pod goes with the restart); it lasts until the operator
+        # has restarted its job (or hang_hold): the job looks steady while it hangs.
+        sample = world.jobs.get(rec.jobs[0]) if rec.jobs else None
+        seen = sample is not None and sum(sample.restart_count.values()) > (rec.restarts_before or 0)
+        if rec.effect is None and seen:
+            rec.effect = t
+        return rec.effect is not None or t > rec.t + ctx.hang_hold or force
     if rec.kind is FaultKind.NODE_SILENT:
         node = world.nodes.get(rec.target)
         if rec.effect is None and node is not None and node.ready == "Unknown":

@@ -15,8 +15,12 @@ it.
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,7 +37,7 @@ from tests.jobs import events_for, get_job
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 
 STALL = 30
 STEP_PATTERN = r"step \d+/\d+"
@@ -166,3 +170,32 @@ def test_a_sigstopped_worker_is_a_hang_and_the_rule_restarts_the_job(
     back = min(e.t for e in again.events() if isinstance(e, Step))
     print(f"training again {back - seen_at:.1f}s after the hang restart was seen", flush=True)
     assert len(hang_entries(real_cluster, real_namespace, "hang")) == 1, "more than one hang restart"
+
+
+def test_the_chaos_commands_hang_fault_is_recovered_by_the_rule(
+    real_cluster: KubeCluster, real_namespace: str, real_operator: OperatorProcess, tmp_path: Path
+) -> None:
+    """``aitj chaos --fault hang`` (issue 28 item 5) against the same job: each fault stops a
+    trainer through pods/exec, and the invariants (one hang restart of the watched launcher per
+    fault, scope All, and nothing else; one live pod per index) hold."""
+    doc = example_job("mpi.yaml", "chaos-hang", steps=100_000)
+    doc["spec"]["progress"] = {"replica": "launcher", "stallSeconds": STALL, "stepPattern": STEP_PATTERN}
+    doc["spec"]["replicaSpecs"]["launcher"]["faultTolerantPolicy"].append(
+        {"exceptionalEvent": "hang", "restartPolicy": "OnNodeFail", "restartScope": "All"}
+    )
+    started(real_cluster, real_namespace, doc, width=3, step=20)
+    args = [
+        *("--kubeconfig", str(real_cluster.kubeconfig), "-n", real_namespace, "--seed", "28"),
+        *("--duration", "100", "--interval", "45", "--max-faults", "2", "--fault", "hang"),
+        *("--replica", "trainer", "--recovery-bound", "150", "--report", str(tmp_path / "chaos.json")),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "aitj", "chaos", *args], capture_output=True, text=True, check=False
+    )
+    print(done.stdout, done.stderr[-4000:], sep="\n", flush=True)
+    report = json.loads((tmp_path / "chaos.json").read_text())
+    assert done.returncode == 0, report["violations"]
+    assert report["faults"] >= 1, report["faults_by_kind"]
+    restarts = hang_entries(real_cluster, real_namespace, "chaos-hang")
+    print(f"chaos: {report['faults']} hang faults, {len(restarts)} hang restarts", flush=True)
+    assert len(restarts) == report["faults"]
