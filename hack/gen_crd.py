@@ -667,6 +667,56 @@ def replica_schema(template: Schema) -> Schema:
     }
 
 
+def progress_schema() -> Schema:
+    """progress_schema: spec.progress, hang detection (docs/semantics.md, "Hangs"). The parser
+    (aitj.core.api.progress) says the same, and also refuses a stepPattern Python's re cannot
+    compile: CEL cannot tell whether a string is a regular expression."""
+    container = cel_str(f"^{api.DNS_1123_LABEL}$")
+    return {
+        "description": (
+            "Our addition (issue 28): hang detection, no change to the training code. The pod of "
+            "index 0 of `replica` is watched: its log is read (the last lines, with the kubelet's "
+            "timestamps) every stallSeconds/20 seconds (1 to 60). No new line (one matching "
+            "stepPattern when set) for stallSeconds while the job is Running with all its pods is a "
+            "`hang`, an exceptional event that faultTolerantPolicy rules restart like the others "
+            "(`exceptionalEvent: hang`). Unset: no hang detection."
+        ),
+        "type": "object",
+        "required": ["replica", "stallSeconds"],
+        "properties": {
+            "replica": string(
+                "The replica spec whose pod of index 0 is watched (the launcher, or the worker of rank 0).",
+                maxLength=api.DNS_LABEL_MAX,
+            ),
+            "stallSeconds": integer(
+                "Seconds without a progress line, the job running, that make a hang.",
+                api.MIN_STALL_SECONDS,
+                api.MAX_STALL_SECONDS,
+            ),
+            "stepPattern": string(
+                "A regular expression (Python's re, searched in each line): only matching lines are "
+                "progress (e.g. a step line). Unset: any line is. It must be on one of the last 100 "
+                "lines (64 KiB) at each read of the log.",
+                maxLength=api.MAX_STEP_PATTERN_LENGTH,
+            ),
+            "container": string(
+                "The container whose log is read. Unset: the pod's first container.",
+                maxLength=api.DNS_LABEL_MAX,
+                **{
+                    "x-kubernetes-validations": [
+                        rule(
+                            f"self.matches({container})",
+                            message_expression=(
+                                "'container \"' + self + '\" must be a DNS-1123 label (a container\\'s name)'"
+                            ),
+                        )
+                    ]
+                },
+            ),
+        },
+    }
+
+
 def spec_schema(template: Schema) -> Schema:
     replica_name = cel_str(f"^{api.DNS_1123_LABEL}$")
     changed = (
@@ -760,6 +810,7 @@ def spec_schema(template: Schema) -> Schema:
                 "type": "boolean",
                 "default": api.DEFAULT_SUSPEND,
             },
+            "progress": progress_schema(),
             "replicaSpecs": {
                 "description": (
                     "The job's replica types by name (a DNS-1123 label, part of pod names), e.g. "
@@ -784,6 +835,11 @@ def spec_schema(template: Schema) -> Schema:
             },
         },
         "x-kubernetes-validations": [
+            rule(
+                "!has(self.progress) || self.progress.replica in self.replicaSpecs",
+                api.UNKNOWN_REPLICA,
+                field_path=".progress.replica",
+            ),
             rule(
                 "oldSelf.replicaSpecs.all(k, k in self.replicaSpecs) && "
                 "self.replicaSpecs.all(k, k in oldSelf.replicaSpecs)",

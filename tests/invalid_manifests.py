@@ -668,3 +668,59 @@ UPDATE_CASES: list[UpdateCase] = [
 def apiserver_path(path: str) -> str:
     """apiserver_path turns ``spec.replicaSpecs[trainer].replicas`` into the model's dotted form."""
     return re.sub(r"\[([^\]\d][^\]]*)\]", r".\1", path)
+
+
+# spec.progress, hang detection (issue 28; docs/semantics.md, "Hangs")
+_PROGRESS = {"replica": "launcher", "stallSeconds": 60}
+CASES += [
+    Case(
+        "a progress replica that is no replica spec is refused",
+        setting("spec.progress", {**_PROGRESS, "replica": "nosuch"}),
+        "spec.progress.replica",
+        "progress.replica must name one of spec.replicaSpecs",
+    ),
+    Case(
+        "a stallSeconds below the minimum is refused",
+        setting("spec.progress", {**_PROGRESS, "stallSeconds": 5}),
+        "spec.progress.stallSeconds",
+        "should be greater than or equal to 10",
+    ),
+    Case(
+        "a stallSeconds above a day is refused",
+        setting("spec.progress", {**_PROGRESS, "stallSeconds": 86401}),
+        "spec.progress.stallSeconds",
+        "should be less than or equal to 86400",
+    ),
+    Case(
+        "a progress without stallSeconds is refused",
+        setting("spec.progress", {"replica": "launcher"}),
+        "spec.progress.stallSeconds",
+        "Required value",
+    ),
+    Case(
+        "a progress container that is no DNS label is refused",
+        setting("spec.progress", {**_PROGRESS, "container": "Main_1"}),
+        "spec.progress.container",
+        'container "Main_1" must be a DNS-1123 label',
+    ),
+    Case(
+        "a stepPattern too long is refused",
+        setting("spec.progress", {**_PROGRESS, "stepPattern": "x" * 257}),
+        "spec.progress.stepPattern",
+        "Too long: may not be more than 256 bytes",
+    ),
+    Case(
+        "an unknown exceptionalEvent next to hang is refused",
+        setting(f"{T}.faultTolerantPolicy[0].exceptionalEvent", "hang,stall"),
+        f"{T}.faultTolerantPolicy[0].exceptionalEvent",
+        "PodPreempted, hang",
+    ),
+]
+MODEL_ONLY += [
+    Case(
+        "a stepPattern that is no regular expression is refused by the model only",
+        setting("spec.progress", {**_PROGRESS, "stepPattern": "step (["}),
+        "spec.progress.stepPattern",
+        "[stepPattern]",
+    ),
+]

@@ -44,7 +44,7 @@ from prometheus_client import Counter, Gauge, Histogram, Summary
 from prometheus_client.metrics import MetricWrapperBase
 
 from aitj.core import api
-from aitj.core.api import REPLICA_SCOPES, Phase, RestartScope
+from aitj.core.api import REPLICA_SCOPES, Phase
 from aitj.core.faultclass import FaultClass, cause_class
 from aitj.core.planner.types import DeleteReason
 from aitj.core.policy import FailureKind

@@ -36,7 +36,8 @@ from aitj.controller.kubeclient import api_client as new_api_client
 from aitj.controller.kubeclient import bearer_token
 from aitj.controller.logs import log
 from aitj.controller.options import OperatorOptions
-from aitj.controller.reconciler import JobKey, Reconciler
+from aitj.controller.progress import ProgressMonitor
+from aitj.controller.reconciler import JobKey, Reconciler, Sources
 from aitj.controller.settings import planner_settings
 
 RESYNC_SECONDS = 300.0
@@ -57,6 +58,8 @@ class Operator:
         self.acting = False  # this process leads: the cache's changes kick passes
         self._leading = asyncio.Event()
         self._resync: asyncio.Task[None] | None = None
+        self.progress: ProgressMonitor | None = None  # spec.progress's log reads, made by start
+        self._progress: asyncio.Task[None] | None = None
 
     def kick(self, key: JobKey) -> None:
         """kick: the cache's news that a change concerns job ``key``; a standby ignores it."""
@@ -96,12 +99,20 @@ class Operator:
         for informer in self.informers:
             informer.start(loop)
         api = self.api_client
+        store = self.cache
+
+        def body(key: JobKey) -> Any:
+            item = store.jobs.items.get(key)
+            return item.value if item is not None else None
+
+        self.progress = ProgressMonitor(api, body, store.pods.of_job, self.kick)
         self.reconciler = Reconciler(
             KubeExecutor(api, gang_version=settings.gang_version),
             self.cache.snapshot,
             job_exists=lambda namespace, name: cache.job_exists(api, namespace, name),
             settings=settings,
             written=self.cache.written,
+            sources=Sources(progress=self.progress.views),
         )
         self.drain_hooks = DrainHooks(api)
         self.reconciler.drain_hooks = self.drain_hooks.start
@@ -144,6 +155,8 @@ class Operator:
         await self._leading.wait()
         # From here on a change kicks its job; until now the cache kicked nothing (a standby).
         self.acting = True
+        if self.progress is not None:  # the watched pods' logs are read by the process that acts
+            self._progress = asyncio.get_running_loop().create_task(self.progress.run(store.job_keys))
         # Jobs with a pod that ended or is being deleted first: after a restart, those are the ones
         # waiting for a replacement; the others' passes usually send nothing.
         urgent = store.jobs_with_pods_ending()
@@ -168,6 +181,8 @@ class Operator:
             informer.stop()
         if self._resync is not None:
             self._resync.cancel()
+        if self._progress is not None:
+            self._progress.cancel()
         reconciler = self.reconciler
         if reconciler is not None:
             await reconciler.close()

@@ -36,7 +36,7 @@ import asyncio
 import concurrent.futures
 import datetime as dt
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -60,6 +60,7 @@ from aitj.controller.recovery_metrics import Recoveries
 from aitj.controller.retries import failure_reason, pass_failure, retry_after, retry_delay
 from aitj.controller.written import Written
 from aitj.core import api
+from aitj.core.observed import PodView
 from aitj.core.planner import failed_pass, lifecycle, resources
 from aitj.core.planner import plan as make_plan
 from aitj.core.planner.failed_pass import FailureReason
@@ -117,11 +118,14 @@ class _JobState:
 @dataclass(frozen=True)
 class Sources:
     """Sources: where a pass gets the time, its decision and a fresh ssh key pair: the clock, the
-    planner and the key generator, the real ones by default (tests pass fixed ones)."""
+    planner and the key generator, the real ones by default (tests pass fixed ones); and
+    ``progress``, the job's pod views with what was read of the watched pod's log (spec.progress,
+    aitj.controller.progress; by default the views as they are)."""
 
     clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
     planner: Callable[..., Plan] = make_plan
     keygen: Callable[[str], SshKeys] = new_keys
+    progress: Callable[[JobKey, Sequence[PodView]], Sequence[PodView]] = lambda _key, pods: pods
 
 
 class Reconciler:
@@ -146,6 +150,7 @@ class Reconciler:
         self.status_interval = status_interval
         sources = sources or Sources()
         self.clock, self.planner, self.keygen = sources.clock, sources.planner, sources.keygen
+        self.progress = sources.progress
         self.recoveries = Recoveries()  # this reconciler's restarts, followed
         self.pool = concurrent.futures.ThreadPoolExecutor(PASS_WORKERS, thread_name_prefix="pass")
         self.closing = False
@@ -240,7 +245,7 @@ class Reconciler:
             keys = await self._run(self.keygen, job.name)  # tens of ms: off the loop
         given = {"owned": snap.owned, "keys": keys, "settings": self.settings, "memo": state.memo}
         started = time.thread_time()  # the planner's CPU: the loop's time it took, not the machine's load
-        plan = self.planner(job, snap.pods, snap.nodes, now, **given)
+        plan = self.planner(job, self.progress(key, snap.pods), snap.nodes, now, **given)
         self._pace(state, time.thread_time() - started)
         if plan.drain_hooks and self.drain_hooks is not None:  # their own threads, whatever the pass does
             self.drain_hooks(key[0], plan.drain_hooks)

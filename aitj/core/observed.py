@@ -71,6 +71,17 @@ KUBELET_EVICTED = "Evicted"  # pod.status.reason after a kubelet (node-pressure)
 
 
 @dataclass(frozen=True)
+class ProgressSeen:
+    """ProgressSeen: what the operator last read of a watched pod's log (spec.progress;
+    aitj.controller.progress reads it, aitj.core.planner.hang judges it): ``line_at``, the
+    kubelet's timestamp of the newest progress line seen (None: none yet), and ``checked_at``,
+    when the log was last read (the operator's clock)."""
+
+    line_at: datetime | None
+    checked_at: datetime
+
+
+@dataclass(frozen=True)
 class PodView:
     """PodView is what the planner needs to know about one pod.
 
@@ -121,6 +132,7 @@ class PodView:
     restarts: int = 0
     restart_exit: tuple[int, str, datetime | None] | None = None
     drain_checkpoint: str | None = None  # the raw ANNOTATION_DRAIN_CHECKPOINT (section 26)
+    progress: ProgressSeen | None = None  # the watched pod's log, as read (spec.progress), else None
 
     def made_by(self, job_name: str, job_uid: str) -> bool:
         """made_by: the job ``job_name`` (uid ``job_uid``) made this pod: it is the pod's

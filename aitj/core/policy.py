@@ -46,6 +46,7 @@ class FailureKind(enum.StrEnum):
     POD_FORCE_DELETED = ExceptionalEvent.POD_FORCE_DELETED.value
     POD_EVICTED = ExceptionalEvent.POD_EVICTED.value
     POD_PREEMPTED = ExceptionalEvent.POD_PREEMPTED.value
+    HANG = ExceptionalEvent.HANG.value  # no progress line (aitj.core.planner.hang)
     POD_FAILED = "PodFailed"
     RESTART_TIMEOUT = "RestartTimeout"
 

@@ -196,6 +196,8 @@ def _scenario(cluster: KubeCluster, namespace: str, pool: Pool) -> None:
         hook=set_path(
             "spec.replicaSpecs.trainer.checkpointOnDrain", {"command": ["true"], "timeoutSeconds": 5}
         ),
+        # Hang detection reads the launcher's log (pods/log get); a day of silence before a hang.
+        progress=set_path("spec.progress", {"replica": "launcher", "stallSeconds": 86400}),
     )
     # Pods, Service, Secret, ConfigMap and budgets created; the host list rewritten; status, Events.
     create_job(cluster, namespace, doc)

@@ -45,6 +45,9 @@ from aitj.core.api.model import (
     MAX_CHECKPOINT_SECONDS,
     MAX_COMMAND_ITEM_LENGTH,
     MAX_COMMAND_ITEMS,
+    MAX_STALL_SECONDS,
+    MAX_STEP_PATTERN_LENGTH,
+    MIN_STALL_SECONDS,
     REPLICA_POLICIES,
     REPLICA_SCOPES,
     RULE_RESTART_POLICIES,
@@ -59,6 +62,7 @@ from aitj.core.api.model import (
     Phase,
     Policy,
     Priority,
+    Progress,
     ReplicaSpec,
     ReplicaType,
     RestartPolicy,
@@ -104,6 +108,7 @@ from aitj.core.api.names import (
     is_dns1123_label,
     pod_name_length,
 )
+from aitj.core.api.progress import UNKNOWN_REPLICA, parse_progress
 from aitj.core.api.reader import FieldError
 from aitj.core.api.status import (
     ConditionStatus,
@@ -175,8 +180,11 @@ __all__ = [
     "MAX_RULES",
     "MAX_SCALE_HISTORY",
     "MAX_SECONDS",
+    "MAX_STALL_SECONDS",
     "MAX_STATUS_CONDITIONS",
+    "MAX_STEP_PATTERN_LENGTH",
     "MAX_WINDOW_RESTARTS",
+    "MIN_STALL_SECONDS",
     "MODEL_ONLY_CHECKS",
     "NAME_PART_LENGTH",
     "PLURAL",
@@ -185,6 +193,7 @@ __all__ = [
     "RULE_RESTART_POLICIES",
     "SCALE_REPLICA",
     "SHORT_NAME",
+    "UNKNOWN_REPLICA",
     "VERSION",
     "Backoff",
     "CleanPodPolicy",
@@ -209,6 +218,7 @@ __all__ = [
     "PodGroupStatus",
     "Policy",
     "Priority",
+    "Progress",
     "ReplicaSpec",
     "ReplicaStatus",
     "ReplicaType",
@@ -226,6 +236,7 @@ __all__ = [
     "parse_again",
     "parse_job",
     "parse_phase",
+    "parse_progress",
     "pod_name_length",
     "update_errors",
 ]

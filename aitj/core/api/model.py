@@ -61,6 +61,9 @@ class ExceptionalEvent(StrEnumMixin):
     POD_FORCE_DELETED = "PodForceDeleted"
     POD_EVICTED = "PodEvicted"
     POD_PREEMPTED = "PodPreempted"
+    # ours (issue 28): the watched pod printed no progress line for spec.progress.stallSeconds
+    # while the job ran (docs/semantics.md, "Hangs")
+    HANG = "hang"
 
 
 class InfrastructureFaults(StrEnumMixin):
@@ -233,6 +236,26 @@ class ReplicaSpec:
     checkpoint_on_drain: DrainCheckpoint | None = None  # run before a drain evicts a pod (section 26)
 
 
+# spec.progress (issue 28, docs/semantics.md "Hangs"): stallSeconds bounds. Below the minimum a
+# pause of the training's own (a checkpoint, an evaluation) would read as a hang; a day is as
+# long as a silent step can sensibly be.
+MIN_STALL_SECONDS = 10
+MAX_STALL_SECONDS = 86_400
+MAX_STEP_PATTERN_LENGTH = 256
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Progress: spec.progress, the opt-in hang detection (docs/semantics.md, "Hangs"): the
+    pod of index 0 of replica ``replica`` is watched; no line of ``container``'s log (one
+    matching ``step_pattern`` when set) for ``stall_seconds`` while the job runs is a hang."""
+
+    replica: str
+    stall_seconds: int
+    step_pattern: str | None = None
+    container: str | None = None  # None: the pod's first container
+
+
 @dataclass(frozen=True)
 class JobSpec:
     framework_type: str  # "" when unset
@@ -247,6 +270,8 @@ class JobSpec:
     replicas: tuple[ReplicaSpec, ...]  # in a stable order: workers first, then masters, by name
     # spec.suspend (batch/v1 Job's, for Kueue): no pods, no restarts counted, no clocks running
     suspend: bool = DEFAULT_SUSPEND
+    # spec.progress: hang detection, None when the job does not opt in (docs/semantics.md, "Hangs")
+    progress: Progress | None = None
 
     def replica(self, name: str) -> ReplicaSpec:
         for r in self.replicas:

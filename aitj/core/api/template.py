@@ -19,6 +19,7 @@ MODEL_ONLY_CHECKS = {
     "[unknown volume]": "every volumeMount names a volume of the pod",
     "[container name]": "container names are DNS-1123 labels",
     "[GPU quantity]": "with plugin.discovery, GPU quantities are whole numbers written in digits",
+    "[stepPattern]": "spec.progress.stepPattern is a regular expression Python's re compiles",
 }
 
 

@@ -47,6 +47,7 @@ from aitj.core.api.names import (
     is_dns1123_label,
     pod_name_length,
 )
+from aitj.core.api.progress import parse_progress
 from aitj.core.api.reader import FieldError, Fields, integral, json_kind, quote
 from aitj.core.api.replica import parse_replica
 from aitj.core.api.status import JobStatus
@@ -216,6 +217,7 @@ _SPEC_FIELDS = (
     "timeLimit",
     "suspend",
     "replicaSpecs",
+    "progress",
 )
 
 
@@ -227,6 +229,7 @@ def _parse_spec(value: object, errors: list[FieldError]) -> JobSpec | None:
     framework = f.optional_choice("frameworkType", tuple(FrameworkType))
     priority = f.optional_choice("priority", tuple(Priority))
     ssh, discovery = _parse_plugin(f)
+    names = [str(k) for k in specs] if isinstance(specs := f.get("replicaSpecs"), Mapping) else []
     return JobSpec(
         framework_type=framework.value if framework else "",
         fault_tolerant=f.boolean("faultTolerant", DEFAULT_FAULT_TOLERANT),
@@ -239,6 +242,7 @@ def _parse_spec(value: object, errors: list[FieldError]) -> JobSpec | None:
         time_limit=f.optional_integer("timeLimit", 1, MAX_SECONDS),
         replicas=_parse_replica_specs(f, errors),
         suspend=f.boolean("suspend", DEFAULT_SUSPEND),
+        progress=parse_progress(f.get("progress"), names, errors),
     )
 
 

@@ -39,7 +39,7 @@ from aitj.core import naming
 from aitj.core.api import Job, ReplicaSpec, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
-from aitj.core.planner import in_place, rule_budgets
+from aitj.core.planner import hang, in_place, rule_budgets
 from aitj.core.planner.ledger import IndexHistory, Ledger, pod_epoch
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.survey_terms import Retiree as Retiree  # their readers import them from here
@@ -87,6 +87,7 @@ def survey(
     shape = shape or Shape()
     s = _Surveyor(job, ledger, shape, now, signals)
     s.judged = judged
+    s.started = hang.latest_start(job, pods)
     groups = s.group(pods)
     slots: list[Slot] = []
     for r in job.spec.replicas:
@@ -121,6 +122,9 @@ def resurvey(
     s.judged = judged
     slots, states = list(last.slots), {name: Counter(counts) for name, counts in last.states.items()}
     places = sorted(groups)
+    if job.spec.progress is not None:  # the hang clock's start (aitj.core.planner.hang)
+        kept = (slot.pod for k, slot in enumerate(slots) if k not in groups)
+        s.started = hang.latest_start(job, [*kept, *(p for k in places for p in groups[k])])
     for k in places:
         old = slots[k]
         states[old.replica.name][old.state] -= 1
@@ -165,6 +169,7 @@ class _Surveyor:
         self.covered: set[str] = set()  # replicas a Replica/All-scope restart recreates this pass
         self.judged: Judged | None = None
         self.in_place: list[in_place.InPlaceRecord] = []
+        self.started: datetime | None = None  # hang.latest_start of the job's pods
 
     def name(self, replica: str, index: int, generation: int) -> str:
         return naming.pod_name(self.job.name, self.job.uid, replica, index, generation)
@@ -245,6 +250,8 @@ class _Surveyor:
             failure = restart_timed_out(current, r, self.now)
         if failure is None and current.restarts and current.in_place:  # restarted by our rules only
             failure = self.in_place_restarts(r, i, current)
+        if failure is None and hang.watched(self.job, r.name, i):
+            failure = hang.hung(self.job, r, i, current, self.started)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:
             state = State.PENDING
@@ -273,6 +280,10 @@ class _Surveyor:
         history = self.ledger.replica(r.name)
         node = nodes.get(pod.node_name) if pod.node_name else None
         clock = self.now if restart_timer_runs(pod, r) else None
+        # The watched pod's hang verdict reads the job's status and its other pods' starts too.
+        hang_clock = (
+            hang.clock_start(self.job, pod, self.started) if hang.watched(self.job, r.name, i) else None
+        )
         return (
             r.name,
             i,
@@ -282,6 +293,7 @@ class _Surveyor:
             (r.name, i) in self.joining,
             self.signals,
             clock,
+            hang_clock,
         )
 
     def resolve(self, slot: Slot) -> Slot:

@@ -8,8 +8,10 @@ the pod is one a fault aimed at (a delete, an eviction or an exit code the comma
 Deletions the command did not make (a scale-in, the cleanup of a finished job) are the
 operator's own and are not failures. Each (slot, generation) fails at most once, as in the
 operator's ledger. ``decide`` says whether the policies restart it; ``restartLimit`` caps the
-count, in the order the failures happened. Counts start from RestartCount as the watch first
-saw it (a job may have restarted before the run).
+count, in the order the failures happened. A hang fault (a pod's processes stopped) is no
+failure of the stopped pod: it calls for one ``hang`` failure of the job's watched pod
+(spec.progress; ``hang_restarts``), whatever pod was stopped. Counts start from RestartCount
+as the watch first saw it (a job may have restarted before the run).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 
 from aitj.core import api
 from aitj.core.observed import PodView
-from aitj.core.policy import FailureKind, RestartDecision, classify, decide
+from aitj.core.policy import Failure, FailureKind, RestartDecision, classify, decide
 from aitj.tools.chaos.history import History, JobKey, JobSample, NodeSample, PodSample, Slot
 from aitj.tools.chaos.replay import World, slot_of, world_of
 
@@ -78,7 +80,33 @@ def expected_restarts(history: History) -> Expected:
         for pod in candidates:
             _judge(world, pod, s.t, pod.uid in aimed, seen, out)
     _blips(world, out)
+    hang_restarts(history, world, out)
     return out
+
+
+def hang_restarts(history: History, world: World, out: Expected) -> None:
+    """hang_restarts: each hang fault carried out calls for one ``hang`` of its job's watched
+    pod (index 0 of spec.progress.replica), restarted or not as the policies say."""
+    for f in history.faults:
+        if f.kind != "hang" or f.error is not None or not f.jobs:
+            continue
+        key = f.jobs[0]
+        sample = world.jobs.get(key)
+        job = sample.job if sample is not None else None
+        if job is None or job.spec.progress is None:
+            continue
+        replica = job.spec.replica(job.spec.progress.replica)
+        failure = Failure(FailureKind.HANG, f"hang: {f.target} stopped")
+        decision = decide(replica, job.spec.fault_tolerant, failure)
+        counts = out.counts.setdefault(key, Counter())
+        restart = isinstance(decision, RestartDecision)
+        why = decision.rule if isinstance(decision, RestartDecision) else decision.message
+        if restart and replica.restart_limit is not None and counts[replica.name] >= replica.restart_limit:
+            restart, why = False, f"restartLimit {replica.restart_limit} used up"
+        if restart:
+            counts[replica.name] += 1
+        slot = (key[0], key[1], replica.name, 0)
+        out.failures.setdefault(key, []).append(Called(f.t, slot, -1, f.target, failure.cause, restart, why))
 
 
 def _blips(world: World, out: Expected) -> None:

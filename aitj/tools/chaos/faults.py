@@ -14,6 +14,7 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from kubernetes.stream import stream
 
 from aitj.core import api
 from aitj.core.api import ReplicaType
@@ -45,6 +46,7 @@ class Context:
     operator_selector: str = "app.kubernetes.io/name=aitj"
     node_hold: float = 8.0  # a NotReady node or a cordon lasts this long
     silent_hold: float = 90.0  # a silent node is revived once seen Unknown, or after this
+    hang_hold: float = 600.0  # a hang lasts until its job's restart is seen, or this long
 
     @property
     def core(self) -> Any:
@@ -98,7 +100,10 @@ def carry_out(
     the API refuses is recorded as the fault's error (its pods then count for nothing)."""
     rec = FaultRecord(p.n, t, p.kind, "")
     try:
-        _carry_out(ctx, world, p, ok, jobs, rec, free)
+        if p.kind is FaultKind.HANG:
+            _hang(ctx, world, p, free, rec)
+        else:
+            _carry_out(ctx, world, p, ok, jobs, rec, free)
     except ApiException as e:
         rec.error = f"{e.status} {e.reason}"
     return rec
@@ -149,6 +154,45 @@ def _carry_out(
         assert ctx.local is not None, "an apiserver restart needs the local control plane"
         dev.restart_apiserver(ctx.local, down_seconds=2.0)
         rec.target = "kube-apiserver"
+
+
+def _hang(ctx: Context, world: World, p: Planned, free: list[JobKey], rec: FaultRecord) -> None:
+    """_hang: stop every process of a Running pod of a job that watches its progress
+    (spec.progress), as a stalled rank is: the pod stays Running, its log goes silent."""
+    watching = [k for k in free if (job := world.spec(k)) is not None and job.spec.progress is not None]
+    pods = pod_targets(world, watching, ctx.replicas)
+    if not pods:
+        raise NoTarget("no Running pod of a job with spec.progress not already disturbed")
+    pod = pods[p.pick % len(pods)]
+    # Not among the pods aimed at (``rec.pods``): the stopped pod fails nothing itself; the job's
+    # watched pod is the one that fails, with a hang (aitj.tools.chaos.expect.hang_restarts), and
+    # the deletes of its restart are the operator's.
+    rec.target, rec.jobs = f"{pod.namespace}/{pod.name}", ((pod.namespace, pod.job or ""),)
+    sample = world.jobs.get(rec.jobs[0])
+    rec.restarts_before = sum(sample.restart_count.values()) if sample is not None else 0
+    rec.detail = pod_stop(ctx.api, pod.namespace, pod.name)
+
+
+# ``kill -STOP -1`` signals every process the shell may signal but PID 1 (a container cannot
+# stop its own init) and itself: the training and everything else the container runs.
+STOP_ALL = ["/bin/sh", "-c", "kill -STOP -1; echo stopped"]
+
+
+def pod_stop(api_client: client.ApiClient, namespace: str, pod: str) -> str:
+    """pod_stop: SIGSTOP of every process of the pod's first container but its PID 1, through
+    pods/exec (``kubectl exec <pod> -- kill -STOP -1``); what the command said."""
+    said = stream(
+        client.CoreV1Api(api_client).connect_get_namespaced_pod_exec,
+        pod,
+        namespace,
+        command=STOP_ALL,
+        stdin=False,
+        stdout=True,
+        stderr=True,
+        tty=False,
+        _request_timeout=30,
+    )
+    return f"SIGSTOP: {str(said).strip()[:200]}"
 
 
 def _pod_fault(ctx: Context, p: Planned, pod: PodView, rec: FaultRecord) -> None:
@@ -232,6 +276,14 @@ def heal(ctx: Context, world: World, rec: FaultRecord, t: float, *, force: bool 
         else:
             dev.node_ready(ctx.api, rec.target)
         return True
+    if rec.kind is FaultKind.HANG:
+        # Nothing to undo (the stopped pod goes with the restart); it lasts until the operator
+        # has restarted its job (or hang_hold): the job looks steady while it hangs.
+        sample = world.jobs.get(rec.jobs[0]) if rec.jobs else None
+        seen = sample is not None and sum(sample.restart_count.values()) > (rec.restarts_before or 0)
+        if rec.effect is None and seen:
+            rec.effect = t
+        return rec.effect is not None or t > rec.t + ctx.hang_hold or force
     if rec.kind is FaultKind.NODE_SILENT:
         node = world.nodes.get(rec.target)
         if rec.effect is None and node is not None and node.ready == "Unknown":

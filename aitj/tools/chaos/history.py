@@ -136,7 +136,8 @@ class FaultRecord:
     detail: str = ""
     error: str | None = None
     healed: float | None = None
-    effect: float | None = None  # when a delayed effect was first seen (a silent node lost)
+    effect: float | None = None  # when a delayed effect was first seen (a silent node lost, a hang restarted)
+    restarts_before: int | None = None  # a hang: the job's restarts when it was made
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,11 @@
 
 Each check returns a ``Check``: how many times it was evaluated and the violations found.
 
-- ``one_live_pod``: never two live pods (``replay.World.live``) for one job, replica and index.
+- ``one_live_pod``: never two live pods (``replay.World.live``) for one job, replica and index
+  running at once. A replacement still Pending does not count yet: a restart of a pod that is
+  itself still Running (a hang, or a Replica/All scope) creates the replacement and then, in
+  the same pass, deletes the old pod; for those milliseconds both are live, and neither runs
+  the index's workload twice.
 - ``restart_counts``: ``status.RestartCount`` as last seen equals, per replica, the count
   ``expect`` works out from the faults, exactly.
 - ``recoveries``: after each fault, every job it disturbed is back within the bound: at its
@@ -84,7 +88,7 @@ def one_live_pod(history: History) -> Check:
             continue
         for slot in slots:
             check.checks += 1
-            live = world.live_in(slot)
+            live = [p for p in world.live_in(slot) if p.phase == "Running"]
             names = frozenset(p.name for p in live)
             if len(live) > 1 and names not in reported:
                 reported.add(names)

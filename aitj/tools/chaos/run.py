@@ -213,6 +213,8 @@ class _Loop:
         node_fault = p.kind in (FaultKind.NODE_NOT_READY, FaultKind.NODE_SILENT, FaultKind.DRAIN)
         if node_fault and rec.target:  # a node the fault reached is healed, even if part of it failed
             self.lasting.append(rec)
+        if p.kind is FaultKind.HANG and rec.target and rec.error is None:  # until its restart is seen
+            self.lasting.append(rec)
         self.history.faults.append(rec)
         self.world.note_fault(rec)
         self.last_fault = self.now()

@@ -29,6 +29,9 @@ class FaultKind(enum.StrEnum):
     NODE_SILENT = "node-silent"
     APISERVER_RESTART = "apiserver-restart"
     OPERATOR_KILL = "operator-kill"  # SIGKILL of a local operator process
+    # SIGSTOP of a pod's processes through pods/exec (issue 28): only on real nodes, only jobs
+    # with spec.progress, only when asked for by name (--kind hang)
+    HANG = "hang"
 
 
 ANY_CLUSTER = (
@@ -83,6 +86,8 @@ def available(allowed: Allowed, wanted: tuple[FaultKind, ...] = ()) -> tuple[Fau
         if kind is FaultKind.OPERATOR_POD_DELETE and not allowed.operator_pod:
             continue
         if kind is FaultKind.OPERATOR_KILL and not allowed.operator_process:
+            continue
+        if kind is FaultKind.HANG and kind not in wanted:  # needs real containers: asked for by name
             continue
         out.append(kind)
     return tuple(out)

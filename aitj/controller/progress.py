@@ -1,0 +1,213 @@
+"""The progress signal of spec.progress (issue 28, docs/semantics.md "Hangs"): the watched pod's
+log, read through the apiserver, handed to the planner as an observed fact.
+
+For each job that opts in, every ``hang.poll_seconds(stallSeconds)`` seconds (stallSeconds/20,
+1 to 60 s), ``ProgressMonitor`` reads the tail of its watched pod's log (the pod of index 0 of
+spec.progress.replica, once it runs):
+``GET /api/v1/namespaces/<ns>/pods/<pod>/log?tailLines=<1 or 100>&timestamps=true&limitBytes=65536``.
+``tailLines`` makes the kubelet seek back from the end of the log file (a read of a block or
+two, whatever the log's size; ``sinceSeconds`` alone would make it read the whole file to
+filter by time). The newest line's kubelet timestamp (``hang.newest_line``; one matching
+stepPattern, among the last 100, when the job has one) and the time of the read go into a
+``ProgressSeen`` on the pod's view, which the reconciler hands the planner (``views``) in
+place of the cache's: the decision is the planner's (aitj.core.planner.hang). The view stays
+the same object while nothing new was read, so the planner's memo keeps its verdicts.
+
+A read that finds no new line for stallSeconds kicks the job's pass (a hang needs a pass to be
+decided; a read that finds a fresh line kicks nothing: there is nothing to decide). A read that
+fails (the container is not there, the kubelet cannot be reached) changes nothing: no hang is
+declared from what could not be read; it is logged once per pod and reason.
+
+The cost, for docs/semantics.md: one GET per opted-in job per period (a few hundred bytes back
+without stepPattern), proxied by the apiserver to the pod's kubelet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import quote
+
+from kubernetes import client
+
+from aitj.controller.kubeclient import error_text, raw_get
+from aitj.controller.logs import log
+from aitj.core import api
+from aitj.core.api.reader import FieldError
+from aitj.core.observed import PodView, ProgressSeen
+from aitj.core.planner import hang
+from aitj.core.wire import mapping
+
+JobKey = tuple[str, str]
+TICK_SECONDS = 0.5  # how often the monitor looks for reads that are due
+# A job without spec.progress is looked at again after this (a spec edit that adds it, too).
+IDLE_SECONDS = 30.0
+WAIT_SECONDS = 5.0  # a job whose watched pod does not run yet is looked at again after this
+READS_AT_ONCE = 8  # log reads in flight at once (threads of the default pool)
+LIMIT_BYTES = 65536
+PATTERN_LINES = 100  # the lines read when only those matching stepPattern count
+
+
+@dataclass(frozen=True)
+class Watch:
+    """Watch: one job's watched pod and what was last read of it: the pod's uid, the fact, and
+    the view handed to the planner (made from ``base``, the cache's view it was made of)."""
+
+    uid: str
+    seen: ProgressSeen
+    base: PodView | None = None
+    view: PodView | None = None
+
+
+class ProgressMonitor:
+    """ProgressMonitor: reads the watched pods' logs on the stallSeconds cadence (``run``) and
+    hands the planner the views with what was read (``views``)."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        body_of: Callable[[JobKey], Mapping[str, Any] | None],
+        pods_of: Callable[[JobKey], Sequence[PodView]],
+        kick: Callable[[JobKey], None],
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
+        self.api_client = api_client
+        self.body_of, self.pods_of, self.kick, self.clock = body_of, pods_of, kick, clock
+        self.watches: dict[JobKey, Watch] = {}
+        self.due: dict[JobKey, float] = {}
+        self.reported: set[tuple[str, str]] = set()  # (pod uid, reason) logged once
+        self.reads = 0  # log reads made (for the cost figures)
+
+    def views(self, key: JobKey, pods: Sequence[PodView]) -> Sequence[PodView]:
+        """views: ``pods`` with the watched pod's view carrying what was read of its log."""
+        w = self.watches.get(key)
+        if w is None:
+            return pods
+        for k, p in enumerate(pods):
+            if p.uid != w.uid:
+                continue
+            if w.base is not p or w.view is None:  # the pod changed, or a new read: a new view
+                w = replace(w, base=p, view=replace(p, progress=w.seen))
+                self.watches[key] = w
+            out = list(pods)
+            out[k] = w.view if w.view is not None else p
+            return out
+        return pods
+
+    async def run(self, job_keys: Callable[[], Sequence[JobKey]]) -> None:
+        """run: forever, read the logs that are due, at most READS_AT_ONCE at a time."""
+        loop = asyncio.get_running_loop()
+        gate = asyncio.Semaphore(READS_AT_ONCE)
+        tasks: set[asyncio.Task[None]] = set()
+        while True:
+            now = loop.time()
+            keys = set(job_keys())
+            for gone in [k for k in self.due if k not in keys]:
+                self.due.pop(gone, None)
+                self.watches.pop(gone, None)
+            for key in keys:
+                if self.due.get(key, 0.0) <= now:
+                    self.due[key] = now + IDLE_SECONDS  # until the read says its own period
+                    task = loop.create_task(self._read(key, gate))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+            await asyncio.sleep(TICK_SECONDS)
+
+    async def _read(self, key: JobKey, gate: asyncio.Semaphore) -> None:
+        """_read: one read of the job's watched pod's log. What the cache holds is read on the
+        event loop (its stores change there); only the GET runs on a thread."""
+        async with gate:
+            try:
+                progress, pod = self.target(key)
+                text = None
+                if progress is not None and pod is not None:
+                    text = await asyncio.to_thread(self._log, pod, progress)
+                period, stalled = self.record(key, progress, pod, text)
+            except Exception as e:  # a bug or an input it cannot take: logged, tried again later
+                log.warning("progress read failed", namespace=key[0], job=key[1], error=str(e))
+                return
+        if period is not None:
+            self.due[key] = asyncio.get_running_loop().time() + period
+        if stalled:
+            self.kick(key)
+
+    def read(self, key: JobKey) -> tuple[float | None, bool]:
+        """read: ``_read`` at once, on this thread (the monitor's tests)."""
+        progress, pod = self.target(key)
+        text = self._log(pod, progress) if progress is not None and pod is not None else None
+        return self.record(key, progress, pod, text)
+
+    def target(self, key: JobKey) -> tuple[api.Progress | None, PodView | None]:
+        """target: the job's spec.progress (None: it has none, or a bad one) and the pod to
+        read (None: none runs)."""
+        body = self.body_of(key)
+        spec = mapping(body.get("spec")) if body is not None else {}
+        errors: list[FieldError] = []
+        progress = api.parse_progress(spec.get("progress"), (), errors)
+        if progress is None or errors:
+            return None, None
+        return progress, watched_pod(self.pods_of(key), progress.replica)
+
+    def record(
+        self, key: JobKey, progress: api.Progress | None, pod: PodView | None, text: str | None
+    ) -> tuple[float | None, bool]:
+        """record: what a read found (``text``: the log's tail, None if not read) goes into the
+        job's Watch. Returns the period until the next read (None: IDLE_SECONDS) and whether
+        the job's pass should run (no new line for stallSeconds)."""
+        if progress is None:
+            self.watches.pop(key, None)
+            return None, False
+        period = hang.poll_seconds(progress.stall_seconds)
+        if pod is None:  # looked at again soon: its first read comes within WAIT_SECONDS of its start
+            return min(period, WAIT_SECONDS), False
+        if text is None:
+            return period, False
+        now = self.clock()
+        pattern = re.compile(progress.step_pattern) if progress.step_pattern is not None else None
+        line_at = hang.newest_line(text, pattern)
+        old = self.watches.get(key)
+        if old is not None and old.uid == pod.uid and old.seen.line_at is not None:
+            line_at = old.seen.line_at if line_at is None else max(line_at, old.seen.line_at)
+        self.watches[key] = Watch(pod.uid, ProgressSeen(line_at, now))
+        silent = now - line_at if line_at is not None else None
+        return period, silent is None or silent >= dt.timedelta(seconds=progress.stall_seconds)
+
+    def _log(self, pod: PodView, progress: api.Progress) -> str | None:
+        """_log: the tail of the watched container's log, with timestamps; None if unreadable."""
+        query = [
+            ("tailLines", str(1 if progress.step_pattern is None else PATTERN_LINES)),
+            ("timestamps", "true"),
+            ("limitBytes", str(LIMIT_BYTES)),
+        ]
+        if progress.container is not None:
+            query.append(("container", progress.container))
+        path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}/log"
+        self.reads += 1
+        try:
+            status, data = raw_get(self.api_client, path, query=query, accept="*/*")
+        except Exception as e:  # refused (400: no such container, 403) or unreachable
+            self._report(pod, error_text(e))
+            return None
+        if status != 200:
+            self._report(pod, f"HTTP {status}")
+            return None
+        return data.decode("utf-8", "replace")
+
+    def _report(self, pod: PodView, reason: str) -> None:
+        if (pod.uid, reason) not in self.reported:
+            self.reported.add((pod.uid, reason))
+            log.warning("cannot read the watched pod's log: no hang is judged", pod=pod.name, reason=reason)
+
+
+def watched_pod(pods: Sequence[PodView], replica: str) -> PodView | None:
+    """watched_pod: the running, current pod of index 0 of ``replica`` (its highest generation),
+    if there is one."""
+    mine = [p for p in pods if p.replica == replica and p.index == hang.WATCHED_INDEX and not p.deleting]
+    if not mine:
+        return None
+    top = max(mine, key=lambda p: p.generation)
+    return top if top.phase == "Running" else None
