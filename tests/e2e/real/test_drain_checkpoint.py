@@ -34,7 +34,10 @@ from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
 
 # The cluster's first start here builds the images that changed (minutes), then two trainings.
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
+# Long (make real-nodes): two drains of real training, about 2.5 minutes. Its short twin in make
+# test is test_rbac_audit's drain, whose hook runs (and fails at a kwok node) while the budget
+# holds the eviction, with the decision table-tested in tests/unit/test_drain_checkpoint.py.
+pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.timeout(1500)]
 
 STEPS = 20_000  # longer than the test: the job is deleted once measured
 CHECKPOINT_EVERY = 200

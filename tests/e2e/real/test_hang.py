@@ -172,6 +172,9 @@ def test_a_sigstopped_worker_is_a_hang_and_the_rule_restarts_the_job(
     assert len(hang_entries(real_cluster, real_namespace, "hang")) == 1, "more than one hang restart"
 
 
+# Long (make real-nodes, make chaos-real's ground): about 3 minutes; the SIGSTOP test above is its
+# short twin in make test (the same hang verdict and restart), with tests/unit/test_hang_chaos.py.
+@pytest.mark.long
 def test_the_chaos_commands_hang_fault_is_recovered_by_the_rule(
     real_cluster: KubeCluster, real_namespace: str, real_operator: OperatorProcess, tmp_path: Path
 ) -> None:
