@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from aitj.core.api import Job, Phase, ReplicaSpec
 from aitj.core.observed import PodView
 from aitj.core.policy import Failure, FailureKind
-from aitj.core.wire import parse_time
+from aitj.core.wire import format_time, parse_time
 
 WATCHED_INDEX = 0  # the launcher / master, or a worker's rank 0: the pod that prints the steps
 # The log is read every stallSeconds / POLLS_PER_STALL seconds, within these bounds: a hang is
@@ -102,3 +102,14 @@ def hung(job: Job, r: ReplicaSpec, index: int, pod: PodView, started: datetime |
         f"hang: {what} for {int(silent.total_seconds())} s (stallSeconds {progress.stall_seconds})",
         at=since,
     )
+
+
+def standing(pod: str, failure: Failure) -> str:
+    """standing: the words for a hang no rule restarts, while its pod is left running: ``hang of
+    pod <pod>: no progress line since <time> (stallSeconds 60), not restarted``. The verdict's
+    words with its start for its length: made of what does not move from pass to pass, so the
+    condition that carries them is written once and their Event sent once
+    (aitj.core.planner.rule_status)."""
+    since = "" if failure.at is None else f" since {format_time(failure.at)}"
+    what = re.sub(r" for \d+ s ", since + " ", failure.description.removeprefix("hang: "), count=1)
+    return f"hang of pod {pod}: {what}, not restarted"
