@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from aitj.core.api import Phase, Progress
+from aitj.core.api import FaultTolerantRule, Phase, Progress, RestartScope
 from aitj.core.observed import PodView, ProgressSeen
 from aitj.core.planner import hang, plan
 from aitj.core.planner.memo import Memo
-from aitj.core.planner.rule_status import EVENT_HANG_STANDS
+from aitj.core.planner.rule_status import EVENT_BUDGET_EXHAUSTED, EVENT_HANG_STANDS
 from tests.unit.builders import (
     at,
+    event_rule,
     launcher,
     nodes,
     running_seed,
@@ -31,10 +32,10 @@ from tests.unit.builders import (
 STALL = 60
 
 
-def job() -> Any:
+def job(*rules: FaultTolerantRule) -> Any:
     """job: the seed watching trainer 0 (failPolicy None: a failure there does not end the job),
-    with no rule that restarts a hang."""
-    j = seed_job(trainer(), launcher(), progress=Progress("trainer", STALL))
+    with no rule that restarts a hang (or ``rules`` added to the trainer's)."""
+    j = seed_job(trainer(rules=trainer().rules + rules), launcher(), progress=Progress("trainer", STALL))
     return with_status(j, running_status(j, running_seed()))
 
 
@@ -105,3 +106,28 @@ def test_a_hang_that_ends_by_itself_is_no_longer_said() -> None:
     assert result.status is not None and not any(e.reason == EVENT_HANG_STANDS for e in result.events)
     current = result.status.current_condition()
     assert current is not None and current.message == "all pods are running"
+
+
+def test_a_hang_rule_whose_budget_ran_out_degrades_the_job_once() -> None:
+    """The job is degraded for the watched index itself: that does not stop the hang clock, or
+    the next pass would find no hang, end the spell, find it again: a write and Events each pass
+    (it did before this was fixed)."""
+    spent = dataclasses.replace(event_rule("hang", RestartScope.ALL), restart_limit=0)
+    j = job(spent)
+    begun = start(j)
+    writes, reasons = 0, list[str]()
+    for k in range(10):
+        seen = ProgressSeen(None, begun + (at(STALL + 5 + 10 * k) - at(0)))
+        result = plan(j, pods(seen), nodes(), seen.checked_at)
+        assert not result.restarts and not result.deletes
+        reasons += [e.reason for e in result.events]
+        if result.status is not None:
+            writes += 1
+            j = with_status(j, result.status.to_json())
+    print(f"10 passes: {writes} status write(s), Events {sorted(set(reasons))}")
+    assert writes == 1 and reasons.count("Degraded") == 1 and "Recovered" not in reasons
+    assert EVENT_HANG_STANDS not in reasons  # RuleBudgetExhausted says why (named: recorded once)
+    assert set(reasons) == {EVENT_BUDGET_EXHAUSTED, "Degraded"}
+    assert j.status.degraded is not None
+    current = j.status.current_condition()
+    assert current is not None and "hang of pod" in (current.message or "")

@@ -52,8 +52,8 @@ def hang_events(ctx: Context) -> tuple[Event, ...]:
     out = []
     for s in ctx.found.astir:
         words = hang_words(s) if s.state is State.FAILED else None
-        if words is None or words not in ctx.condition.message or words in before:
-            continue
+        if words is None or words not in ctx.condition.message or words in before or s.shortfall:
+            continue  # a hang rule's budget ran out: RuleBudgetExhausted says it (``budget_events``)
         at = s.failure.at if s.failure is not None and s.failure.at is not None else ctx.now
         which = f"{s.replica.name}-{s.index}-{s.generation}-{int(at.timestamp())}"
         name = f"{ctx.job.name}.{ctx.job.uid[:8] or 'job'}.hang-{which}"
