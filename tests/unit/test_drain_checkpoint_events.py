@@ -15,6 +15,7 @@ from aitj.core.planner.drain_checkpoint import (
     EVENT_STARTED,
     EVENT_TIMED_OUT,
     HookPhase,
+    exec_result,
     mark_text,
 )
 from aitj.core.render import ANNOTATION_MAX_UNAVAILABLE
@@ -112,3 +113,42 @@ def test_aitj_explain_says_where_a_pods_hook_stands(mark: str, line: str) -> Non
     assert line in text
     plain = "\n".join(render(explain(hooked_job(), views(seed_pods()), the_nodes(True), at(50))))
     assert "checkpoint before a drain" not in plain
+
+
+# What the apiserver sends on an exec's error channel when the command ends (a metav1.Status):
+# the answers of kube-apiserver v1.37 through a real kubelet, and the one seen through kwok in
+# tests/e2e/test_rbac_audit.py (its nodes run no containers), cut to what matters.
+NO_EXEC = (
+    'Internal error occurred: error executing command in container: no exec found for container "aitj-0"'
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "phase", "detail"),
+    [
+        ({"metadata": {}, "status": "Success"}, HookPhase.DONE, "exit 0"),
+        (
+            {
+                "status": "Failure",
+                "reason": "NonZeroExitCode",
+                "message": "command terminated with non-zero exit code: exit code 3",
+                "details": {"causes": [{"reason": "ExitCode", "message": "3"}]},
+            },
+            HookPhase.FAILED,
+            "exit 3",
+        ),
+        (
+            {
+                "status": "Failure",
+                "reason": "InternalError",
+                "message": NO_EXEC,
+                "details": {"causes": [{"message": NO_EXEC}]},
+            },
+            HookPhase.FAILED,
+            f"could not run: {NO_EXEC}",
+        ),
+        (None, HookPhase.FAILED, "could not run: no status from the exec"),
+    ],
+)
+def test_what_came_of_an_exec_is_read_from_its_status(status: object, phase: HookPhase, detail: str) -> None:
+    assert exec_result(status) == (phase, detail)

@@ -174,3 +174,20 @@ def hook_events(job: Job, replica: ReplicaSpec, pod: PodView, now: datetime) -> 
         finished = f"checkpointOnDrain of pod {pod.name}{node} {words}"
         out.append(Event(*_EVENTS[phase], finished, f"{name}-{phase.value}"))
     return tuple(out)
+
+
+def exec_result(status: object) -> tuple[HookPhase, str]:
+    """exec_result: what came of a hook's exec, from the status the apiserver sends on the exec's
+    error channel when the command ends (a metav1.Status, parsed): ``Success`` is done (exit 0);
+    ``NonZeroExitCode`` failed with the command's code; anything else (the container or the
+    runtime would not run it, an answer that cannot be read) failed with the apiserver's words,
+    which the mark and the DrainCheckpointFailed Event then show."""
+    doc = mapping(status)
+    if doc.get("status") == "Success":
+        return HookPhase.DONE, "exit 0"
+    causes = as_list(mapping(doc.get("details")).get("causes"))
+    code = next((mapping(c).get("message") for c in causes if mapping(c).get("reason") == "ExitCode"), None)
+    if doc.get("reason") == "NonZeroExitCode" and str(code).isdigit():
+        return HookPhase.FAILED, f"exit {code}"
+    said = str(doc.get("message") or "no status from the exec")
+    return HookPhase.FAILED, f"could not run: {said}"
