@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from aitj.controller.executor import STEPS
 from aitj.core.observed import PodView
 from aitj.core.planner import plan
 from aitj.core.planner.in_place_status import EVENT_IN_PLACE
@@ -60,16 +61,38 @@ def test_a_failed_status_write_after_an_in_place_restart_still_charges_it_once(m
     pod = name_of("trainer", 0)
     restart_in_place(cluster, pod, 1, 100)
     lost = passes.step(105, status=False)  # charged, then the status write fails
-    assert [e.reason for e in lost.events if e.reason == EVENT_IN_PLACE] == [EVENT_IN_PLACE]
+    assert [e.reason for e in lost.restart_events if e.reason == EVENT_IN_PLACE] == [EVENT_IN_PLACE]
     assert charged(cluster) == 0
     events = []
     for now in (106, 107, 108):  # the retry, then passes with nothing new
         result = passes.step(now)
-        events += [e.name for e in result.events if e.reason == EVENT_IN_PLACE]
+        events += [e.name for e in result.restart_events if e.reason == EVENT_IN_PLACE]
     entries: list[Any] = [e for e in cluster.status.get("restarts", ()) if e["scope"] == "InPlace"]
     print(f"memo={memo}: charged {charged(cluster)}, entries {len(entries)}, Events {events}")
     assert charged(cluster) == 1
     assert len(entries) == 1 and entries[0]["pod"] == pod
     assert entries[0]["message"].endswith("rule 1 (InPlace) 1 of 2 in 600 s")
-    assert events == [e.name for e in lost.events if e.reason == EVENT_IN_PLACE]  # the same named Event
+    assert events == [
+        e.name for e in lost.restart_events if e.reason == EVENT_IN_PLACE
+    ]  # the same named Event
     assert pod in cluster.pods and "deletionTimestamp" not in cluster.pods[pod].raw["metadata"]  # kept
+
+
+@pytest.mark.parametrize("stop_after", [s.field for s in STEPS])
+def test_an_operator_that_dies_after_any_step_of_the_pass_still_charges_and_says_it_once(
+    stop_after: str,
+) -> None:
+    """The operator dies after ``stop_after`` in the pass that charges an in-place restart; a
+    new one (no memo) takes over: the restart is charged once, with one status entry, and its
+    named Event was posted (before the status, as a restart's: a death right after the status
+    write must not lose it)."""
+    cluster = Cluster(ladder_job(), running_seed())
+    cluster.step(10)
+    pod = name_of("trainer", 0)
+    restart_in_place(cluster, pod, 1, 100)
+    cluster.apply(cluster.plan(105), 105, stop_after=stop_after)
+    for now in (106, 107):
+        cluster.step(now)
+    entries = [e for e in cluster.status.get("restarts", ()) if e["scope"] == "InPlace"]
+    said = [e for e in cluster.events.values() if e.reason == EVENT_IN_PLACE]
+    assert (charged(cluster), len(entries), len(said)) == (1, 1, 1), stop_after
