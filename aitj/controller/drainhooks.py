@@ -26,14 +26,16 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
+from kubernetes.stream.ws_client import ERROR_CHANNEL
 
 from aitj.controller.executor.wire import Wire
 from aitj.controller.logs import log
 from aitj.core.observed import ANNOTATION_DRAIN_CHECKPOINT
-from aitj.core.planner.drain_checkpoint import HookPhase, mark_text
+from aitj.core.planner.drain_checkpoint import HookPhase, exec_result, mark_text
 from aitj.core.planner.types import DrainHook
 
 HOOK_WORKERS = 8  # hooks at once; more wait for a thread (their deadline counts from the mark)
@@ -111,9 +113,13 @@ class DrainHooks:
             session.run_forever(timeout=hook.timeout_seconds)
             if session.is_open():
                 return HookPhase.TIMEDOUT, f"still running after {hook.timeout_seconds}s"
-            code = session.returncode
+            # Read here, not through ``returncode``, which cannot read a status without an exit
+            # code (the runtime would not run the command): drain_checkpoint.exec_result says.
+            answer = session.read_channel(ERROR_CHANNEL)
         finally:
             session.close()
-        if code == 0:
-            return HookPhase.DONE, "exit 0"
-        return HookPhase.FAILED, f"exit {code}"
+        try:
+            status = yaml.safe_load(answer) if answer else None
+        except yaml.YAMLError:
+            status = {"message": answer[:200]}
+        return exec_result(status)

@@ -55,3 +55,18 @@ def exempt(rule: FaultTolerantRule, event: ExceptionalEvent | None) -> bool:
     (``infrastructureFaults: Exempt`` and an infrastructure fault): the restart is neither
     counted by its budget nor refused by it."""
     return rule.infrastructure_faults is InfrastructureFaults.EXEMPT and event in INFRASTRUCTURE_EVENTS
+
+
+def exempt_note(rule: FaultTolerantRule, event: ExceptionalEvent | None, spent: str | None) -> str:
+    """exempt_note: what a rule that fires on ``event`` adds to its verdict (``aitj explain``)
+    when it keeps the fault off its budget: ``; an infrastructure fault: not charged to its
+    restartLimit (infrastructureFaults Exempt)``, and when its budget is used up (``spent``: the
+    budget's words) that it does not refuse the restart either. Empty otherwise."""
+    if not exempt(rule, event):
+        return ""
+    note = (
+        f"; {event}, an infrastructure fault: not charged to its restartLimit (infrastructureFaults Exempt)"
+    )
+    return note + (
+        f"; its budget is used up ({spent}), which refuses only the application's" if spent else ""
+    )

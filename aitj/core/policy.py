@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from aitj.core.api import ExceptionalEvent, FaultTolerantRule, ReplicaSpec, RestartPolicy, RestartScope
-from aitj.core.faultclass import FaultClass, event_class, exempt
+from aitj.core.faultclass import FaultClass, event_class, exempt, exempt_note
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals, node_fault
 from aitj.core.observed import KUBELET_EVICTED, NODE_DISRUPTION_REASONS, PREEMPTION_REASONS, NodeView, PodView
 
@@ -411,7 +411,7 @@ def _trace(
         elif matched:
             fired = True
             named = f"exit code {failure.exit_code}" if is_exit else failure.kind.value
-            why, detail = RuleWhy.FIRES, f"names {named}"
+            why, detail = RuleWhy.FIRES, f"names {named}" + exempt_note(rule, event, spent.get(i))
         else:
             why, detail = _mismatch(is_exit, failure)
         checks.append(RuleCheck(i, rule_text(rule), rule.restart_scope, active, matched, why, detail))

@@ -211,6 +211,23 @@ def _scenario(cluster: KubeCluster, namespace: str, pool: Pool) -> None:
     old = trainers(cluster, namespace)[1]
     cluster.kubectl("drain", old.spec.node_name, *DRAIN)
     wait_for(lambda: replaced(cluster, namespace, 1, old.metadata.name), 30, "trainer 1 replaced")
+    # The hook's steps, each an Event on the job (the planner's, from the pod's mark).
+    steps = (
+        "DrainCheckpointStarted",
+        "DrainCheckpointDone",
+        "DrainCheckpointFailed",
+        "DrainCheckpointTimedOut",
+    )
+
+    def hook_events() -> list[str]:
+        items = cluster.core.list_namespaced_event(
+            namespace, field_selector=f"involvedObject.name={NAME}"
+        ).items
+        return [f"{e.reason}: {e.message}" for e in items if e.reason in steps]
+
+    wait_for(lambda: len(hook_events()) >= 2, 30, "the hook's Events")
+    print("the hook's Events:", *hook_events(), sep="\n  ")
+    assert sum(e.startswith("DrainCheckpointStarted") for e in hook_events()) == 1
     # Scaling: no node takes a new trainer (the pool's label is gone), so the scale-out is
     # rolled back after scaleTimeout (the job's replicas patched back) and its pod deleted.
     for node in pool.nodes:

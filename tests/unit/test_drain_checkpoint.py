@@ -130,7 +130,7 @@ def test_a_pod_being_deleted_or_not_running_gets_no_hook() -> None:
         ),
         (
             "done 2026-01-01T00:00:05Z exit 0",
-            Mark(HookPhase.DONE, datetime.fromisoformat("2026-01-01T00:00:05+00:00")),
+            Mark(HookPhase.DONE, datetime.fromisoformat("2026-01-01T00:00:05+00:00"), "exit 0"),
         ),
         ("done", None),
         ("begun 2026-01-01T00:00:00Z", None),
@@ -144,7 +144,7 @@ def test_marks_read(text: str | None, mark: Mark | None) -> None:
 
 def test_a_mark_round_trips_and_keeps_its_detail_short() -> None:
     text = mark_text(HookPhase.FAILED, at(3), "x" * 1000)
-    assert read_mark(text) == Mark(HookPhase.FAILED, at(3).replace(microsecond=0))
+    assert read_mark(text) == Mark(HookPhase.FAILED, at(3).replace(microsecond=0), "x" * 160)
     assert len(text) < 200
 
 

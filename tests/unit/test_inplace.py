@@ -280,7 +280,7 @@ def test_in_place_then_replace_the_pod_then_restart_the_replica_then_fail() -> N
         entry = cluster.status["restarts"][-1]
         assert (entry["scope"], entry["pod"], entry["rule"]) == ("InPlace", pod, "exitCodes 137")
         assert entry["message"].endswith(f"rule 1 (InPlace) {n} of 2 in 600 s")
-        assert [e.reason for e in result.events if e.reason == EVENT_IN_PLACE] == [EVENT_IN_PLACE]
+        assert [e.reason for e in result.restart_events if e.reason == EVENT_IN_PLACE] == [EVENT_IN_PLACE]
     assert cluster.status["RestartCount"].get("trainer", 0) == 0  # nothing was recreated
 
     # a third in 600 s: rung 1 is spent, the kubelet restarted it anyway: rule 2 replaces the pod
@@ -348,7 +348,7 @@ def test_a_cluster_that_drops_the_rules_gets_a_replacement_and_says_so() -> None
     assert [c.generation for c in result.creates] == [1]
     assert in_place.NOT_SERVED in cluster.status["restarts"][-1]["message"]
     assert cluster.status["restarts"][-1]["scope"] == "Pod"
-    assert [e.reason for e in result.events if e.reason == EVENT_NOT_SERVED] == [EVENT_NOT_SERVED]
+    assert [e.reason for e in result.restart_events if e.reason == EVENT_NOT_SERVED] == [EVENT_NOT_SERVED]
     # rule 1's budget is charged all the same, and the replacement is rendered with the rules again
     assert in_place.codes(job.spec.replica("trainer"), True, ReplicaHistory(), at(101)) == {137}
     assert result.creates[0].body["metadata"]["annotations"][ANNOTATION_IN_PLACE] == "137"

@@ -59,7 +59,7 @@ def explain(
         if assessment is None:  # finished (only its cleanup is planned) or suspended (its pods go)
             entries = [cleanup(job, p, nodes, result, str(status.phase)) for p in mine]
         else:
-            judge = Judge(job, nodes, assessment.found, result)
+            judge = Judge(job, nodes, assessment.found, result, now)
             entries = [judge.pod(p) for p in mine] + judge.absent(mine)
             degraded = _degraded((result.status or status).degraded)
             recovery = recovery_lines(job, assessment.found.ledger, result, now)

@@ -7,9 +7,11 @@ the functions the planner decides by (aitj.core.planner.rule_budgets), so the tw
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from aitj.core.api import Job, ReplicaSpec, RestartScope
+from aitj.core.api import InfrastructureFaults, Job, ReplicaSpec, RestartEntry, RestartScope
+from aitj.core.faultclass import FaultClass, cause_class
 from aitj.core.planner import Plan, in_place
 from aitj.core.planner.ledger import Ledger, ReplicaHistory
 from aitj.core.planner.rule_budgets import active, budget
@@ -21,10 +23,13 @@ def recovery_lines(job: Job, ledger: Ledger, result: Plan, now: datetime) -> tup
     """recovery_lines: one line per rule with a budget, backoff or node exclusion, then one per
     index held back (a backoff running, a budget used up, an excluded node) and per exclusion."""
     lines: list[str] = []
+    restarts = (result.status or job.status).restarts or ()  # the job's status if the pass writes none
     for r in job.spec.replicas:
         history = ledger.replica(r.name)
         for position, rule in enumerate(r.rules, 1):
             parts = _rule_parts(job, r, position - 1, history, now)
+            if rule.infrastructure_faults is InfrastructureFaults.EXEMPT:
+                parts.append(_exempt_part(r, rule_text(rule), restarts))
             if parts:
                 lines.append(f"replica {r.name} rule {position} {rule_text(rule)}: " + "; ".join(parts))
         indices = sorted({i for (i, _), _ in history.excluded})
@@ -34,15 +39,29 @@ def recovery_lines(job: Job, ledger: Ledger, result: Plan, now: datetime) -> tup
                     f"replica {r.name} index {i} keeps off node {e.node} until {format_time(e.until)} "
                     f"(rule {e.rule}, {e.reason})"
                 )
-    restarts = (result.status or job.status).restarts  # None: the pass writes no status
     lines.extend(
         f"replica {e.replica} index {e.index} pod {e.pod} restarted in place: {e.message}"
-        for e in restarts or ()
+        for e in restarts
         if e.scope is RestartScope.IN_PLACE
     )
     for s in result.shortfalls:
         lines.append(f"replica {s.replica} index {s.index} held back ({s.cause}): {s.message}")
     return tuple(lines)
+
+
+def _exempt_part(r: ReplicaSpec, text: str, restarts: Sequence[RestartEntry]) -> str:
+    """_exempt_part: what a rule with ``infrastructureFaults: Exempt`` kept off its budget: its
+    infrastructure restarts among those ``status.restarts`` still lists (section 25)."""
+    kept = [
+        e.cause
+        for e in restarts
+        if e.replica == r.name and e.rule == text and cause_class(e.cause or "") is FaultClass.INFRASTRUCTURE
+    ]
+    causes = ", ".join(sorted({c for c in kept if c}))
+    listed = f"its {len(kept)} in status.restarts ({causes}) charged nothing" if kept else "none yet"
+    return (
+        f"infrastructureFaults Exempt: infrastructure faults restart without charging its budget ({listed})"
+    )
 
 
 def _rung(job: Job, replica: ReplicaSpec, history: ReplicaHistory, now: datetime) -> str:

@@ -8,14 +8,15 @@ reasons, and the survey's RetireReason says why a pod is replaced.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from aitj.core.api import FINISHED_PHASES, Job, Phase, Policy, ReplicaSpec, ReplicaType
 from aitj.core.explain.model import PodExplanation, RuleEntry, RuleOutcome, Verdict
 from aitj.core.observed import KUBELET_EVICTED, NodeView, PodView
-from aitj.core.planner import Plan, RestartRecord
+from aitj.core.planner import Plan, RestartRecord, drain_checkpoint
 from aitj.core.planner.survey import Retiree, RetireReason, Slot, State, Survey
 from aitj.core.policy import Decision, Fail, FailReason, Failure, FailureKind, RuleCheck, RuleWhy
 from aitj.core.wire import format_time
@@ -132,8 +133,11 @@ def cleanup(job: Job, p: PodView, nodes: Mapping[str, NodeView], result: Plan, p
 class Judge:
     """Judge reads the planner's survey of a live job back pod by pod."""
 
-    def __init__(self, job: Job, nodes: Mapping[str, NodeView], found: Survey, result: Plan) -> None:
+    def __init__(
+        self, job: Job, nodes: Mapping[str, NodeView], found: Survey, result: Plan, now: datetime
+    ) -> None:
         self.job = job
+        self.now = now
         self.nodes = nodes
         self.found = found
         self.result = result
@@ -144,7 +148,16 @@ class Judge:
         self.slots = {(s.replica.name, s.index): s for s in found.slots}
 
     def pod(self, p: PodView) -> PodExplanation:
-        """pod: the verdict on one observed pod."""
+        """pod: the verdict on one observed pod, and where its checkpoint before a drain stands
+        when one ran or runs in it (docs/semantics.md section 26)."""
+        entry = self._verdict(p)
+        r = self._replica(p)
+        hook = drain_checkpoint.outcome(r, p, self.now) if r is not None else None
+        if hook is None:
+            return entry
+        return dataclasses.replace(entry, notes=(*entry.notes, f"checkpoint before a drain: {hook[1]}"))
+
+    def _verdict(self, p: PodView) -> PodExplanation:
         seen = _seen(p, self.nodes)
         slot = self.slots.get((p.replica or "", p.index if p.index is not None else -1))
         if p.name in self.restarts:

@@ -44,6 +44,7 @@ def part(ctx: Context) -> Part:
         removes=budget_removes(job, wanted, recorded, ctx.owned),
         probes=probes,
         drain_hooks=hold.hooks if wanted else (),
+        events=hold.events if wanted else (),
     )
     return Part(plan, edit=lambda status: status.updated(disruption_budgets=wanted or None), wake=hold.wake)
 

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from aitj.core.api import Job, ReplicaSpec
 from aitj.core.observed import NodeView, PodView
 from aitj.core.planner.survey_terms import Slot
-from aitj.core.planner.types import DrainHook
+from aitj.core.planner.types import DrainHook, Event
 from aitj.core.wire import as_list, format_time, mapping, parse_time
 
 
@@ -43,6 +43,7 @@ class Mark:
 
     phase: HookPhase
     at: datetime
+    detail: str = ""  # what came of it, for people: ``exit 0``, ``still running after 60s``
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,19 @@ class Decision:
     hooks: tuple[DrainHook, ...] = ()
     held: frozenset[str] = frozenset()
     wake: tuple[float, ...] = ()
+    events: tuple[Event, ...] = ()  # what the draining pods' marks say (``hook_events``)
+
+
+EVENT_STARTED = "DrainCheckpointStarted"  # Normal: the hook was started (the pod is marked)
+EVENT_DONE = "DrainCheckpointDone"  # Normal: it exited 0
+EVENT_FAILED = "DrainCheckpointFailed"  # Warning: it exited non-zero, or could not be run
+EVENT_TIMED_OUT = "DrainCheckpointTimedOut"  # Warning: its deadline passed first
+_EVENTS = {
+    HookPhase.STARTED: ("Normal", EVENT_STARTED),
+    HookPhase.DONE: ("Normal", EVENT_DONE),
+    HookPhase.FAILED: ("Warning", EVENT_FAILED),
+    HookPhase.TIMEDOUT: ("Warning", EVENT_TIMED_OUT),
+}
 
 
 def mark_text(phase: HookPhase, at: datetime, detail: str = "") -> str:
@@ -66,7 +80,7 @@ def read_mark(value: str | None) -> Mark | None:
     if len(words) < 2 or words[0] not in tuple(HookPhase):
         return None
     at = parse_time(words[1])
-    return None if at is None else Mark(HookPhase(words[0]), at)
+    return None if at is None else Mark(HookPhase(words[0]), at, words[2] if len(words) > 2 else "")
 
 
 def decide(job: Job, slots: Sequence[Slot], nodes: Mapping[str, NodeView], now: datetime) -> Decision:
@@ -76,6 +90,7 @@ def decide(job: Job, slots: Sequence[Slot], nodes: Mapping[str, NodeView], now: 
     hooks: list[DrainHook] = []
     held: set[str] = set()
     wake: list[float] = []
+    events: list[Event] = []
     for replica in job.spec.replicas:
         if replica.checkpoint_on_drain is None:
             continue
@@ -84,10 +99,11 @@ def decide(job: Job, slots: Sequence[Slot], nodes: Mapping[str, NodeView], now: 
         ]
         waiting = [_pending(replica, pod, now) for pod in draining if pod is not None]
         hooks.extend(w for w in waiting if isinstance(w, DrainHook))
+        events.extend(e for pod in draining if pod is not None for e in hook_events(job, replica, pod, now))
         wake.extend(w for w in waiting if isinstance(w, float))
         if not draining or any(w is not None for w in waiting):
             held.add(replica.name)
-    return Decision(tuple(hooks), frozenset(held), tuple(wake))
+    return Decision(tuple(hooks), frozenset(held), tuple(wake), tuple(events))
 
 
 def _pending(replica: ReplicaSpec, pod: PodView, now: datetime) -> DrainHook | float | None:
@@ -118,3 +134,60 @@ def _container(replica: ReplicaSpec) -> str:
     runs in, by the seed's convention)."""
     containers = as_list(mapping(replica.template.get("spec")).get("containers"))
     return str(mapping(containers[0]).get("name", "")) if containers else ""
+
+
+def outcome(replica: ReplicaSpec, pod: PodView, now: datetime) -> tuple[HookPhase, str] | None:
+    """outcome: where ``pod``'s hook stands, read from its mark: the phase it counts as (a
+    ``started`` whose deadline passed counts as ``timedout``: the operator that ran it died, or
+    its end was not seen) and the words for people, ``done at <time> (exit 0): its eviction is
+    let through``. None: no hook ran in it."""
+    mark = read_mark(pod.drain_checkpoint)
+    hook = replica.checkpoint_on_drain
+    if mark is None or hook is None:
+        return None
+    at, said = format_time(mark.at), f" ({mark.detail})" if mark.detail else ""
+    deadline = mark.at + timedelta(seconds=hook.timeout_seconds)
+    if mark.phase is HookPhase.STARTED and deadline > now:
+        return mark.phase, f"running since {at}: its eviction waits until {format_time(deadline)} at most"
+    if mark.phase is HookPhase.STARTED:
+        late = f"started at {at}, no end seen within timeoutSeconds {hook.timeout_seconds}"
+        return HookPhase.TIMEDOUT, f"{late}: its eviction is let through"
+    after = "" if mark.phase is HookPhase.DONE else " all the same"
+    return mark.phase, f"{mark.phase.value} at {at}{said}: its eviction is let through{after}"
+
+
+def hook_events(job: Job, replica: ReplicaSpec, pod: PodView, now: datetime) -> tuple[Event, ...]:
+    """hook_events: the Events of a draining pod's hook, from its mark: started, then done,
+    failed or timed out; each named after the pod and the step, so each is recorded once
+    however many passes see the mark (a hook quicker than a pass still shows both)."""
+    seen = outcome(replica, pod, now)
+    if seen is None:
+        return ()
+    phase, words = seen
+    hook = replica.checkpoint_on_drain
+    assert hook is not None
+    name = f"{job.name}.{job.uid[:8] or 'job'}.drainhook-{replica.name}-{pod.index}-{pod.generation}"
+    node = f" on cordoned node {pod.node_name}" if pod.node_name else ""
+    started = f"checkpointOnDrain of pod {pod.name}{node} started (timeoutSeconds {hook.timeout_seconds})"
+    out = [Event(*_EVENTS[HookPhase.STARTED], started, f"{name}-{HookPhase.STARTED.value}")]
+    if phase is not HookPhase.STARTED:
+        finished = f"checkpointOnDrain of pod {pod.name}{node} {words}"
+        out.append(Event(*_EVENTS[phase], finished, f"{name}-{phase.value}"))
+    return tuple(out)
+
+
+def exec_result(status: object) -> tuple[HookPhase, str]:
+    """exec_result: what came of a hook's exec, from the status the apiserver sends on the exec's
+    error channel when the command ends (a metav1.Status, parsed): ``Success`` is done (exit 0);
+    ``NonZeroExitCode`` failed with the command's code; anything else (the container or the
+    runtime would not run it, an answer that cannot be read) failed with the apiserver's words,
+    which the mark and the DrainCheckpointFailed Event then show."""
+    doc = mapping(status)
+    if doc.get("status") == "Success":
+        return HookPhase.DONE, "exit 0"
+    causes = as_list(mapping(doc.get("details")).get("causes"))
+    code = next((mapping(c).get("message") for c in causes if mapping(c).get("reason") == "ExitCode"), None)
+    if doc.get("reason") == "NonZeroExitCode" and str(code).isdigit():
+        return HookPhase.FAILED, f"exit {code}"
+    said = str(doc.get("message") or "no status from the exec")
+    return HookPhase.FAILED, f"could not run: {said}"

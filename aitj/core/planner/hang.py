@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from aitj.core.api import Job, Phase, ReplicaSpec
 from aitj.core.observed import PodView
 from aitj.core.policy import Failure, FailureKind
-from aitj.core.wire import parse_time
+from aitj.core.wire import format_time, parse_time
 
 WATCHED_INDEX = 0  # the launcher / master, or a worker's rank 0: the pod that prints the steps
 # The log is read every stallSeconds / POLLS_PER_STALL seconds, within these bounds: a hang is
@@ -71,13 +71,25 @@ def clock_start(job: Job, pod: PodView, started: datetime | None) -> datetime | 
     Restarting, Scaling, Suspended), it is degraded (a pod short: the others wait for it), or
     the pod does not run. ``started``: ``latest_start`` of the job's pods."""
     status = job.status
-    if job.spec.suspend or status.phase is not Phase.RUNNING or status.degraded is not None:
+    if job.spec.suspend or status.phase is not Phase.RUNNING or _short_of_others(job):
         return None
     if pod.phase != "Running" or pod.running_since is None or pod.deleting:
         return None
     current = status.current_condition()
     since = parse_time(current.last_transition_time) if current is not None else None
     return max(t for t in (pod.running_since, since, started) if t is not None)
+
+
+def _short_of_others(job: Job) -> bool:
+    """_short_of_others: the job is degraded for want of a pod other than the watched one. A
+    hang that stands (a hang rule whose budget ran out) makes the job degraded for the watched
+    index itself: that must not stop the clock, or the next pass would find no hang, end the
+    degraded spell, find the hang again, and so on, a status write and Events every pass."""
+    degraded, progress = job.status.degraded, job.spec.progress
+    if degraded is None or progress is None:
+        return degraded is not None
+    watched_index = (progress.replica, WATCHED_INDEX)
+    return not degraded.indices or any((d.replica, d.index) != watched_index for d in degraded.indices)
 
 
 def hung(job: Job, r: ReplicaSpec, index: int, pod: PodView, started: datetime | None) -> Failure | None:
@@ -102,3 +114,14 @@ def hung(job: Job, r: ReplicaSpec, index: int, pod: PodView, started: datetime |
         f"hang: {what} for {int(silent.total_seconds())} s (stallSeconds {progress.stall_seconds})",
         at=since,
     )
+
+
+def standing(pod: str, failure: Failure) -> str:
+    """standing: the words for a hang no rule restarts, while its pod is left running: ``hang of
+    pod <pod>: no progress line since <time> (stallSeconds 60), not restarted``. The verdict's
+    words with its start for its length: made of what does not move from pass to pass, so the
+    condition that carries them is written once and their Event sent once
+    (aitj.core.planner.rule_status)."""
+    since = "" if failure.at is None else f" since {format_time(failure.at)}"
+    what = re.sub(r" for \d+ s ", since + " ", failure.description.removeprefix("hang: "), count=1)
+    return f"hang of pod {pod}: {what}, not restarted"

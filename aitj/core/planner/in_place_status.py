@@ -28,15 +28,18 @@ def part(ctx: Context) -> Part:
         for r in ctx.records
         if NOT_SERVED in r.failure.description
     )
+    # Sent before the status, as a restart's Event (aitj.controller.executor.STEPS): the status
+    # that records them makes the next pass charge nothing, so an operator that died after
+    # writing it would never say them (tests/unit/test_inplace_failed_write.py).
     if not records:
-        return Part(Plan(events=fallbacks)) if fallbacks else Part()
+        return Part(Plan(restart_events=fallbacks)) if fallbacks else Part()
     events = (*(in_place_event(ctx.job, r) for r in records), *fallbacks)
 
     def edit(status: JobStatus) -> JobStatus:
         history = (*(status.restarts or ()), *(r.entry() for r in records))
         return status.updated(restarts=history[-MAX_RESTART_RECORDS:])
 
-    return Part(Plan(events=events), edit=edit)
+    return Part(Plan(restart_events=events), edit=edit)
 
 
 def in_place_event(job: Job, r: InPlaceRecord) -> Event:

@@ -278,7 +278,8 @@ class Memo:
         if last is not None and groups is not None:
             found = resurvey(last.found, job, made_of, now, self.judged, groups)
         if last is not None and groups is not None and found is not None:
-            loud = {k: g for k, g in groups.items() if not clean(found.slots[k], g)}
+            charging = _charging(found, last.where)
+            loud = {k: g for k, g in groups.items() if not clean(found.slots[k], g) or k in charging}
             self.quiet = Quiet(self.passes, made_of, found, last.where, loud)
             self.resurveyed = (found, last.found, tuple(groups))
             return found
@@ -405,7 +406,21 @@ def _loud(
         k = None if p.name in keep else _place(where, p)
         if k is not None:
             groups.setdefault(k, []).append(p)
-    return {k: groups.get(k, []) for k, s in enumerate(found.slots) if not clean(s, groups.get(k, []))}
+    charging = _charging(found, where)
+    return {
+        k: groups.get(k, [])
+        for k, s in enumerate(found.slots)
+        if not clean(s, groups.get(k, [])) or k in charging
+    }
+
+
+def _charging(found: Survey, where: Mapping[tuple[str, int], int]) -> set[int]:
+    """_charging: the places of the slots whose in-place restarts ``found`` charged. Such a slot
+    is clean (its pod runs on), and its charge is in no ledger but this pass's: should the
+    status write fail, the next pass starts from the same ledger and would keep the slot as it
+    is, the charge lost. So it is redone in the next pass, which charges it again or finds it
+    charged (docs/semantics.md section 23; tests/unit/test_inplace_failed_write.py)."""
+    return {k for r in found.in_place if (k := where.get((r.replica, r.index))) is not None}
 
 
 def _place(where: Mapping[tuple[str, int], int], pod: PodView) -> int | None:

@@ -16,11 +16,13 @@ from aitj.core.api import ExcludedNode, Job
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.part import Context, Part
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
-from aitj.core.planner.survey import Survey
+from aitj.core.planner.status import hang_words
+from aitj.core.planner.survey import State, Survey
 from aitj.core.planner.types import Event, Plan
 from aitj.core.wire import format_time
 
 EVENT_BUDGET_EXHAUSTED = "RuleBudgetExhausted"
+EVENT_HANG_STANDS = "HangNotRestarted"
 
 
 def part(ctx: Context) -> Part:
@@ -28,7 +30,7 @@ def part(ctx: Context) -> Part:
     excluded = excluded_status(ctx.job, ctx.ledger, ctx.now, ctx.shortfalls) or None
     wake = wakes(ctx.shortfalls, next_expiry(ctx.job, ctx.ledger, ctx.now), ctx.now)
     return Part(
-        Plan(events=budget_events(ctx.job, ctx.found)),
+        Plan(events=budget_events(ctx.job, ctx.found) + hang_events(ctx)),
         edit=lambda status: status.updated(excluded_nodes=excluded),
         wake=tuple(wake),
     )
@@ -38,6 +40,26 @@ def budget_events(job: Job, found: Survey) -> tuple[Event, ...]:
     """budget_events: one per failure that stands because a rule's budget ran out."""
     events = (budget_event(job, s.name, s.generation, s.shortfall) for s in found.astir if s.shortfall)
     return tuple(e for e in events if e is not None)
+
+
+def hang_events(ctx: Context) -> tuple[Event, ...]:
+    """hang_events: a Warning Event per hang that stands while its pod runs on (section 24), in
+    the pass whose Running condition first says it (``status.hang_words``): a pass that
+    re-reads the same hang sends nothing, a pass whose status write failed is redone and sends
+    the same named Event (the apiserver keeps the first)."""
+    current = ctx.prev.current_condition()
+    before = (current.message if current is not None else None) or ""
+    out = []
+    for s in ctx.found.astir:
+        words = hang_words(s) if s.state is State.FAILED else None
+        if words is None or words not in ctx.condition.message or words in before or s.shortfall:
+            continue  # a hang rule's budget ran out: RuleBudgetExhausted says it (``budget_events``)
+        at = s.failure.at if s.failure is not None and s.failure.at is not None else ctx.now
+        which = f"{s.replica.name}-{s.index}-{s.generation}-{int(at.timestamp())}"
+        name = f"{ctx.job.name}.{ctx.job.uid[:8] or 'job'}.hang-{which}"
+        message = f"{words}; {s.fail.message}" if s.fail is not None else words
+        out.append(Event("Warning", EVENT_HANG_STANDS, message, name))
+    return tuple(out)
 
 
 def excluded_status(

@@ -24,7 +24,9 @@ from aitj.core.api import (
     Phase,
     ReplicaStatus,
 )
+from aitj.core.planner import hang
 from aitj.core.planner.survey import Slot, State, Survey
+from aitj.core.policy import FailureKind
 
 REASON_PENDING = "TrainingJobPending"
 REASON_CREATING = "TrainingJobCreating"
@@ -154,13 +156,27 @@ def running_message(survey: Survey) -> str:
     whole: ``pods are running; vacant, as failures that stand are not restarted: index [0] of
     replica trainer``."""
     vacant: dict[str, list[str]] = {}
+    hangs: list[str] = []
     for s in survey.astir:
-        if s.state is State.FAILED:
+        if s.state is State.FAILED and (words := hang_words(s)) is not None:
+            hangs.append(words)  # its pod runs on: not vacant
+        elif s.state is State.FAILED:
             vacant.setdefault(s.replica.name, []).append(str(s.index))
-    if not vacant:
-        return MESSAGE_RUNNING
     parts = [f"index {pod_list(indices)} of replica {name}" for name, indices in vacant.items()]
-    return f"pods are running; vacant, as failures that stand are not restarted: {', '.join(parts)}"
+    said = [f"vacant, as failures that stand are not restarted: {', '.join(parts)}"] if parts else []
+    if not said and not hangs:
+        return MESSAGE_RUNNING
+    return "; ".join(["pods are running", *said, *hangs])
+
+
+def hang_words(slot: Slot) -> str | None:
+    """hang_words: ``hang.standing`` of a failed slot whose failure is a hang that stands while
+    its pod runs on (section 24: no rule restarts it, and its replica's failPolicy lets the job
+    go on); None for any other slot."""
+    failure, pod = slot.failure, slot.pod
+    if failure is None or failure.kind is not FailureKind.HANG or pod is None or pod.terminal:
+        return None
+    return hang.standing(pod.name, failure)
 
 
 def restart_message(survey: Survey) -> str:
