@@ -18,6 +18,7 @@ from tests.unit.builders import at, running_seed, views
 from tests.unit.test_goodput import SCALE_IN, bad, status
 from tests.unit.test_hang_monitor import KEY, Reads, line
 
+NO_API: Any = None  # the log reads are a stand-in (Reads)
 RECOVERED = [("Pending", 0), ("Creating", 10), ("Running", 20), ("Restarting", 50), ("Running", 60)]
 FAULT = [("exitCode 137", 45, 50)]
 
@@ -174,8 +175,8 @@ def test_the_monitor_keeps_the_first_line_after_each_transition_to_running(
     }
     clock = [40.0]
     m = monitor.ProgressMonitor(
-        None, lambda _k: job, lambda _k: pods, lambda _k: None, clock=lambda: at(clock[0])
-    )  # type: ignore[arg-type]
+        NO_API, lambda _k: job, lambda _k: pods, lambda _k: None, clock=lambda: at(clock[0])
+    )
     reads = Reads()
     monkeypatch.setattr(monitor, "raw_get", reads)
     job["status"] = status([("Running", 0), ("Restarting", 45)]).to_json()
@@ -191,8 +192,8 @@ def test_the_monitor_keeps_the_first_line_after_each_transition_to_running(
     m.read(KEY)
     assert m.resumption(KEY) == Resumption(at(40), {at(50): at(53)})  # kept, not moved on
     restarted = monitor.ProgressMonitor(
-        None, lambda _k: job, lambda _k: pods, lambda _k: None, clock=lambda: at(61)
-    )  # type: ignore[arg-type]
+        NO_API, lambda _k: job, lambda _k: pods, lambda _k: None, clock=lambda: at(61)
+    )
     restarted.read(KEY)
     assert restarted.resumption(KEY) == Resumption(at(61), {})  # a new process: spell 50 unknown
     assert account(JobStatus.from_json(job["status"]), at(70), restarted.resumption(KEY)) == account(
