@@ -22,8 +22,9 @@ wait, not training lost. From then on, each second is one of:
 - not counted: Suspended (the user's choice), and nothing after the job finished.
 
 What it cannot see: the work a restart redoes since the training's last checkpoint, the time
-the training takes after its pods run to rejoin and resume, and an elastic training that
-trains on at a smaller width while a replacement comes (counted as recovery). Timestamps are
+the training takes after its pods run to rejoin and resume (without spec.progress), and an
+elastic training that trains on at a smaller width while a replacement comes (counted as
+recovery). Timestamps are
 whole seconds, as the API server keeps them.
 
 With spec.progress (``Resumption``, the progress monitor's facts, in memory): a recovery, a
