@@ -18,7 +18,7 @@ it never sees a dict changing size), and reads the immutable values it holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -29,6 +29,7 @@ from aitj.controller.cache import InformerCache, JobKey
 from aitj.controller.metrics import BY_NAME
 from aitj.core.api import Phase
 from aitj.core.observed import PodView
+from aitj.core.planner.goodput import Resumption
 from aitj.core.telemetry import JobGauges, ReplicaState, job_gauges
 from aitj.core.telemetry.goodput import Account, BadputCause, held
 from aitj.core.wire import mapping
@@ -134,6 +135,9 @@ class CacheCollector(Collector):
         # What the last scrape exported of each job's goodput (by uid too: a job deleted and
         # created again under its name starts afresh), for ``held``.
         self.exported: dict[tuple[str, str, str], Account] = {}
+        # The progress signal's facts of a job (aitj.controller.progress: ``resumption``), for
+        # the goodput: None until the operator gives its monitor, and for a job not watched.
+        self.resumed: Callable[[JobKey], Resumption | None] = lambda key: None
 
     def describe(self) -> Iterator[Metric]:
         """describe: the families, empty (registering does not scrape)."""
@@ -145,7 +149,10 @@ class CacheCollector(Collector):
         if source is None:
             return iter(families(()) + goodput_families(()))
         now = datetime.now(UTC)
-        gauges = [(key, body, job_gauges(body, source.pods(key), now)) for key, body in source.jobs()]
+        gauges = [
+            (key, body, job_gauges(body, source.pods(key), now, self.resumed(key)))
+            for key, body in source.jobs()
+        ]
         return iter(families((key, g) for key, _, g in gauges) + goodput_families(self._held(gauges)))
 
     def _held(

@@ -106,6 +106,7 @@ class Operator:
             return item.value if item is not None else None
 
         self.progress = ProgressMonitor(api, body, store.pods.of_job, self.kick)
+        collector.COLLECTOR.resumed = self.progress.resumption  # goodput: the head of a Running spell
         self.reconciler = Reconciler(
             KubeExecutor(api, gang_version=settings.gang_version),
             self.cache.snapshot,

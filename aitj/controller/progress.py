@@ -18,6 +18,13 @@ decided; a read that finds a fresh line kicks nothing: there is nothing to decid
 fails (the container is not there, the kubelet cannot be reached) changes nothing: no hang is
 declared from what could not be read; it is logged once per pod and reason.
 
+For goodput (docs/semantics.md section 25), the monitor also keeps, per job and in memory only,
+the time of the first line read after each transition of the job to Running
+(``resumption``: an upper bound of the training's resumption, within one read interval) and
+since when it watches the job: the collector hands them to the account
+(aitj.core.planner.goodput.Resumption). A new operator process knows none of the spells before
+it: those are accounted from the status alone.
+
 The cost, for docs/semantics.md: one GET per opted-in job per period (a few hundred bytes back
 without stepPattern), proxied by the apiserver to the pod's kubelet.
 """
@@ -37,10 +44,12 @@ from kubernetes import client
 from aitj.controller.kubeclient import error_text, raw_get
 from aitj.controller.logs import log
 from aitj.core import api
+from aitj.core.api import JobStatus
 from aitj.core.api.reader import FieldError
 from aitj.core.observed import PodView, ProgressSeen
 from aitj.core.planner import hang
-from aitj.core.wire import mapping
+from aitj.core.planner.goodput import Resumption, running_spell
+from aitj.core.wire import mapping, parse_time
 
 JobKey = tuple[str, str]
 TICK_SECONDS = 0.5  # how often the monitor looks for reads that are due
@@ -81,6 +90,20 @@ class ProgressMonitor:
         self.due: dict[JobKey, float] = {}
         self.reported: set[tuple[str, str]] = set()  # (pod uid, reason) logged once
         self.reads = 0  # log reads made (for the cost figures)
+        # For goodput: since when each job is watched, and each Running spell's first line
+        # (replaced, never changed in place: the scrape thread reads them).
+        self.watched_since: dict[JobKey, dt.datetime] = {}
+        self.first_lines: dict[JobKey, Mapping[dt.datetime, dt.datetime]] = {}
+
+    def resumption(self, key: JobKey) -> Resumption | None:
+        """resumption: what the monitor saw of the job's Running spells (None: not watched)."""
+        since = self.watched_since.get(key)
+        return None if since is None else Resumption(since, self.first_lines.get(key, {}))
+
+    def forget(self, key: JobKey) -> None:
+        """forget: all the monitor holds of a job."""
+        for held in (self.due, self.watches, self.watched_since, self.first_lines):
+            held.pop(key, None)
 
     def views(self, key: JobKey, pods: Sequence[PodView]) -> Sequence[PodView]:
         """views: ``pods`` with the watched pod's view carrying what was read of its log."""
@@ -107,8 +130,7 @@ class ProgressMonitor:
             now = loop.time()
             keys = set(job_keys())
             for gone in [k for k in self.due if k not in keys]:
-                self.due.pop(gone, None)
-                self.watches.pop(gone, None)
+                self.forget(gone)
             for key in keys:
                 if self.due.get(key, 0.0) <= now:
                     self.due[key] = now + IDLE_SECONDS  # until the read says its own period
@@ -160,7 +182,10 @@ class ProgressMonitor:
         the job's pass should run (no new line for stallSeconds)."""
         if progress is None:
             self.watches.pop(key, None)
+            self.watched_since.pop(key, None)
+            self.first_lines.pop(key, None)
             return None, False
+        self.watched_since.setdefault(key, self.clock())
         period = hang.poll_seconds(progress.stall_seconds)
         if pod is None:  # looked at again soon: its first read comes within WAIT_SECONDS of its start
             return min(period, WAIT_SECONDS), False
@@ -168,6 +193,7 @@ class ProgressMonitor:
             return period, False
         now = self.clock()
         pattern = re.compile(progress.step_pattern) if progress.step_pattern is not None else None
+        self._first_line(key, text, pattern)
         line_at = hang.newest_line(text, pattern)
         old = self.watches.get(key)
         if old is not None and old.uid == pod.uid and old.seen.line_at is not None:
@@ -175,6 +201,21 @@ class ProgressMonitor:
         self.watches[key] = Watch(pod.uid, ProgressSeen(line_at, now))
         silent = now - line_at if line_at is not None else None
         return period, silent is None or silent >= dt.timedelta(seconds=progress.stall_seconds)
+
+    def _first_line(self, key: JobKey, text: str, pattern: re.Pattern[str] | None) -> None:
+        """_first_line: the first line of ``text`` since the job's current Running spell began,
+        kept if none is yet (only the spells still in the job's history are kept)."""
+        body = self.body_of(key)
+        status = JobStatus.from_json(body.get("status") if body is not None else None)
+        began = running_spell(status)
+        lines = self.first_lines.get(key, {})
+        if began is None or began in lines or began < self.watched_since.get(key, began):
+            return
+        line = first_line_since(text, pattern, began)
+        if line is not None:
+            starts = {parse_time(c.last_transition_time) for c in status.conditions or ()}
+            kept = {b: t for b, t in lines.items() if b in starts}
+            self.first_lines[key] = {**kept, began: line}
 
     def _log(self, pod: PodView, progress: api.Progress) -> str | None:
         """_log: the tail of the watched container's log, with timestamps; None if unreadable."""
@@ -201,6 +242,17 @@ class ProgressMonitor:
         if (pod.uid, reason) not in self.reported:
             self.reported.add((pod.uid, reason))
             log.warning("cannot read the watched pod's log: no hang is judged", pod=pod.name, reason=reason)
+
+
+def first_line_since(text: str, pattern: re.Pattern[str] | None, since: dt.datetime) -> dt.datetime | None:
+    """first_line_since: the timestamp of the oldest line of ``text`` (a log read with
+    timestamps) at or after ``since`` that matches ``pattern`` (any line when None)."""
+    for line in text.splitlines():
+        stamp, _, rest = line.partition(" ")
+        at = parse_time(stamp)
+        if at is not None and at >= since and (pattern is None or pattern.search(rest)):
+            return at
+    return None
 
 
 def watched_pod(pods: Sequence[PodView], replica: str) -> PodView | None:

@@ -22,9 +22,18 @@ wait, not training lost. From then on, each second is one of:
 - not counted: Suspended (the user's choice), and nothing after the job finished.
 
 What it cannot see: the work a restart redoes since the training's last checkpoint, the time
-the training takes after its pods run to rejoin and resume, and an elastic training that
-trains on at a smaller width while a replacement comes (counted as recovery). Timestamps are
+the training takes after its pods run to rejoin and resume (without spec.progress), and an
+elastic training that trains on at a smaller width while a replacement comes (counted as
+recovery). Timestamps are
 whole seconds, as the API server keeps them.
+
+With spec.progress (``Resumption``, the progress monitor's facts, in memory): a recovery, a
+hang's restart, a scale-out or a start lasts until the first progress line after the job is
+Running again, not only until Running: the head of a Running spell, from its start to that
+line (to now while none is seen yet), counts to the cause of the spell before it. The line's
+time is an upper bound, within one read interval (``hang.poll_seconds``). A spell that began
+before this operator process watched the job (an operator restart) is accounted from the status
+alone.
 
 The history keeps 64 conditions. Before one is dropped, ``fold`` adds what it accounted for
 to ``status.goodput`` (the carry), so the account stays whole and its counters never go back.
@@ -84,6 +93,26 @@ class Account:
 Span = tuple[datetime, datetime]
 
 
+@dataclass(frozen=True)
+class Resumption:
+    """Resumption: what the progress signal saw of a job's Running spells (the operator's memory,
+    aitj.controller.progress). ``watched_since``: since when this process watches the job's
+    progress; ``lines``: for a Running spell that began since then (by its start), the time of
+    the first progress line read after it began. A spell begun since ``watched_since`` with no
+    entry has shown no line yet; one begun before it is accounted from the status alone."""
+
+    watched_since: datetime
+    lines: Mapping[datetime, datetime]
+
+    def head_end(self, began: datetime, end: datetime) -> datetime | None:
+        """head_end: when the head of the Running spell that began at ``began`` (and lasts to
+        ``end``) ends: its first line, or ``end`` if none yet; None: not watched from its start."""
+        if began < self.watched_since:
+            return None
+        line = self.lines.get(began)
+        return end if line is None else min(max(line, began), end)
+
+
 def _spans(conditions: Sequence[JobCondition], now: datetime) -> list[tuple[Phase, datetime, datetime]]:
     """_spans: each phase of the history, from when it began to when the next began (the current
     one to ``now``; a finished phase is the end)."""
@@ -134,30 +163,50 @@ def _overlap(span: Span, other: Span) -> float:
     return _seconds(max(span[0], other[0]), min(span[1], other[1]))
 
 
-def account(status: JobStatus, now: datetime) -> Account:
+def account(status: JobStatus, now: datetime, resumed: Resumption | None = None) -> Account:
     """account: the job's time from its first Running to ``now`` (or its end), by what it went
-    to: ``status.goodput`` (what dropped conditions accounted for), then the history after it."""
+    to: ``status.goodput`` (what dropped conditions accounted for), then the history after it.
+    ``resumed`` (spec.progress's facts; None: the status alone): the head of a Running spell
+    until its first progress line counts to the cause of the spell before it."""
     carry = status.goodput or GoodputCarry()
     since = parse_time(carry.through)
     training = (carry.training_millis or 0) / 1000
     bad = {c: (carry.badput_millis or {}).get(c.value, 0) / 1000 for c in BadputCause}
     ran = training > 0 or any(bad.values())
     running: list[Span] = []
-    for phase, start, end in _spans(status.conditions or (), now):
-        start, end = (max(start, since), min(end, now)) if since is not None else (start, min(end, now))
+    before: BadputCause | None = None  # the cause of the spell before
+    for phase, began, ended in _spans(status.conditions or (), now):
+        start, end = (max(began, since), min(ended, now)) if since is not None else (began, min(ended, now))
         ran = ran or phase is Phase.RUNNING
+        cause, prior, before = _PHASE_CAUSE.get(phase), before, _PHASE_CAUSE.get(phase)
         if end <= start or not ran:
             continue
         if phase is Phase.RUNNING:
+            head = _head(resumed, prior, began, start, end)
+            if prior is not None and head > start:
+                bad[prior] += _seconds(start, head)
+                start = head
             running.append((start, end))
             training += _seconds(start, end)
-        elif (cause := _PHASE_CAUSE.get(phase)) is not None:
+        elif cause is not None:
             bad[cause] += _seconds(start, end)
     for cause, start, end in _windows(status.restarts or ()):
         lost = sum(_overlap((start, end), span) for span in running)
         training -= lost
         bad[cause] += lost
     return Account(max(training, 0.0), bad)
+
+
+def _head(
+    resumed: Resumption | None, prior: BadputCause | None, began: datetime, start: datetime, end: datetime
+) -> datetime:
+    """_head: where the training of a Running spell (begun at ``began``, counted from ``start``
+    to ``end``) begins: at its first progress line after a spell of cause ``prior``, when the
+    signal watched it from its start; at ``start`` otherwise."""
+    if resumed is None or prior is None:
+        return start
+    head = resumed.head_end(began, end)
+    return start if head is None else max(head, start)
 
 
 def fold(prev: JobStatus, conditions: Sequence[JobCondition]) -> GoodputCarry | None:
@@ -192,3 +241,15 @@ def carried(prev: JobStatus, plan: Plan) -> Plan:
     if carry == status.goodput:
         return plan
     return replace(plan, status=status.updated(goodput=carry))
+
+
+def running_spell(status: JobStatus) -> datetime | None:
+    """running_spell: when the job's current spell counted as Running began (a scale-in's
+    included, as in ``account``); None if it is in no such spell. The progress monitor keys its
+    first line after it by this time (``Resumption.lines``)."""
+    conditions = status.conditions or ()
+    if not conditions or status.phase in FINISHED_PHASES:
+        return None
+    last = conditions[-1]
+    phase = Phase.RUNNING if _scale_in(last) else last.type
+    return parse_time(last.last_transition_time) if phase is Phase.RUNNING else None

@@ -19,7 +19,7 @@ from typing import Any
 
 from aitj.core.api import DEFAULT_REPLICAS, FINISHED_PHASES, JobStatus, Phase
 from aitj.core.observed import PodView
-from aitj.core.planner.goodput import Account, account
+from aitj.core.planner.goodput import Account, Resumption, account
 from aitj.core.wire import as_int, mapping
 
 
@@ -84,7 +84,12 @@ def newest(pods: Iterable[PodView]) -> dict[tuple[str, int], PodView]:
     return out
 
 
-def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView], now: datetime | None = None) -> JobGauges:
+def job_gauges(
+    body: Mapping[str, Any],
+    pods: Iterable[PodView],
+    now: datetime | None = None,
+    resumed: Resumption | None = None,
+) -> JobGauges:
     """job_gauges: the phase, each replica type's pods by state (its own pods only:
     ``own_pods``), the restart budgets and the indices short (as the job's degraded state,
     written by the planner, says).
@@ -92,7 +97,8 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView], now: datetime |
     Counted per index, on the index's newest pod: running (Running, not being deleted), pending
     (not finished and not Running: waiting to be scheduled or started, or being deleted with no
     successor yet), and vacant (``desired`` less the indexes that have a pod, finished or not;
-    never below 0). A finished or suspended job wants no pods: nothing of it is vacant."""
+    never below 0). A finished or suspended job wants no pods: nothing of it is vacant.
+    ``resumed``: the progress signal's facts for the goodput (``goodput.account``)."""
     status = JobStatus.from_json(body.get("status"))
     phase = status.phase or Phase.PENDING
     specs = _specs(body)
@@ -114,7 +120,7 @@ def job_gauges(body: Mapping[str, Any], pods: Iterable[PodView], now: datetime |
         vacant = 0 if idle else max(want - len(mine), 0)
         counts.append(ReplicaCount(name, want, running, pending, vacant))
     degraded = 0 if idle else max((status.degraded.count if status.degraded is not None else None) or 0, 0)
-    good = account(status, now) if now is not None else None
+    good = account(status, now, resumed) if now is not None else None
     return JobGauges(phase, tuple(counts), _budgets(specs, status), degraded, good)
 
 

@@ -7,7 +7,11 @@ the operator learns of after the fact (its ``failureTime`` earlier than the scra
 those seconds as training) moves seconds from training to ``fault``. A counter must not go
 back, so ``held`` keeps each figure at least where it was last exported: training holds still
 until the job has trained those seconds again (its next seconds Running), while the fault's
-seconds count at once. The ratio is the account's own.
+seconds count at once. The same holds when the progress signal moves a Running spell's head
+to a badput cause after it was exported as training (its first line not yet read). The
+other way round (seconds exported as badput while no line was read, then training once the
+line's earlier timestamp is read), badput holds and training waits until the total of the
+counters is the time accounted: no second is exported twice. The ratio is the account's own.
 """
 
 from __future__ import annotations
@@ -22,4 +26,4 @@ def held(last: Account | None, now: Account) -> Account:
     if last is None:
         return now
     bad = {c: max(now.badput.get(c, 0.0), last.badput.get(c, 0.0)) for c in BadputCause}
-    return Account(max(now.training, last.training), bad)
+    return Account(max(now.total - sum(bad.values()), last.training), bad)

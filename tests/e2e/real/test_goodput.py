@@ -10,6 +10,11 @@ while the operator already counts it Running (a world re-forming around a new wo
 schedule that makes Horovod stall on a dead peer (Gloo's timeout, docs/bench.md) is a hang the
 operator sees only with hang detection: the test says so rather than passing.
 
+The job opts in to the progress signal (spec.progress on the launcher, Horovod's step lines:
+``rank r/n: step k/m``), so the operator counts a recovery until the training's first step line
+after it runs again (docs/semantics.md section 25), not only until its pods run; a stall of
+STALL seconds is a hang its rule restarts.
+
 AITJ_GOODPUT_DURATION (default 240 s) and AITJ_GOODPUT_INTERVAL (default 40 s) shape the
 schedule.
 """
@@ -24,6 +29,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +48,8 @@ INTERVAL = float(os.environ.get("AITJ_GOODPUT_INTERVAL", "40"))
 TOLERANCE = 0.05
 NAME = "goodput"
 SETTLE = 15  # seconds after the schedule for the last fault to heal
+STALL = 120  # spec.progress.stallSeconds: read every 6 s, beyond PROGRESS_BOUND's pauses
+STEP_PATTERN = r"step \d+/\d+"  # a rank's step line; its "resuming at step k" is not one
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900 + 2 * DURATION)]
 
@@ -69,7 +77,13 @@ def test_the_exported_goodput_matches_the_training_s_own_through_a_chaos_schedul
     command = set_path(
         "spec.replicaSpecs.launcher.template.spec.containers.0.command", ["/bin/bash", "-c", COMMAND]
     )
-    run = started(real_cluster, ns, seed_variant(NAME, command=command, chaos=chaos_ready), width=3, step=20)
+    run = started(
+        real_cluster,
+        ns,
+        seed_variant(NAME, command=command, chaos=chaos_ready, progress=watched),
+        width=3,
+        step=20,
+    )
     t0, (train0, bad0, _) = time.time(), exported(real_operator, ns)
     kinds = [arg for kind in KINDS for arg in ("--fault", kind)]
     args = [
@@ -103,6 +117,15 @@ def test_the_exported_goodput_matches_the_training_s_own_through_a_chaos_schedul
     )
     assert sum(lost.values()) > 0, "the schedule cost the operator's account nothing: no fault was made"
     assert abs(operator - own.ratio) <= TOLERANCE * own.ratio, (operator, own)
+
+
+def watched(doc: dict[str, Any]) -> None:
+    """watched: the job's launcher log is its progress signal, and a hang restarts the job."""
+    doc["spec"]["progress"] = {"replica": "launcher", "stallSeconds": STALL, "stepPattern": STEP_PATTERN}
+    launcher = doc["spec"]["replicaSpecs"]["launcher"]
+    launcher.setdefault("faultTolerantPolicy", []).append(
+        {"exceptionalEvent": "hang", "restartPolicy": "OnNodeFail", "restartScope": "All"}
+    )
 
 
 def status_goodput(status: JobStatus, t0: float, t1: float) -> str:
