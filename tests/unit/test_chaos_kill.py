@@ -11,18 +11,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from aitj.cli import main
 from aitj.core.api import Job, RestartScope
 from aitj.core.observed import ANNOTATION_IN_PLACE
 from aitj.core.wire import format_time
 from aitj.tools.chaos.expect import expected_restarts
+from aitj.tools.chaos.faults import Context, heal
 from aitj.tools.chaos.history import FaultRecord, History
 from aitj.tools.chaos.inplace import in_place_entries, kept_in_place
 from aitj.tools.chaos.invariants import restart_counts
 from aitj.tools.chaos.kill import CannotKill, container_id, kill, kill_command
 from aitj.tools.chaos.schedule import Allowed, FaultKind, available
 from tests.unit.builders import Pod, at, event_rule, exit_rule, node, seed_job, trainer
+from tests.unit.test_chaos_cli import staging_kubeconfig
 from tests.unit.test_chaos_invariants import KEY, H
+from tests.unit.test_hang_chaos import replayed
 
 
 def test_the_kill_is_containerds_own_client_killing_the_containers_task_in_the_kubelets_namespace() -> None:
@@ -240,3 +245,26 @@ def test_the_status_in_place_entries_match_the_in_place_restarts_called_for() ->
     history = h.job(50, ladder_job(), restarts=good[1:]).end(60)
     (v,) = in_place_entries(history, expected_restarts(history)).violations
     assert v.message == "1 new status.restarts entries of scope InPlace, the kills called for 2"
+
+
+def test_a_kill_lasts_until_its_pod_is_seen_restarted_in_place_or_failed() -> None:
+    """No other fault hits the job while the kubelet restarts the containers."""
+    ctx = Context(api=None, local=None, operators=None, kill_hold=60)  # type: ignore[arg-type]
+    t0 = in_place(Pod("trainer", 0).running(node="real-node-0"))
+    h = H().node(0, node("real-node-0")).job(0, ladder_job()).pod(1, t0)
+    rec = kill_at(h, 10, t0).h.faults[-1]
+    assert not heal(ctx, replayed(h.end(11)), rec, 11)
+    h.pod(12, restarted(t0.copy(), 1, 12))
+    assert heal(ctx, replayed(h.end(12)), rec, 12) and rec.effect == 12
+    failed = kill_at(H().node(0, node("real-node-0")).job(0, ladder_job()).pod(1, t0), 10, t0)
+    rec = failed.pod(11, t0.copy().exited(137)).h.faults[-1]
+    assert heal(ctx, replayed(failed.end(11)), rec, 11)
+    stuck = kill_at(H().node(0, node("real-node-0")).job(0, ladder_job()).pod(1, t0), 10, t0)
+    rec = stuck.h.faults[-1]
+    assert not heal(ctx, replayed(stuck.end(20)), rec, 20) and heal(ctx, replayed(stuck.end(71)), rec, 71)
+
+
+def test_the_kill_fault_is_refused_against_a_cluster_that_is_not_the_local_testbed(tmp_path: Path) -> None:
+    config = str(staging_kubeconfig(tmp_path))
+    result = CliRunner().invoke(main, ["chaos", "--kubeconfig", config, "--fault", "kill", "--dry-run"])
+    assert result.exit_code == 2 and "--fault kill needs the local testbed's real nodes" in result.output
