@@ -53,7 +53,10 @@ from aitj.tools.chaos.schedule import FaultKind
     "kinds",
     multiple=True,
     type=click.Choice([k.value for k in FaultKind]),
-    help="Only these fault kinds (repeatable; default: every kind the cluster allows).",
+    help=(
+        "Only these fault kinds (repeatable; default: every kind the cluster allows, but hang and "
+        "kill, which need real nodes and run only when named)."
+    ),
 )
 @click.option(
     "--exit-code",

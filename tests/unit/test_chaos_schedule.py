@@ -53,8 +53,9 @@ def test_a_cluster_without_the_local_control_plane_gets_only_faults_any_cluster_
 def test_drain_and_operator_faults_need_their_opt_in_or_their_operator(
     allowed: Allowed, absent: set[FaultKind]
 ) -> None:
-    # hang (issue 28) comes only when asked for by name (tests/unit/test_hang_chaos.py)
-    assert set(available(allowed)) == set(FaultKind) - absent - {FaultKind.HANG}
+    # hang and kill (issue 28) come only when asked for by name (tests/unit/test_hang_chaos.py,
+    # tests/unit/test_chaos_kill.py)
+    assert set(available(allowed)) == set(FaultKind) - absent - {FaultKind.HANG, FaultKind.KILL}
 
 
 def test_wanted_kinds_narrow_the_schedule_but_never_add_a_kind_the_cluster_refuses() -> None:

@@ -8,6 +8,7 @@ effect on the restart count and its recovery can be told apart from the previous
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from aitj.devcluster.cluster import LocalCluster
 from aitj.tools.chaos.expect import Expected
 from aitj.tools.chaos.history import FaultRecord, JobKey
 from aitj.tools.chaos.invariants import steady
+from aitj.tools.chaos.kill import CannotKill, kill, real_node_sockets
 from aitj.tools.chaos.operators import Operators
 from aitj.tools.chaos.replay import World
 from aitj.tools.chaos.schedule import POD_FAULTS, FaultKind, Planned
@@ -47,6 +49,7 @@ class Context:
     node_hold: float = 8.0  # a NotReady node or a cordon lasts this long
     silent_hold: float = 90.0  # a silent node is revived once seen Unknown, or after this
     hang_hold: float = 600.0  # a hang lasts until its job's restart is seen, or this long
+    kill_hold: float = 60.0  # a kill lasts until its pod is seen restarted or gone, or this long
 
     @property
     def core(self) -> Any:
@@ -102,6 +105,8 @@ def carry_out(
     try:
         if p.kind is FaultKind.HANG:
             _hang(ctx, world, p, free, rec)
+        elif p.kind is FaultKind.KILL:
+            _kill(ctx, world, p, free, rec)
         else:
             _carry_out(ctx, world, p, ok, jobs, rec, free)
     except ApiException as e:
@@ -171,6 +176,44 @@ def _hang(ctx: Context, world: World, p: Planned, free: list[JobKey], rec: Fault
     sample = world.jobs.get(rec.jobs[0])
     rec.restarts_before = sum(sample.restart_count.values()) if sample is not None else 0
     rec.detail = pod_stop(ctx.api, pod.namespace, pod.name)
+
+
+def _kill(ctx: Context, world: World, p: Planned, free: list[JobKey], rec: FaultRecord) -> None:
+    """_kill: SIGKILL of the first app container of a Running pod on a local real node
+    (aitj.tools.chaos.kill); the pod is aimed at (``rec.pods``): ``expect`` tells an in-place
+    restart from a failure by the pod's in-place codes."""
+    real = real_node_sockets(ctx.local)
+    pods = [q for q in pod_targets(world, free, ctx.replicas) if q.node_name in real]
+    if not pods:
+        where = (
+            ", ".join(sorted(real)) or "none running (the kill fault needs the local testbed's real nodes)"
+        )
+        raise NoTarget(f"no Running pod on a local real node ({where}) of a job not already disturbed")
+    pod = pods[p.pick % len(pods)]
+    rec.target, rec.jobs, rec.pods = (
+        f"{pod.namespace}/{pod.name}",
+        ((pod.namespace, pod.job or ""),),
+        (pod.uid,),
+    )
+    rec.restarts_before = pod.restarts
+    raw = json.loads(ctx.core.read_namespaced_pod(pod.name, pod.namespace, _preload_content=False).data)
+    if (raw.get("metadata") or {}).get("uid") != pod.uid:
+        raise NoTarget(f"pod {pod.name} was replaced meanwhile")
+    try:
+        rec.detail = kill(ctx.local, raw)
+    except CannotKill as e:
+        rec.error = str(e)
+
+
+def _kill_over(ctx: Context, world: World, rec: FaultRecord, t: float) -> bool:
+    """_kill_over: nothing to undo; a kill lasts until its pod is seen restarted in place,
+    failed or gone (or kill_hold), so no other fault hits the job while the kubelet restarts
+    the containers."""
+    pod = world.pods.get(rec.pods[0]) if rec.pods else None
+    over = pod is None or pod.deleting or pod.phase != "Running" or pod.restarts > (rec.restarts_before or 0)
+    if rec.effect is None and over:
+        rec.effect = t
+    return rec.effect is not None or t > rec.t + ctx.kill_hold
 
 
 # ``kill -STOP -1`` signals every process the shell may signal but PID 1 (a container cannot
@@ -284,6 +327,8 @@ def heal(ctx: Context, world: World, rec: FaultRecord, t: float, *, force: bool 
         if rec.effect is None and seen:
             rec.effect = t
         return rec.effect is not None or t > rec.t + ctx.hang_hold or force
+    if rec.kind is FaultKind.KILL:
+        return _kill_over(ctx, world, rec, t) or force
     if rec.kind is FaultKind.NODE_SILENT:
         node = world.nodes.get(rec.target)
         if rec.effect is None and node is not None and node.ready == "Unknown":

@@ -74,6 +74,9 @@ def run_chaos(s: Settings, console: Console) -> int:
         return 2
     ops = Operators(pid_file=s.operator_pid_file, urls=s.operator_urls)
     local = cluster is not None and s.local is not False
+    if FaultKind.KILL in s.kinds and not local:
+        say("--fault kill needs the local testbed's real nodes (their containerd): no local cluster here")
+        return 2
     kinds = available(allowed(s, local), s.kinds)
     plan = schedule(s.seed, kinds, s.duration, s.interval, s.max_faults)
     where = (

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from aitj.tools.bench.stats import percentile
-from aitj.tools.chaos import progress
+from aitj.tools.chaos import inplace, progress
 from aitj.tools.chaos.history import ProgressSample
 from aitj.tools.chaos.invariants import job_name
 from aitj.tools.chaos.run import Result
@@ -58,7 +58,24 @@ def summary(result: Result) -> dict[str, Any]:
         "operator_restarts": [asdict(r) for r in h.restarts],
         "samples": {"pods": len(h.pods), "nodes": len(h.nodes), "jobs": len(h.jobs), "probes": len(h.probes)},
         "training": progress.summary(h, result.training) if result.training else None,
+        "in_place": _in_place(result),
     }
+
+
+def _in_place(result: Result) -> list[dict[str, Any]]:
+    """_in_place: each in-place restart the kills called for, and how long from the kill to
+    its pod Running again in place (None: not seen)."""
+    _, seen = inplace.kept_in_place(result.history, result.expected, float("inf"))
+    return [
+        {
+            "t": round(s.t, 3),
+            "job": job_name(s.job),
+            "pod": s.pod,
+            "rung": s.rung,
+            "running_again_s": round(s.seconds, 3) if s.seconds is not None else None,
+        }
+        for s in seen
+    ]
 
 
 def _s(v: float | None) -> str:
@@ -90,6 +107,10 @@ def print_table(result: Result, console: Console) -> None:
     console.print(inv)
     if s["training"] is not None:
         console.print(_training_table(s["training"]))
+    for r in s["in_place"]:
+        took = _s(r["running_again_s"])
+        line = f"in place t+{r['t']:.1f}s {r['pod']}: Running again {took} s after the kill; {r['rung']}"
+        console.print(line, markup=False)
     for v in s["violations"][:30]:
         console.print(f"VIOLATION t+{v['t']:.1f}s {v['invariant']}: {v['job']} {v['message']}", markup=False)
     if len(s["violations"]) > 30:

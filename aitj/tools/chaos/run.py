@@ -14,7 +14,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from aitj.core import api
-from aitj.tools.chaos import faults, progress
+from aitj.tools.chaos import faults, inplace, progress
 from aitj.tools.chaos.expect import Expected, expected_restarts
 from aitj.tools.chaos.history import FaultRecord, History, JobKey, Leftover, OperatorRestart, Probe
 from aitj.tools.chaos.invariants import HOLD, Bounds, Check, Recovery, check_all, steady
@@ -213,7 +213,8 @@ class _Loop:
         node_fault = p.kind in (FaultKind.NODE_NOT_READY, FaultKind.NODE_SILENT, FaultKind.DRAIN)
         if node_fault and rec.target:  # a node the fault reached is healed, even if part of it failed
             self.lasting.append(rec)
-        if p.kind is FaultKind.HANG and rec.target and rec.error is None:  # until its restart is seen
+        lasts = p.kind in (FaultKind.HANG, FaultKind.KILL)  # until its restart is seen
+        if lasts and rec.target and rec.error is None:
             self.lasting.append(rec)
         self.history.faults.append(rec)
         self.world.note_fault(rec)
@@ -310,6 +311,7 @@ def run(ctx: faults.Context, watch_api: client.ApiClient, opts: Options, say: Sa
             loop.reader.stop()
     expected = expected_restarts(loop.history)
     checks, recs = check_all(loop.history, expected, opts.bounds)
+    checks += inplace.checks(loop.history, expected, opts.bounds)
     if opts.training is not None:
         checks += progress.checks(loop.history, opts.training)
     return Result(loop.history, expected, checks, recs, opts.plan, loop.skipped, opts.training)

@@ -32,6 +32,9 @@ class FaultKind(enum.StrEnum):
     # SIGSTOP of a pod's processes through pods/exec (issue 28): only on real nodes, only jobs
     # with spec.progress, only when asked for by name (--kind hang)
     HANG = "hang"
+    # SIGKILL of a pod's first app container through its real node's containerd (issue 28: the
+    # exit 137 an in-place rule restarts in the same pod): only on real nodes, only by name
+    KILL = "kill"
 
 
 ANY_CLUSTER = (
@@ -57,6 +60,8 @@ POD_FAULTS = frozenset(
 NODE_FAULTS = frozenset({FaultKind.DRAIN, FaultKind.NODE_NOT_READY, FaultKind.NODE_SILENT})
 SCALE_FAULTS = frozenset({FaultKind.SCALE_UP, FaultKind.SCALE_DOWN})
 OPERATOR_FAULTS = frozenset({FaultKind.OPERATOR_POD_DELETE, FaultKind.OPERATOR_KILL})
+# Faults that need containers that run (real nodes): never in the default set.
+BY_NAME = frozenset({FaultKind.HANG, FaultKind.KILL})
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,7 @@ def available(allowed: Allowed, wanted: tuple[FaultKind, ...] = ()) -> tuple[Fau
             continue
         if kind is FaultKind.OPERATOR_KILL and not allowed.operator_process:
             continue
-        if kind is FaultKind.HANG and kind not in wanted:  # needs real containers: asked for by name
+        if kind in BY_NAME and kind not in wanted:  # needs real containers: asked for by name
             continue
         out.append(kind)
     return tuple(out)
