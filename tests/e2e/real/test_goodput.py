@@ -51,7 +51,10 @@ SETTLE = 15  # seconds after the schedule for the last fault to heal
 STALL = 120  # spec.progress.stallSeconds: read every 6 s, beyond PROGRESS_BOUND's pauses
 STEP_PATTERN = r"step \d+/\d+"  # a rank's step line; its "resuming at step k" is not one
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900 + 2 * DURATION)]
+# Long (make real-nodes): a 240 s chaos schedule on real training, about 6 minutes. Its short twins
+# in make test: test_prometheus (the goodput families and panels on a real Prometheus),
+# test_cli_jobs (aitj describe's goodput line) and tests/unit/test_goodput*.py.
+pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.timeout(900 + 2 * DURATION)]
 
 
 def exported(operator: OperatorProcess, namespace: str) -> tuple[float, dict[str, float], float | None]:
