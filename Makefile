@@ -102,7 +102,8 @@ test-matrix: $(STAMP)
 # Every test on real nodes (tests/e2e/real), the long ones too: a stopped kubelet, a drain, the
 # host list's latency through scale-out, scale-in and a replacement; issue 28's measurements (a
 # drain with and without the checkpoint hook, goodput against the training's own through a chaos
-# run, the chaos command's hang fault). Prints what it measures. Needs root. About 30 minutes warm.
+# run, the chaos command's hang and kill faults). Prints what it measures. Needs root. About 40
+# minutes warm (not timed whole).
 real-nodes: build-cluster
 	$(BIN)/pytest -m e2e tests/e2e/real -s -p no:cacheprovider
 

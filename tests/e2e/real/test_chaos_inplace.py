@@ -10,10 +10,7 @@ report and printed (pytest -s), never asserted.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,7 @@ import pytest
 from tests.clusters import KubeCluster
 from tests.e2e.real.test_chaos_real import PROGRESS_BOUND, chaos_ready
 from tests.e2e.real.test_training_recovery import COMMAND
-from tests.e2e.real.training import started
+from tests.e2e.real.training import run_chaos, started
 from tests.jobs import Doc, seed_variant, set_path
 from tests.operator_process import OperatorProcess
 
@@ -39,7 +36,9 @@ LADDER = [
     {"exitCodes": "137", "restartPolicy": "ExitCode", "restartScope": "Pod"},
 ]
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+# Long (make real-nodes, about 70 s): make test's short twins are test_inplace.py (the ladder on
+# real nodes: in place, then a new pod) and tests/unit/test_chaos_kill.py (the fault, expect, invariants).
+pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.timeout(900)]
 
 
 def ladder(doc: Doc) -> None:
@@ -59,14 +58,8 @@ def test_kills_restart_trainers_in_place_then_the_ladder_replaces_one(
         *("--kubeconfig", str(real_cluster.kubeconfig), "-n", ns, "--seed", "3", "--fault", "kill"),
         *("--max-faults", str(KILLS), "--interval", str(INTERVAL), "--duration", str(KILLS * INTERVAL + 5)),
         *("--replica", "trainer", "--progress", "--progress-bound", str(PROGRESS_BOUND)),
-        *("--report", str(tmp_path / "chaos.json")),
     ]
-    done = subprocess.run(
-        [sys.executable, "-m", "aitj", "chaos", *args], capture_output=True, text=True, check=False
-    )
-    print(done.stdout, done.stderr[-4000:], sep="\n", flush=True)
-    report = json.loads((tmp_path / "chaos.json").read_text())
-    assert done.returncode == 0, report["violations"]
+    report = run_chaos(args, tmp_path / "chaos.json")
     assert report["faults_by_kind"]["kill"]["faults"] == KILLS, report["fault_log"]
     # Both rungs: IN_PLACE_LIMIT restarts in place (the pod kept, back Running), then replacements.
     in_place = report["in_place"]

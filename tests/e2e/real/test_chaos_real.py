@@ -11,17 +11,14 @@ picture (samples per second with each fault marked) in AITJ_CHAOS_REAL_OUT.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.clusters import KubeCluster
 from tests.e2e.real.test_training_recovery import COMMAND
-from tests.e2e.real.training import started
+from tests.e2e.real.training import run_chaos, started
 from tests.jobs import Doc, seed_variant, set_path
 from tests.operator_process import OperatorProcess
 
@@ -87,14 +84,9 @@ def test_the_seed_training_keeps_progressing_through_a_chaos_schedule(
         *("--kubeconfig", str(real_cluster.kubeconfig), "-n", ns, "--seed", "25"),
         *("--duration", str(DURATION), "--interval", str(INTERVAL), *kinds, "--replica", "trainer"),
         *("--progress", "--progress-bound", str(PROGRESS_BOUND)),
-        *("--report", str(out / "chaos.json"), "--timeline", str(out / "timeline.png")),
+        *("--timeline", str(out / "timeline.png")),
     ]
-    done = subprocess.run(
-        [sys.executable, "-m", "aitj", "chaos", *args], capture_output=True, text=True, check=False
-    )
-    print(done.stdout, done.stderr[-4000:], sep="\n", flush=True)
-    report = json.loads((out / "chaos.json").read_text())
-    assert done.returncode == 0, report["violations"]
+    report = run_chaos(args, out / "chaos.json")
     assert report["faults"] >= min(len(KINDS), int(DURATION // INTERVAL)) - 1, report["faults_by_kind"]
     (training,) = report["training"].values()
     assert training["stepped_past"] == training["faults"] == report["faults"], training

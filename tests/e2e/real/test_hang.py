@@ -15,10 +15,7 @@ it.
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +29,7 @@ from aitj.core.wire import parse_time
 from aitj.tools.trainbench.timeline import Step
 from tests.clusters import KubeCluster
 from tests.e2e.real.jobs import pods_by_index
-from tests.e2e.real.training import Training, example_job, started
+from tests.e2e.real.training import Training, example_job, run_chaos, started
 from tests.jobs import events_for, get_job
 from tests.operator_process import OperatorProcess
 from tests.waiting import wait_for
@@ -190,14 +187,9 @@ def test_the_chaos_commands_hang_fault_is_recovered_by_the_rule(
     args = [
         *("--kubeconfig", str(real_cluster.kubeconfig), "-n", real_namespace, "--seed", "28"),
         *("--duration", "100", "--interval", "45", "--max-faults", "2", "--fault", "hang"),
-        *("--replica", "trainer", "--recovery-bound", "150", "--report", str(tmp_path / "chaos.json")),
+        *("--replica", "trainer", "--recovery-bound", "150"),
     ]
-    done = subprocess.run(
-        [sys.executable, "-m", "aitj", "chaos", *args], capture_output=True, text=True, check=False
-    )
-    print(done.stdout, done.stderr[-4000:], sep="\n", flush=True)
-    report = json.loads((tmp_path / "chaos.json").read_text())
-    assert done.returncode == 0, report["violations"]
+    report = run_chaos(args, tmp_path / "chaos.json")
     assert report["faults"] >= 1, report["faults_by_kind"]
     restarts = hang_entries(real_cluster, real_namespace, "chaos-hang")
     print(f"chaos: {report['faults']} hang faults, {len(restarts)} hang restarts", flush=True)

@@ -5,12 +5,17 @@ examples' tests (heals_through_faults)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import re
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -191,3 +196,18 @@ def _is_pause(pid: int) -> bool:
     network; killing it would be a sandbox fault, not a container's exit."""
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         return b"2147483647" in f.read()
+
+
+def run_chaos(args: list[str], report: Path) -> dict[str, Any]:
+    """run_chaos runs ``aitj chaos`` with ``args`` (its report written to ``report``), prints its
+    output, asserts it kept every invariant (exit 0) and returns the report."""
+    done = subprocess.run(
+        [sys.executable, "-m", "aitj", "chaos", *args, "--report", str(report)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    print(done.stdout, done.stderr[-4000:], sep="\n", flush=True)
+    result: dict[str, Any] = json.loads(report.read_text())
+    assert done.returncode == 0, result["violations"]
+    return result
