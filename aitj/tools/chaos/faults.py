@@ -129,11 +129,7 @@ def _carry_out(
             of = f" of replica {'/'.join(ctx.replicas)}" if ctx.replicas else ""
             raise NoTarget(f"no Running pod{of} of a job not already disturbed")
         pod = pods[p.pick % len(pods)]
-        rec.target, rec.jobs, rec.pods = (
-            f"{pod.namespace}/{pod.name}",
-            ((pod.namespace, pod.job or ""),),
-            (pod.uid,),
-        )
+        _aim(rec, pod)
         _pod_fault(ctx, p, pod, rec)
     elif p.kind in (FaultKind.NODE_NOT_READY, FaultKind.NODE_SILENT, FaultKind.DRAIN):
         nodes = _nodes(world, ok, jobs)
@@ -159,6 +155,13 @@ def _carry_out(
         assert ctx.local is not None, "an apiserver restart needs the local control plane"
         dev.restart_apiserver(ctx.local, down_seconds=2.0)
         rec.target = "kube-apiserver"
+
+
+def _aim(rec: FaultRecord, pod: PodView) -> None:
+    """_aim records ``pod`` as the fault's target: its name, its job, and its uid among the pods
+    the fault aims at (the ones whose failure the fault causes)."""
+    rec.target = f"{pod.namespace}/{pod.name}"
+    rec.jobs, rec.pods = ((pod.namespace, pod.job or ""),), (pod.uid,)
 
 
 def _hang(ctx: Context, world: World, p: Planned, free: list[JobKey], rec: FaultRecord) -> None:
@@ -190,11 +193,7 @@ def _kill(ctx: Context, world: World, p: Planned, free: list[JobKey], rec: Fault
         )
         raise NoTarget(f"no Running pod on a local real node ({where}) of a job not already disturbed")
     pod = pods[p.pick % len(pods)]
-    rec.target, rec.jobs, rec.pods = (
-        f"{pod.namespace}/{pod.name}",
-        ((pod.namespace, pod.job or ""),),
-        (pod.uid,),
-    )
+    _aim(rec, pod)
     rec.restarts_before = pod.restarts
     raw = json.loads(ctx.core.read_namespaced_pod(pod.name, pod.namespace, _preload_content=False).data)
     if (raw.get("metadata") or {}).get("uid") != pod.uid:
