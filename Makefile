@@ -46,7 +46,7 @@ lint: $(STAMP)
 
 # The chart's unit tests run Helm (tests/unit/test_chart.py): built first, alone if need be.
 unit: build-helm
-	$(BIN)/pytest tests/unit --cov=aitj.core --cov-report=term-missing:skip-covered --cov-fail-under=95
+	$(BIN)/pytest tests/unit -n auto --cov=aitj.core --cov-report=term-missing:skip-covered --cov-fail-under=95
 
 # Builds the control plane from source into ~/.cache/aitj (once; later runs reuse it).
 build-cluster: $(STAMP)
@@ -75,11 +75,11 @@ release: build-cluster
 
 # The whole suite but the long scenarios: lint, unit tests, and end-to-end tests on the local
 # control plane, the real-node ones included when run as root (docs/real-nodes.md).
-# The unit tests report the pure core's line coverage (the files below 100 %) and fail under
-# 95 %; the end-to-end tests run untraced, since tracing slows the operator they time, and
+# The unit tests run on every core (pytest-xdist), report the pure core's line coverage (the
+# files below 100 %) and fail under 95 %; the end-to-end tests run untraced, since tracing slows the operator they time, and
 # list their 15 slowest steps: CI's time budget is kept by moving the slowest to `long`.
 test: lint build-cluster
-	$(BIN)/pytest tests/unit --cov=aitj.core --cov-report=term-missing:skip-covered --cov-fail-under=95
+	$(BIN)/pytest tests/unit -n auto --cov=aitj.core --cov-report=term-missing:skip-covered --cov-fail-under=95
 	$(BIN)/pytest -m "not long" --ignore=tests/unit --durations=15
 
 # The end-to-end suite's core (the local control plane, lifecycle, fault tolerance, scaling, gang
