@@ -42,7 +42,10 @@ handed to a sink on the loop as the cache gets it (a ``Change`` with the pod's `
 - ``httpx``: ``aiter_lines()`` on the loop (when importable).
 
 CPU per event: the process's CPU from the go given to the generator to the last pod's DELETED,
-over the events received (the generator's CPU is its own process's). Every way runs
+over the events received (the generator's CPU is its own process's).
+
+Hand-offs alone (``--handoffs``): the CPU of a ``run_in_executor`` round trip and of a
+``call_soon_threadsafe`` post, no HTTP, one every 2 ms (``handoffs``). Every way runs
 ``--repeats`` times, the ways alternating within each repeat; a table per kind at the end.
 """
 
@@ -60,6 +63,7 @@ import ssl
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -497,6 +501,63 @@ def generate(apic: client.ApiClient, namespace: str, pods: int, tag: str) -> Non
         wire.send("DELETE", f"/api/v1/namespaces/{namespace}/pods/{b['metadata']['name']}")
 
 
+# ---- the hand-offs alone ---------------------------------------------------------------------------
+GAP = 0.002  # seconds between two hand-offs: the threads and the loop go idle between, as between calls
+
+
+async def handoffs(n: int) -> dict[str, float]:
+    """handoffs: the process's CPU (ms) of each hand-off alone, no HTTP, one every ``GAP``
+    seconds, less the CPU of the loop waking itself every ``GAP`` seconds (``timed``: as the
+    loop wakes for an answer on its own socket): ``executor``, one ``await run_in_executor``
+    of a call that does nothing (loop to a pass thread and back); ``posted``, an event a thread
+    posts with ``call_soon_threadsafe`` to the idle loop after sleeping ``GAP`` (as an informer
+    thread wakes for its socket)."""
+    loop = asyncio.get_running_loop()
+    pool = concurrent.futures.ThreadPoolExecutor(16, thread_name_prefix="pass")
+    await loop.run_in_executor(pool, int)
+    done, count = asyncio.Event(), [0]
+
+    def seen() -> None:
+        count[0] += 1
+        if count[0] == n:
+            done.set()
+
+    c0 = time.process_time()
+    for _ in range(n):
+        await asyncio.sleep(GAP)
+        seen()
+    timed = (time.process_time() - c0) / n
+    c0 = time.process_time()
+    for _ in range(n):
+        await asyncio.sleep(GAP)
+        await loop.run_in_executor(pool, int)
+    executor = (time.process_time() - c0) / n - timed
+    pool.shutdown()
+
+    def post() -> None:
+        for _ in range(n):
+            time.sleep(GAP)
+            loop.call_soon_threadsafe(seen)
+
+    count[0] = 0
+    done.clear()
+    c0 = time.process_time()
+    thread = threading.Thread(target=post, name="informer-x")
+    thread.start()
+    await done.wait()
+    posted = (time.process_time() - c0) / n - timed
+    thread.join()
+    return {"executor": executor * 1e3, "posted": posted * 1e3, "timed": timed * 1e3}
+
+
+def handoff_table(runs: list[dict[str, float]]) -> None:
+    print(f"\n## Hand-offs alone, one every {GAP * 1e3:g} ms (ms of process CPU each)")
+    print("| run | the loop waking itself (subtracted) | run_in_executor and back | call_soon_threadsafe |")
+    print("|---|---|---|---|")
+    for k, h in enumerate(runs):
+        print(f"| {k + 1} | {h['timed']:.3f} | {h['executor']:.3f} | {h['posted']:.3f} |")
+
+
 # ---- the report ------------------------------------------------------------------------------------
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
@@ -549,7 +610,10 @@ async def main_async(args: argparse.Namespace) -> None:
     ways = ["wire", "aiohttp"] + (["httpx"] if importlib.util.find_spec("httpx") else [])
     calls: dict[str, list[Tally]] = {w: [] for w in ways}
     watches: dict[str, list[dict[str, float]]] = {w: [] for w in ["thread", *ways[1:]]}
+    hops: list[dict[str, float]] = []
     for rep in range(args.repeats):
+        if args.handoffs:
+            hops.append(await handoffs(args.handoffs))
         if args.rounds:
             for way in ways:
                 calls[way].append(await run_calls(way, apic, recovery, args.rounds, f"{way}-{rep}"))
@@ -564,6 +628,8 @@ async def main_async(args: argparse.Namespace) -> None:
                 print(
                     f"watch {way} run {rep + 1}: {watches[way][-1]['cpu'] * 1e3:.3f} ms CPU/event", flush=True
                 )
+    if args.handoffs:
+        handoff_table(hops)
     if args.rounds:
         call_table(calls)
     if args.pods:
@@ -576,6 +642,7 @@ def main() -> None:
     parser.add_argument("--namespace", default="callcost", help="made if missing (and NAME-watch)")
     parser.add_argument("--rounds", type=int, default=200, help="recoveries' calls per run (0: none)")
     parser.add_argument("--pods", type=int, default=100, help="pods the watch generator cycles (0: no watch)")
+    parser.add_argument("--handoffs", type=int, default=1000, help="hand-offs timed alone per run (0: none)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each way, alternating")
     sub = parser.add_subparsers(dest="command")
     gen = sub.add_parser("generate", help="(internal) the watch runs' event maker")
