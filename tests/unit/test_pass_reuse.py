@@ -4,12 +4,22 @@ checked by tests/unit/test_incremental_planning.py (memo or not, the same Plans)
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
-from aitj.core import wire
+from aitj.core import render, wire
 from aitj.core.api import JobStatus, Phase
+from aitj.core.planner import disruption_budgets, objects, scaling
+from aitj.core.planner.part import NOTHING, Part, combine, steps
+from aitj.core.planner.quick import quick_init
+from aitj.core.planner.types import Event, HostEntry, Plan
+from tests.unit.builders import at, seed_job, trainer
+
+PREV = JobStatus(phase=Phase.RUNNING)
 
 EAST = timezone(timedelta(hours=1))
 
@@ -46,3 +56,83 @@ def test_updated_drops_what_extra_kept_under_the_fields_it_sets() -> None:
     assert moved == JobStatus.from_json({"phase": "Running", "other": 1})
     with pytest.raises(TypeError, match="has no field phaze"):
         status.updated(phaze=Phase.RUNNING)
+
+
+@dataclass(frozen=True)
+class _Plain:
+    a: int
+    b: tuple[int, ...] = ()
+    c: str | None = None
+
+
+@quick_init
+@dataclass(frozen=True)
+class _Quick:
+    a: int
+    b: tuple[int, ...] = ()
+    c: str | None = None
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [((1,), {}), ((1, (2, 3)), {}), ((1,), {"c": "x"}), ((), {"a": 4, "b": (5,), "c": None})],
+)
+def test_a_quick_init_makes_what_the_dataclass_makes(
+    args: tuple[object, ...], kwargs: dict[str, object]
+) -> None:
+    quick, plain = _Quick(*args, **kwargs), _Plain(*args, **kwargs)  # type: ignore[arg-type]
+    assert dataclasses.astuple(quick) == dataclasses.astuple(plain)
+    assert quick == _Quick(*args, **kwargs) and hash(quick) == hash(_Quick(*args, **kwargs))  # type: ignore[arg-type]
+    assert repr(quick).removeprefix("_Quick") == repr(plain).removeprefix("_Plain")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        quick.a = 2  # type: ignore[misc]
+
+
+def test_quick_init_refuses_what_it_cannot_make_and_wrong_arguments_as_init_does() -> None:
+    with pytest.raises(TypeError, match="not a plain field"):
+
+        @quick_init
+        @dataclass(frozen=True)
+        class _Factory:
+            a: list[int] = dataclasses.field(default_factory=list)
+
+    with pytest.raises(TypeError):
+        _Quick()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        _Quick(1, d=2)  # type: ignore[call-arg]
+
+
+def test_a_part_still_refuses_a_plan_that_sets_what_the_combiner_makes() -> None:
+    with pytest.raises(ValueError, match="the combiner makes it"):
+        Part(Plan(requeue_after=1.0))  # its __post_init__ runs under quick_init
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {},
+        {"events": (), "release": (), "discovery": None},
+        {"events": (Event("Normal", "A", "a"),)},
+        {"hosts": ()},  # a single-valued step: an empty host list is a value
+        {"deletes": (), "outcome": None, "hosts": (HostEntry("p", "trainer", 0),)},
+    ],
+)
+def test_steps_is_the_plan_or_nothing_when_it_fills_none(given: dict[str, Any]) -> None:
+    made = steps(**given)
+    assert made == Plan(**given)
+    assert (made is NOTHING) == (combine(PREV, [Part(Plan(**given))]) == Plan())
+
+
+@pytest.mark.parametrize(("replica", "value"), [("trainer", 3), ("launcher", 0), ("trainer", -1)])
+def test_a_budgets_fingerprint_is_the_digest_of_its_rendered_spec(replica: str, value: int) -> None:
+    job = seed_job(trainer(replicas=4), discovery=True)
+    rendered = render.render_pdb(job, replica, value)["spec"]
+    assert disruption_budgets.spec_fingerprint(job.name, replica, value) == objects.digest(rendered)
+
+
+def test_a_scalings_shape_is_made_once_and_is_what_its_replicas_say() -> None:
+    job = seed_job(trainer(replicas=4))
+    scale = scaling.prepare(job, job.status, [], at(1), False)
+    shape = scale.shape
+    assert shape is scale.shape
+    assert shape.indices == {rs.replica.name: rs.slots for rs in scale.replicas}

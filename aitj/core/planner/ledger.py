@@ -28,6 +28,7 @@ from aitj.core.planner.ledger_records import record_entry as record_entry  # its
 from aitj.core.planner.ledger_records import record_from_json as record_from_json
 from aitj.core.planner.ledger_records import record_to_json as record_to_json
 from aitj.core.planner.ledger_wire import wire, wire_patched
+from aitj.core.planner.quick import quick_init
 from aitj.core.planner.rulelog import (
     Exclusion,
     NodeKey,
@@ -44,6 +45,7 @@ from aitj.core.planner.types import RestartRecord
 from aitj.core.wire import as_int, as_list, format_time, mapping
 
 
+@quick_init
 @dataclass(frozen=True)
 class IndexHistory:
     """IndexHistory is what the ledger knows about the generations of one index of one replica

@@ -18,6 +18,7 @@ from typing import Any
 from aitj.core.api import Job, JobStatus
 from aitj.core.observed import NodeView
 from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.quick import quick_init
 from aitj.core.planner.scaling.operation import Scaling
 from aitj.core.planner.shortfall import Shortfall
 from aitj.core.planner.status import Condition
@@ -25,6 +26,7 @@ from aitj.core.planner.survey import Survey
 from aitj.core.planner.types import Gang, HostLists, Owned, Plan, RestartRecord, Settings, SshKeys
 
 
+@quick_init
 @dataclass(frozen=True)
 class Context:
     """Context: what every part of a live job's pass is given. First what ``plan`` was given
@@ -71,9 +73,21 @@ NOTHING = Plan()
 # The Plan's steps that are tuples (the parts' one after the other), and those that take one
 # value (set by one part at most), worked out once: ``combine`` reads only these.
 _TUPLES = tuple(f.name for f in fields(Plan) if f.default == ())
+_TUPLE_SET = frozenset(_TUPLES)
 _SINGLES = tuple(f.name for f in fields(Plan) if f.default != () and f.name not in _COMBINED)
 
 
+def steps(**given: Any) -> Plan:
+    """steps: ``Plan(**given)``, or ``NOTHING`` when it fills no step (every tuple empty,
+    every other value None): the same Plan to ``combine``, which skips it unread. A part
+    whose steps are mostly empty builds its plan with it."""
+    for name, value in given.items():
+        if value if name in _TUPLE_SET else value is not None:
+            return Plan(**given)
+    return NOTHING
+
+
+@quick_init
 @dataclass(frozen=True)
 class Part:
     """Part: one feature's share of a live job's Plan. ``plan``: the steps it fills (never

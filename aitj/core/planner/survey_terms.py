@@ -19,6 +19,7 @@ from aitj.core.api import ReplicaSpec, ReplicaType
 from aitj.core.observed import PodView
 from aitj.core.planner.in_place import InPlaceRecord
 from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.quick import quick_init
 from aitj.core.planner.shortfall import Shortfall
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import Fail, Failure, RestartDecision
@@ -97,6 +98,7 @@ class State(enum.Enum):
         return self in (State.CREATE, State.REPLACE, State.WAITING, State.BACKOFF)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Slot:
     """Slot: one index of one replica. ``generation`` and ``name`` are those of the pod the
@@ -151,6 +153,7 @@ def clean(slot: Slot, group: Sequence[PodView]) -> bool:
     return slot.state is State.RUNNING and slot.failure is None and len(group) == 1 and group[0] is slot.pod
 
 
+@quick_init
 @dataclass(frozen=True)
 class Survey:
     """Survey: the slots, the pods to retire, the restarts this pass decided (each restarted

@@ -22,6 +22,7 @@ from typing import Any
 
 from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
+from aitj.core.planner.quick import quick_init
 from aitj.core.planner.shortfall import Shortfall
 from aitj.core.policy import Failure
 
@@ -44,6 +45,7 @@ class ObjectKind(enum.StrEnum):
     GANG_POD_GROUP = "PodGroup.scheduling.k8s.io"
 
 
+@quick_init
 @dataclass(frozen=True)
 class ObjectRef:
     """ObjectRef: one object of the job's namespace, by kind and name. ``uid``: the observed
@@ -75,6 +77,7 @@ class ObjectState:
 Owned = Mapping[ObjectRef, ObjectState]
 
 
+@quick_init
 @dataclass(frozen=True)
 class Manifest:
     """Manifest: an object to send, rendered. ``body`` is left out of repr: it can hold key
@@ -184,6 +187,7 @@ class PodDelete:
     message: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class Event:
     """Event: a Kubernetes Event to emit on the job. ``type`` is Normal or Warning. ``name``:
@@ -206,6 +210,7 @@ class HostEntry:
     index: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class HostLists:
     """HostLists: plugin.discovery's lists of a pass (aitj.core.planner.hostfiles):
@@ -240,6 +245,7 @@ class Gang:
     removes: tuple[ObjectRef, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True)
 class RestartRecord:
     """RestartRecord: one restart the planner counted, as it must be recorded: one entry in
@@ -297,6 +303,7 @@ class Outcome:
     message: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class Plan:
     """Plan: what one pass should do. Each field but ``hosts``, ``held``, ``shortfalls`` and
