@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aitj.core import render, wire
+from aitj.core import naming, render, wire
 from aitj.core.api import JobStatus, Phase
 from aitj.core.planner import disruption_budgets, objects, scaling
 from aitj.core.planner.part import NOTHING, Part, combine, steps
@@ -136,3 +136,15 @@ def test_a_scalings_shape_is_made_once_and_is_what_its_replicas_say() -> None:
     shape = scale.shape
     assert shape is scale.shape
     assert shape.indices == {rs.replica.name: rs.slots for rs in scale.replicas}
+
+
+@pytest.mark.parametrize(
+    ("uid", "replica", "index", "generation"), [("u1", "trainer", 0, 0), ("u1", "trainer", 3, 2)]
+)
+def test_a_pod_names_middle_is_the_hash_first_and_again(
+    uid: str, replica: str, index: int, generation: int
+) -> None:
+    plain = naming.name_part.__wrapped__(uid, replica, index, generation)
+    assert naming.name_part(uid, replica, index, generation) == plain
+    assert naming.name_part(uid, replica, index, generation) == plain  # from the cache
+    assert len(plain) == 5 and plain != naming.name_part.__wrapped__(uid, replica, index, generation + 1)
