@@ -15,7 +15,7 @@ from aitj.core import naming, render, wire
 from aitj.core.api import JobStatus, Phase
 from aitj.core.planner import disruption_budgets, objects, scaling
 from aitj.core.planner.part import NOTHING, Part, combine, steps
-from aitj.core.planner.quick import quick_init
+from aitj.core.planner.quick import once, quick_init
 from aitj.core.planner.types import Event, HostEntry, Plan
 from tests.unit.builders import at, seed_job, trainer
 
@@ -148,3 +148,22 @@ def test_a_pod_names_middle_is_the_hash_first_and_again(
     assert naming.name_part(uid, replica, index, generation) == plain
     assert naming.name_part(uid, replica, index, generation) == plain  # from the cache
     assert len(plain) == 5 and plain != naming.name_part.__wrapped__(uid, replica, index, generation + 1)
+
+
+class _Counted:
+    calls = 0
+
+    @once
+    def value(self) -> int:
+        """value: counted."""
+        _Counted.calls += 1
+        return 41 + _Counted.calls
+
+
+def test_once_computes_at_the_first_read_and_keeps_it_as_cached_property_does() -> None:
+    _Counted.calls = 0
+    a, b = _Counted(), _Counted()
+    assert "value" not in a.__dict__
+    assert (a.value, a.value, b.value) == (42, 42, 43)
+    assert a.__dict__["value"] == 42 and _Counted.calls == 2
+    assert isinstance(_Counted.__dict__["value"], once) and _Counted.value.__doc__ == "value: counted."

@@ -14,7 +14,6 @@ aitj.core.planner.part), here so that the modules that make them can also hold a
 from __future__ import annotations
 
 import enum
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,7 +21,7 @@ from typing import Any
 
 from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
-from aitj.core.planner.quick import quick_init
+from aitj.core.planner.quick import once, quick_init
 from aitj.core.planner.shortfall import Shortfall
 from aitj.core.policy import Failure
 
@@ -226,7 +225,7 @@ class HostLists:
     held: tuple[str, ...] = ()
     wake: float | None = None
 
-    @functools.cached_property
+    @once
     def pods(self) -> tuple[str, ...]:
         """pods: Horovod's list by pod name (what ``status.discoveryHosts`` records); made once,
         as a pass compares it with the status's more than once."""

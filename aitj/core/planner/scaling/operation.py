@@ -7,13 +7,12 @@ Pure. The status form is read defensively: anything unreadable is no operation.
 from __future__ import annotations
 
 import enum
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from aitj.core.api import MAX_REPLICAS, JobStatus, ReplicaSpec, ScaleOperation, ScaleOperationStatus
-from aitj.core.planner.quick import quick_init
+from aitj.core.planner.quick import once, quick_init
 from aitj.core.planner.survey import Shape
 from aitj.core.planner.types import ReplicasPatch
 from aitj.core.wire import format_time, parse_time
@@ -135,7 +134,7 @@ class Scaling:
     happenings: tuple[Happening, ...] = ()
     patches: tuple[ReplicasPatch, ...] = ()
 
-    @functools.cached_property
+    @once
     def shape(self) -> Shape:
         """shape: what the survey needs: slots per replica, pods kept, joining slots. Made once
         per Scaling (it is frozen): a pass asks for it four times."""
