@@ -9,12 +9,17 @@ duplicate, while a restart (a new generation) gets a new name, so an old name ne
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 # The alphabet Kubernetes uses for generateName suffixes: no vowels, no look-alike digits.
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
+# Each new view of a pod (every pod event) is checked against the name its labels call for
+# (observed.PodView.made_by), and a pass that creates pods names them: a hash each time. A
+# function of its arguments alone: kept for the few thousand pods most recently named.
+@functools.lru_cache(maxsize=8192)
 def name_part(job_uid: str, replica: str, index: int, generation: int) -> str:
     """name_part returns the deterministic 5-character middle of a pod name."""
     digest = hashlib.sha256(f"{job_uid}/{replica}/{index}/{generation}".encode()).digest()

@@ -135,16 +135,19 @@ class JsonObject:
         The copy is made field by field, not by ``dataclasses.replace``: a pass edits the status
         a dozen times, and ``replace`` (a call of ``__init__`` with every field) was a sixth of
         the planner's time for a job of 8. The classes have no ``__post_init__`` to skip."""
-        fields = _fields(type(self))
-        keys = {f.key for f in fields if f.name in changes}
-        if len(keys) != len(changes):
-            unknown = set(changes) - {f.name for f in fields}
+        keys = _keys(type(self))
+        if not changes.keys() <= keys.keys():
+            unknown = set(changes) - keys.keys()
             raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(unknown))}")
         copy = object.__new__(type(self))
         state = copy.__dict__
         state.update(self.__dict__)
         state.update(changes)
-        state["extra"] = {k: v for k, v in self.extra.items() if k not in keys} if self.extra else {}
+        if self.extra:
+            gone = {keys[name] for name in changes}
+            state["extra"] = {k: v for k, v in self.extra.items() if k not in gone}
+        else:
+            state["extra"] = {}
         return copy
 
 
@@ -167,6 +170,17 @@ def _fields(cls: type[JsonObject]) -> tuple[_Field, ...]:
     known = _FIELDS.get(cls)
     if known is None:
         known = _FIELDS[cls] = _compile(cls)
+    return known
+
+
+# Per class, its fields' JSON keys by field name (``updated`` looks up the fields it is given).
+_KEYS: dict[type, dict[str, str]] = {}
+
+
+def _keys(cls: type[JsonObject]) -> dict[str, str]:
+    known = _KEYS.get(cls)
+    if known is None:
+        known = _KEYS[cls] = {f.name: f.key for f in _fields(cls)}
     return known
 
 

@@ -17,11 +17,13 @@ from aitj.core.api import Job, JobStatus, Phase
 from aitj.core.observed import NodeView
 from aitj.core.planner import gang, hostfiles, rule_budgets, scaling
 from aitj.core.planner.part import Context
+from aitj.core.planner.quick import quick_init
 from aitj.core.planner.status import live_condition
 from aitj.core.planner.survey import Survey
 from aitj.core.planner.types import HostLists, Owned, Settings, SshKeys
 
 
+@quick_init
 @dataclass(frozen=True)
 class Given:
     """Given: plan's inputs about the world beyond the job's pods, for a live job."""

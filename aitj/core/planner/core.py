@@ -75,6 +75,7 @@ from aitj.core.planner.memo import Memo, Seen
 from aitj.core.planner.objects import owned_by as owned_by  # the pods' rule; core.owned_by for its readers
 from aitj.core.planner.outcome import judge
 from aitj.core.planner.part import Context, Part, combine
+from aitj.core.planner.quick import quick_init
 from aitj.core.planner.scaling import part as scaling_part
 from aitj.core.planner.stamps import observe
 from aitj.core.planner.status import Condition
@@ -136,9 +137,10 @@ def plan_and_assessment(
     foreign = tuple(p.name for p in others if p.tracked)
     # Likewise the job's other objects: those it controls (objects.split).
     own, held = objects.split(job, owned)
-    given = Given(own, keys, settings, nodes, held)
-    if memo is not None:
-        given = replace(given, host_lists=memo.host_lists)
+    if memo is None:
+        given = Given(own, keys, settings, nodes, held)
+    else:
+        given = Given(own, keys, settings, nodes, held, host_lists=memo.host_lists)
     result, a = _plan_mine(job, mine, prev, nodes, now, given, work)
     result = goodput.carried(prev, result)  # conditions dropped: their goodput kept (section 25)
     if foreign:
@@ -167,6 +169,7 @@ def _plan_mine(
     return _live(job, prev, a, now, g), a
 
 
+@quick_init
 @dataclass(frozen=True)
 class Assessment:
     """Assessment: what the planner makes of a live job before it decides anything: the restart

@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from aitj.core.api import MAX_LISTED, Degraded, DegradedIndex, Job, JobStatus, Phase
-from aitj.core.planner.part import Context, Part
+from aitj.core.planner.part import Context, Part, steps
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.status import MAX_QUOTED
 from aitj.core.planner.survey import Slot, State, Survey
-from aitj.core.planner.types import Event, Plan
+from aitj.core.planner.types import Event
 from aitj.core.wire import format_time, parse_time
 
 EVENT_DEGRADED = "Degraded"
@@ -92,7 +92,7 @@ def part(ctx: Context) -> Part:
     why_not = _not_going_on(ctx.condition.type, ran, ctx.found)
     value, events = _verdict(ctx.job, ctx.found, ctx.shortfalls, ctx.prev, ctx.now, ctx.joining, why_not)
     return Part(
-        Plan(events=events, shortfalls=ctx.shortfalls),
+        steps(events=events, shortfalls=ctx.shortfalls),
         edit=lambda status: status.updated(degraded=value),
     )
 

@@ -17,14 +17,15 @@ out) there is nothing to hold a drain with, and no hook runs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from aitj.core import render
 from aitj.core.api import Job, JobStatus
 from aitj.core.planner import drain_checkpoint, objects
-from aitj.core.planner.part import Context, Part
+from aitj.core.planner.part import Context, Part, steps
 from aitj.core.planner.survey import State
-from aitj.core.planner.types import Manifest, ObjectKind, ObjectRef, Owned, Plan
+from aitj.core.planner.types import Manifest, ObjectKind, ObjectRef, Owned
 
 
 def part(ctx: Context) -> Part:
@@ -39,7 +40,7 @@ def part(ctx: Context) -> Part:
     wanted = wanted_budgets(job, expected, hold.held)
     recorded = recorded_budgets(ctx.prev)
     written, probes = objects.probes(budgets(job, wanted, recorded, ctx.owned), ctx.foreign)
-    plan = Plan(
+    plan = steps(
         budgets=written,
         removes=budget_removes(job, wanted, recorded, ctx.owned),
         probes=probes,
@@ -81,16 +82,24 @@ def budgets(
     differs from the one the status recorded."""
     out = []
     for name, value in sorted(wanted.items()):
-        body = render.render_pdb(job, name, value)
-        fingerprint = objects.digest(body["spec"])
-        m = objects.stamped(Manifest(ObjectKind.PDB, budget_ref(job, name).name, body), fingerprint, owned)
+        fingerprint = spec_fingerprint(job.name, name, value)
+        ref = budget_ref(job, name)
         if owned is None:
             write = recorded.get(name) != value
         else:
-            write = m.ref not in owned or objects.stale(owned, m.ref, fingerprint)
-        if write:
-            out.append(m)
+            write = ref not in owned or objects.stale(owned, ref, fingerprint)
+        if write:  # rendered only when written: most passes write none
+            body = render.render_pdb(job, name, value)
+            out.append(objects.stamped(Manifest(ObjectKind.PDB, ref.name, body), fingerprint, owned))
     return tuple(out)
+
+
+# Every pass of every job fingerprints its budgets, and the JSON and hash of it were 5 % of a
+# small job's pass: the spec is a function of these three (render.pdb_spec), so is its print.
+@functools.lru_cache(maxsize=4096)
+def spec_fingerprint(job_name: str, replica: str, min_available: int) -> str:
+    """spec_fingerprint: ``objects.digest`` of the budget's spec (``render.pdb_spec``)."""
+    return objects.digest(render.pdb_spec(job_name, replica, min_available))
 
 
 def budget_removes(

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 
 from aitj.core.api import Job, ReplicaSpec
 from aitj.core.observed import NodeView, PodView
+from aitj.core.planner.quick import quick_init
 from aitj.core.planner.survey_terms import Slot
 from aitj.core.planner.types import DrainHook, Event
 from aitj.core.wire import as_list, format_time, mapping, parse_time
@@ -46,6 +47,7 @@ class Mark:
     detail: str = ""  # what came of it, for people: ``exit 0``, ``still running after 60s``
 
 
+@quick_init
 @dataclass(frozen=True)
 class Decision:
     """Decision: the hooks to start, the replicas whose budgets allow no eviction now, and

@@ -33,9 +33,9 @@ from collections.abc import Iterable, Sequence
 from aitj.core.api import Job, ReplicaSpec
 from aitj.core.observed import PodView
 from aitj.core.planner import objects
-from aitj.core.planner.part import Context, Part
+from aitj.core.planner.part import Context, Part, steps
 from aitj.core.planner.survey import State, Survey
-from aitj.core.planner.types import Gang, Manifest, ObjectKind, ObjectRef, Owned, Plan, Settings
+from aitj.core.planner.types import Gang, Manifest, ObjectKind, ObjectRef, Owned, Settings
 from aitj.core.render import gang as render_gang
 from aitj.core.wire import mapping
 
@@ -50,7 +50,7 @@ def part(ctx: Context) -> Part:
     if ctx.gang is None:
         return Part()
     made, probes = objects.probes(ctx.gang.ensure, ctx.foreign)
-    return Part(Plan(ensure=made, removes=ctx.gang.removes, probes=probes))
+    return Part(steps(ensure=made, removes=ctx.gang.removes, probes=probes))
 
 
 def scheduler_name(job: Job) -> str | None:

@@ -23,9 +23,9 @@ from datetime import datetime, timedelta
 
 from aitj.core.api import Job, JobStatus, ReplicaType
 from aitj.core.planner import objects, resources
-from aitj.core.planner.part import Context, Part
+from aitj.core.planner.part import Context, Part, steps
 from aitj.core.planner.survey import Slot, State, Survey
-from aitj.core.planner.types import HostEntry, HostLists, Owned, Plan, PodNudge
+from aitj.core.planner.types import HostEntry, HostLists, Owned, PodNudge
 
 
 def part(ctx: Context) -> Part:
@@ -37,7 +37,7 @@ def part(ctx: Context) -> Part:
         return Part()
     rewrite = changed(ctx.prev, lists) if ctx.owned is None else drifted(ctx.job, ctx.owned, lists)
     discovery = resources.discovery(ctx.job, lists.hosts, lists.running, ctx.owned) if rewrite else None
-    plan = Plan(
+    plan = steps(
         discovery=discovery,
         nudges=nudges(ctx.found, lists),
         hosts=lists.hosts if hosts_changed(ctx.prev, lists) else None,

@@ -28,6 +28,7 @@ from aitj.core.planner.ledger_records import record_entry as record_entry  # its
 from aitj.core.planner.ledger_records import record_from_json as record_from_json
 from aitj.core.planner.ledger_records import record_to_json as record_to_json
 from aitj.core.planner.ledger_wire import wire, wire_patched
+from aitj.core.planner.quick import once, quick_init
 from aitj.core.planner.rulelog import (
     Exclusion,
     NodeKey,
@@ -44,6 +45,7 @@ from aitj.core.planner.types import RestartRecord
 from aitj.core.wire import as_int, as_list, format_time, mapping
 
 
+@quick_init
 @dataclass(frozen=True)
 class IndexHistory:
     """IndexHistory is what the ledger knows about the generations of one index of one replica
@@ -105,7 +107,7 @@ class ReplicaHistory:
     rules: tuple[tuple[RuleKey, RuleHistory], ...] = ()
     excluded: tuple[tuple[NodeKey, Exclusion], ...] = ()
 
-    @functools.cached_property
+    @once
     def _by_index(self) -> dict[int, IndexHistory]:
         # A pass asks for every index of a replica: a dict, not a scan per question.
         return dict(self.indices)
@@ -142,12 +144,12 @@ class ReplicaHistory:
             out.derived(base, changed)
         return out
 
-    @functools.cached_property
+    @once
     def _places(self) -> dict[int, int]:
         # Where each index is in ``indices``: a merge into a large history patches it there.
         return {i: k for k, (i, _) in enumerate(self.indices)}
 
-    @functools.cached_property
+    @once
     def _rules_by_index(self) -> dict[int, dict[str, RuleHistory]]:
         # Every slot of a pass asks about its own index: a dict, not a scan per question.
         out: dict[int, dict[str, RuleHistory]] = {}
@@ -155,7 +157,7 @@ class ReplicaHistory:
             out.setdefault(i, {})[text] = h
         return out
 
-    @functools.cached_property
+    @once
     def _excluded_by_index(self) -> dict[int, tuple[Exclusion, ...]]:
         out: dict[int, list[Exclusion]] = {}
         for (i, _), e in self.excluded:
@@ -174,7 +176,7 @@ class ReplicaHistory:
         """excluded_of: the nodes ``index`` keeps off (expired ones included), by node."""
         return self._excluded_by_index.get(index, ())
 
-    @functools.cached_property
+    @once
     def wire(self) -> Mapping[str, Any]:
         """wire: the replica's part of the ledger's status form (``Ledger.to_json``; not to be
         changed). A history patched from another (``_from``: it and the indices whose records
@@ -202,7 +204,7 @@ class ReplicaHistory:
             self.__dict__["_from"], self.__dict__["_depth"] = (parent, frozenset(changed)), depth
         return self
 
-    @functools.cached_property
+    @once
     def restart_count(self) -> int:
         # Each restart decided in a pass asks (policy's restartLimit): summed once per history.
         return sum(record.restarts for _, record in self.indices)
@@ -305,7 +307,7 @@ class Ledger:
         """to_status: ``status.restartLedger``, the full wire form."""
         return self._status
 
-    @functools.cached_property
+    @once
     def _status(self) -> RestartLedger:
         # Made once per ledger: a pass's is often the last pass's, kept (aitj.core.planner.memo).
         return RestartLedger(self.to_json())

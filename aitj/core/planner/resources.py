@@ -27,8 +27,8 @@ from aitj.core import naming, render
 from aitj.core.api import CleanPodPolicy, Job, JobStatus, PodGroupStatus, ReplicaType
 from aitj.core.observed import PodView
 from aitj.core.planner import lifecycle, objects
-from aitj.core.planner.part import Context, Part
-from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, Plan, Settings, SshKeys
+from aitj.core.planner.part import Context, Part, steps
+from aitj.core.planner.types import HostEntry, Manifest, ObjectKind, ObjectRef, Owned, Settings, SshKeys
 from aitj.core.render import access, volcano
 
 
@@ -89,7 +89,7 @@ def part(ctx: Context) -> Part:
     )
     made, probes = objects.probes(wanted, ctx.foreign)
     return Part(
-        Plan(ensure=made, podgroup=podgroup, probes=probes),
+        steps(ensure=made, podgroup=podgroup, probes=probes),
         edit=lambda status: status.updated(volcano_pod_group=spec),
     )
 

@@ -16,8 +16,8 @@ from aitj.core import naming
 from aitj.core.api import MAX_RESTART_RECORDS, Job, JobStatus, RestartScope
 from aitj.core.faultclass import FaultClass
 from aitj.core.planner.ledger import record_entry
-from aitj.core.planner.part import Context, Part
-from aitj.core.planner.types import Event, Plan, RestartRecord
+from aitj.core.planner.part import Context, Part, steps
+from aitj.core.planner.types import Event, RestartRecord
 
 EVENT_RESTARTING = "TrainingJobRestarting"
 
@@ -25,7 +25,7 @@ EVENT_RESTARTING = "TrainingJobRestarting"
 def part(ctx: Context) -> Part:
     """part: the pass's restarts (``ctx.records``) recorded."""
     return Part(
-        Plan(restart_events=tuple(restart_event(ctx.job, r) for r in ctx.records), restarts=ctx.records),
+        steps(restart_events=tuple(restart_event(ctx.job, r) for r in ctx.records), restarts=ctx.records),
         edit=lambda status: record(status, ctx.prev, ctx.records),
     )
 

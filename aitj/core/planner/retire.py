@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 from aitj.core.api import DEFAULT_RESTART_TIME_LIMIT, Job
 from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger
-from aitj.core.planner.part import Context, Part
+from aitj.core.planner.part import Context, Part, steps
 from aitj.core.planner.survey import Retiree
-from aitj.core.planner.types import DeleteReason, Event, Plan, PodDelete
+from aitj.core.planner.types import DeleteReason, Event, PodDelete
 
 EVENT_FORCE_DELETING = "ForceDeletingPod"
 
@@ -23,7 +23,7 @@ def part(ctx: Context) -> Part:
     """part: the retirees' deletes, their finalizers and those the survey let go
     (``found.released``) released, a wake-up when a force-delete falls due."""
     deletes, release, events, wake = retire(ctx.job, ctx.found.retirees, ctx.now)
-    plan = Plan(deletes=deletes, release=release + ctx.found.released, events=events)
+    plan = steps(deletes=deletes, release=release + ctx.found.released, events=events)
     return Part(plan, wake=tuple(wake))
 
 

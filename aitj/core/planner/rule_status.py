@@ -14,11 +14,11 @@ from datetime import datetime
 
 from aitj.core.api import ExcludedNode, Job
 from aitj.core.planner.ledger import Ledger
-from aitj.core.planner.part import Context, Part
+from aitj.core.planner.part import Context, Part, steps
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.status import hang_words
 from aitj.core.planner.survey import State, Survey
-from aitj.core.planner.types import Event, Plan
+from aitj.core.planner.types import Event
 from aitj.core.wire import format_time
 
 EVENT_BUDGET_EXHAUSTED = "RuleBudgetExhausted"
@@ -30,7 +30,7 @@ def part(ctx: Context) -> Part:
     excluded = excluded_status(ctx.job, ctx.ledger, ctx.now, ctx.shortfalls) or None
     wake = wakes(ctx.shortfalls, next_expiry(ctx.job, ctx.ledger, ctx.now), ctx.now)
     return Part(
-        Plan(events=budget_events(ctx.job, ctx.found) + hang_events(ctx)),
+        steps(events=budget_events(ctx.job, ctx.found) + hang_events(ctx)),
         edit=lambda status: status.updated(excluded_nodes=excluded),
         wake=tuple(wake),
     )

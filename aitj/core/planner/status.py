@@ -25,6 +25,7 @@ from aitj.core.api import (
     ReplicaStatus,
 )
 from aitj.core.planner import hang
+from aitj.core.planner.quick import quick_init
 from aitj.core.planner.survey import Slot, State, Survey
 from aitj.core.policy import FailureKind
 
@@ -38,6 +39,7 @@ MESSAGE_PENDING = "all pods are waiting for scheduling"
 MESSAGE_RUNNING = "all pods are running"
 
 
+@quick_init
 @dataclass(frozen=True)
 class Condition:
     """Condition: the condition this pass wants current. ``keep``: leave the current one as

@@ -10,7 +10,6 @@ decisions only.
 from __future__ import annotations
 
 import enum
-import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from aitj.core.api import ReplicaSpec, ReplicaType
 from aitj.core.observed import PodView
 from aitj.core.planner.in_place import InPlaceRecord
 from aitj.core.planner.ledger import Ledger
+from aitj.core.planner.quick import once, quick_init
 from aitj.core.planner.shortfall import Shortfall
 from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import Fail, Failure, RestartDecision
@@ -97,6 +97,7 @@ class State(enum.Enum):
         return self in (State.CREATE, State.REPLACE, State.WAITING, State.BACKOFF)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Slot:
     """Slot: one index of one replica. ``generation`` and ``name`` are those of the pod the
@@ -151,6 +152,7 @@ def clean(slot: Slot, group: Sequence[PodView]) -> bool:
     return slot.state is State.RUNNING and slot.failure is None and len(group) == 1 and group[0] is slot.pod
 
 
+@quick_init
 @dataclass(frozen=True)
 class Survey:
     """Survey: the slots, the pods to retire, the restarts this pass decided (each restarted
@@ -169,14 +171,14 @@ class Survey:
     def of(self, replica: str) -> tuple[Slot, ...]:
         return tuple(s for s in self.slots if s.replica.name == replica)
 
-    @functools.cached_property
+    @once
     def astir(self) -> tuple[Slot, ...]:
         """astir: the slots that do not run, in order: all a part that looks for slots to
         create, wait for, or fail has to look at (found once per survey; ``resurvey`` keeps
         them by delta, the others it keeps run)."""
         return tuple(self.slots[k] for k in self._astir)
 
-    @functools.cached_property
+    @once
     def _astir(self) -> tuple[int, ...]:
         return tuple(k for k, s in enumerate(self.slots) if s.state is not State.RUNNING)
 
@@ -185,11 +187,11 @@ class Survey:
         """masters: the slots of master replicas (``resurvey`` keeps where they are)."""
         return tuple(self.slots[k] for k in self._masters)
 
-    @functools.cached_property
+    @once
     def _masters(self) -> tuple[int, ...]:
         return tuple(k for k, s in enumerate(self.slots) if s.replica.replica_type is ReplicaType.MASTER)
 
-    @functools.cached_property
+    @once
     def states(self) -> Mapping[str, Counter[State]]:
         """states: per replica, how many of its slots are in each state (the status's counts;
         counted once per survey, and ``resurvey`` keeps them by delta)."""

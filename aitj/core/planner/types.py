@@ -14,7 +14,6 @@ aitj.core.planner.part), here so that the modules that make them can also hold a
 from __future__ import annotations
 
 import enum
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +21,7 @@ from typing import Any
 
 from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
+from aitj.core.planner.quick import once, quick_init
 from aitj.core.planner.shortfall import Shortfall
 from aitj.core.policy import Failure
 
@@ -44,6 +44,7 @@ class ObjectKind(enum.StrEnum):
     GANG_POD_GROUP = "PodGroup.scheduling.k8s.io"
 
 
+@quick_init
 @dataclass(frozen=True)
 class ObjectRef:
     """ObjectRef: one object of the job's namespace, by kind and name. ``uid``: the observed
@@ -75,6 +76,7 @@ class ObjectState:
 Owned = Mapping[ObjectRef, ObjectState]
 
 
+@quick_init
 @dataclass(frozen=True)
 class Manifest:
     """Manifest: an object to send, rendered. ``body`` is left out of repr: it can hold key
@@ -184,6 +186,7 @@ class PodDelete:
     message: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class Event:
     """Event: a Kubernetes Event to emit on the job. ``type`` is Normal or Warning. ``name``:
@@ -206,6 +209,7 @@ class HostEntry:
     index: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class HostLists:
     """HostLists: plugin.discovery's lists of a pass (aitj.core.planner.hostfiles):
@@ -221,7 +225,7 @@ class HostLists:
     held: tuple[str, ...] = ()
     wake: float | None = None
 
-    @functools.cached_property
+    @once
     def pods(self) -> tuple[str, ...]:
         """pods: Horovod's list by pod name (what ``status.discoveryHosts`` records); made once,
         as a pass compares it with the status's more than once."""
@@ -240,6 +244,7 @@ class Gang:
     removes: tuple[ObjectRef, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True)
 class RestartRecord:
     """RestartRecord: one restart the planner counted, as it must be recorded: one entry in
@@ -297,6 +302,7 @@ class Outcome:
     message: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class Plan:
     """Plan: what one pass should do. Each field but ``hosts``, ``held``, ``shortfalls`` and

@@ -29,7 +29,7 @@ from aitj.core.render.discovery import (
     slots_for,
 )
 from aitj.core.render.env import job_env, replica_env_prefix
-from aitj.core.render.pdb import ANNOTATION_MAX_UNAVAILABLE, max_unavailable, pdb_name, render_pdb
+from aitj.core.render.pdb import ANNOTATION_MAX_UNAVAILABLE, max_unavailable, pdb_name, pdb_spec, render_pdb
 from aitj.core.render.pod import (
     ANYWHERE,
     Placement,
@@ -58,6 +58,7 @@ __all__ = [
     "job_env",
     "max_unavailable",
     "pdb_name",
+    "pdb_spec",
     "pod_labels",
     "render_discovery_configmap",
     "render_pdb",

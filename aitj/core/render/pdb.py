@@ -56,9 +56,15 @@ def render_pdb(job: api.Job, replica: str, min_available: int) -> dict[str, Any]
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": meta,
-        "spec": {
-            "minAvailable": max(min_available, 0),
-            "selector": {"matchLabels": {api.LABEL_JOB: job.name, api.LABEL_REPLICA: replica}},
-            "unhealthyPodEvictionPolicy": "AlwaysAllow",
-        },
+        "spec": pdb_spec(job.name, replica, min_available),
+    }
+
+
+def pdb_spec(job_name: str, replica: str, min_available: int) -> dict[str, Any]:
+    """pdb_spec: the spec of ``render_pdb``: of the job's name, the replica and the number
+    alone (the planner fingerprints it on every pass, keyed on these three)."""
+    return {
+        "minAvailable": max(min_available, 0),
+        "selector": {"matchLabels": {api.LABEL_JOB: job_name, api.LABEL_REPLICA: replica}},
+        "unhealthyPodEvictionPolicy": "AlwaysAllow",
     }

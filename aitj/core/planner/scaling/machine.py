@@ -7,13 +7,13 @@ Pure and clock-free (the caller passes ``now``). The rules are in the package's 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
 from aitj.core.api import Job, JobStatus, ReplicaSpec, ScaleOperation
 from aitj.core.observed import PodView
+from aitj.core.planner.quick import once
 from aitj.core.planner.scaling.operation import (
     FAILED,
     TIMED_OUT,
@@ -93,11 +93,11 @@ class _Step:
 
     # The replica's pods and the host list, found when an operation needs them: a pass with
     # none in flight and none asked for (most) looks at neither, nor at every pod of the job.
-    @functools.cached_property
+    @once
     def pods(self) -> list[PodView]:
         return [p for p in self.every if p.replica == self.r.name and p.index is not None]
 
-    @functools.cached_property
+    @once
     def hosts(self) -> frozenset[str]:
         return frozenset(self.status.discovery_hosts or ())
 

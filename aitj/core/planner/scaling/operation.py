@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from aitj.core.api import MAX_REPLICAS, JobStatus, ReplicaSpec, ScaleOperation, ScaleOperationStatus
+from aitj.core.planner.quick import once, quick_init
 from aitj.core.planner.survey import Shape
 from aitj.core.planner.types import ReplicasPatch
 from aitj.core.wire import format_time, parse_time
@@ -109,6 +110,7 @@ class Happening:
     by: int | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class ReplicaScale:
     """ReplicaScale: one replica in this pass. ``current``: its current indices after the
@@ -123,6 +125,7 @@ class ReplicaScale:
     op: Op | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class Scaling:
     """Scaling: every replica's ReplicaScale, what happened, and the rollback spec patches."""
@@ -131,9 +134,10 @@ class Scaling:
     happenings: tuple[Happening, ...] = ()
     patches: tuple[ReplicasPatch, ...] = ()
 
-    @property
+    @once
     def shape(self) -> Shape:
-        """shape: what the survey needs: slots per replica, pods kept, joining slots."""
+        """shape: what the survey needs: slots per replica, pods kept, joining slots. Made once
+        per Scaling (it is frozen): a pass asks for it four times."""
         return Shape(
             indices={rs.replica.name: rs.slots for rs in self.replicas},
             keep=frozenset(n for rs in self.replicas for n in rs.keep),

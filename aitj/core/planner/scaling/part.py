@@ -7,15 +7,14 @@ package's ``Scaling``.
 
 from __future__ import annotations
 
-from aitj.core.planner.part import Context, Part
+from aitj.core.planner.part import Context, Part, steps
 from aitj.core.planner.scaling.messages import events, wake, write_status
-from aitj.core.planner.types import Plan
 
 
 def part(ctx: Context) -> Part:
     """part: what the scale operations settled in this pass (``ctx.scale``) write and say."""
     return Part(
-        Plan(events=events(ctx.job, ctx.scale), spec_replicas=ctx.scale.patches),
+        steps(events=events(ctx.job, ctx.scale), spec_replicas=ctx.scale.patches),
         edit=lambda status: write_status(status, ctx.scale, ctx.now),
         wake=tuple(wake(ctx.scale, ctx.now)),
     )
