@@ -101,6 +101,7 @@ def new_keys(job_name: str) -> SshKeys:
 class _JobState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     dirty: bool = False
+    queued: bool = False  # a kick's Task is made and has not started yet (``spawn``)
     timer: asyncio.TimerHandle | None = None
     failures: int = 0  # failed passes in a row
     retry_at: float = 0.0  # loop time before which no pass runs (after a failed pass)
@@ -193,6 +194,7 @@ class Reconciler:
         if self.closing:
             return
         state = self._jobs.setdefault(key, _JobState())
+        state.queued = False
         self.queue.add(key)
         if state.lock.locked():
             state.dirty = True
@@ -427,9 +429,23 @@ class Reconciler:
         self.spawn(key)
 
     def spawn(self, key: JobKey) -> None:
-        """spawn kicks the job from synchronous code (the cache, timers), keeping the task alive."""
+        """spawn kicks the job from synchronous code (the cache, timers), keeping the task alive.
+        A job whose kick is already on its way, or whose pass runs, gets no Task: the one on
+        its way plans this change too, and the pass running is marked to run once more, as
+        ``kick`` would mark it. Most of a recovery's pod events (and the job's own echo) come
+        while its pass runs or is about to."""
         if self.closing:
             return
+        state = self._jobs.get(key)
+        if state is None:
+            state = self._jobs[key] = _JobState()
+        elif state.queued:
+            return
+        elif state.lock.locked():
+            self.queue.add(key)
+            state.dirty = True
+            return
+        state.queued = True
         task = asyncio.ensure_future(self.kick(key))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
