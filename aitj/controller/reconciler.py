@@ -367,14 +367,16 @@ class Reconciler:
         whose ``scaleHistory`` entries it adds, and records the Plan's restarts (counted,
         logged and followed until their replacements run and are listed for discovery:
         ``self.recoveries``, with the clock read now, after the calls)."""
-        bound = log.bind(namespace=key[0], job=key[1])
         if sent.status_written and plan.status is not None:
+            bound = log.bind(namespace=key[0], job=key[1])
             before = target.status if isinstance(target, api.Job) else None
             for s in finished_scalings(before, plan.status):
                 metrics.per_job(metrics.SCALING_OPERATIONS, *key, s.direction.value, s.result.value).inc()
                 bound.info(
                     "scaling finished", replica=s.replica, direction=s.direction.value, result=s.result.value
                 )
+        else:  # nothing is logged without a status write: no logger bound to the job for it
+            bound = log
         self.recoveries.passed(bound, key, target, plan, sent, self.clock())
 
     async def _failed(self, key: JobKey, state: _JobState, error: Exception) -> None:
