@@ -431,19 +431,13 @@ class Reconciler:
         self.spawn(key)
 
     def spawn(self, key: JobKey) -> None:
-        """spawn kicks the job from synchronous code (the cache, timers), keeping the task alive.
-        A job whose kick is already on its way, or whose pass runs, gets no Task: the one on
-        its way plans this change too, and the pass running is marked to run once more, as
-        ``kick`` would mark it. Most of a recovery's pod events (and the job's own echo) come
-        while its pass runs or is about to."""
-        if self.closing:
+        """spawn kicks the job from synchronous code (the cache, timers), keeping the task alive;
+        none when its kick is on its way (it plans this too) or its pass runs (marked to run
+        once more, as ``kick`` marks it): most of a recovery's events come then."""
+        state = self._jobs.get(key) or self._jobs.setdefault(key, _JobState())
+        if self.closing or state.queued:
             return
-        state = self._jobs.get(key)
-        if state is None:
-            state = self._jobs[key] = _JobState()
-        elif state.queued:
-            return
-        elif state.lock.locked():
+        if state.lock.locked():
             self.queue.add(key)
             state.dirty = True
             return
