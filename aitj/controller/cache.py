@@ -23,8 +23,8 @@ no newer, is then dropped. A pod found gone (force-deleted and released, or 404)
 removed and its uid remembered until the watch confirms the deletion. Versions are compared as
 numbers when both are numbers (etcd revisions), which is what lets an echo be told from news.
 
-Also here, the one read the cache cannot answer: whether a job it no longer holds is really
-gone (``job_exists``), asked before letting that job's pods go.
+The one read the cache cannot answer, whether a job it no longer holds is really gone, is
+``kubeclient.job_exists``, asked before letting that job's pods go.
 """
 
 from __future__ import annotations
@@ -35,11 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from aitj.controller import gangapi
 from aitj.controller.informer import Change, Delta, Informer, Item, Kind, Sync
-from aitj.controller.kubeclient import release
 from aitj.controller.logs import log
 from aitj.controller.written import Written
 from aitj.core import api
@@ -179,6 +177,22 @@ class Store(Generic[T]):
             self.by_job.setdefault(job, {})[item.name] = item
         return True
 
+    def holds(self, meta: Mapping[str, Any]) -> bool:
+        """holds (asked from an informer's thread: reads only): ``put`` would drop the object
+        of ``meta``, as the store has it at this version or later, or its uid is gone."""
+        uid = str(meta.get("uid") or "")
+        old = self.items.get((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+        if old is None or old.uid != uid:
+            return uid in self.gone
+        return not _newer(str(meta.get("resourceVersion") or ""), old.resource_version)
+
+    def only_version(self, item: Item[Any]) -> bool:
+        """only_version (from an informer's thread: reads only): of an owned object, ``item``
+        differs from the one stored in its version alone (a budget's status changed)."""
+        old: Item[Any] | None = self.items.get((item.namespace, item.name))
+        facts = [(i.uid, i.labels, i.value.controller, i.value.digest) for i in (old, item) if i is not None]
+        return len(facts) == 2 and facts[0] == facts[1]
+
     def remove(self, namespace: str, name: str, uid: str = "", *, confirmed: bool = True) -> bool:
         """remove forgets an object; ``confirmed`` False (the operator's own call found it gone)
         also remembers its uid, so the watch's late news of it does not bring it back."""
@@ -248,6 +262,12 @@ class InformerCache:
         self.pods: Store[PodView] = Store(_by_label)
         self.nodes: Store[NodeView] = Store(lambda _item: None)
         self.owned: dict[ObjectKind, Store[ObjectState]] = {k: Store(_by_label) for k in OWNED_COLLECTIONS}
+        self._stores: dict[str, Store[Any]] = {
+            JOBS.name: self.jobs,
+            PODS.name: self.pods,
+            NODES.name: self.nodes,
+        }
+        self._stores.update((name, self.owned[kind]) for name, kind in OWNED.items())
         # Objects under a job's names its label does not pick (another's), as the operator's
         # read after AlreadyExists found them: kept until the job's own object replaces them
         # (a create that went through) or the job is deleted.
@@ -255,6 +275,7 @@ class InformerCache:
         self.synced = asyncio.Event()
         self._waiting: set[tuple[str, str | None]] = set()  # (kind, namespace) not listed yet
         self.informers: list[Informer[Any]] = []
+        self._late: list[Informer[Any]] = []  # those whose quiet events wait for a snapshot
         self._nodes: dict[str, NodeView] | None = None  # the nodes mapping, until a node changes
 
     def informers_for(
@@ -274,16 +295,20 @@ class InformerCache:
         kinds: list[Kind[Any]] = [JOBS, PODS, NODES, *owned]
         scopes: list[str | None] = list(namespaces) or [None]
         self.informers = [
-            Informer(api_client, kind, ns, self.apply)
+            Informer(api_client, kind, ns, self.apply, known=self._store(kind).holds, quiet=self._quiet(kind))
             for kind in kinds
             for ns in (scopes if kind.namespaced else [None])
         ]
+        self._late = [i for i in self.informers if i.quiet is not None]
         self._waiting = {(i.kind.name, i.namespace) for i in self.informers}
         return self.informers
 
     # ---- the Cache interface ----------------------------------------------------------------
     def snapshot(self, key: JobKey) -> Snapshot:
-        """snapshot: the job's body, its pods, every node and the job's other objects."""
+        """snapshot: the job's body, its pods, every node and the job's other objects (the
+        versions the informers hold back, ``_quiet``, taken in first)."""
+        for informer in self._late:
+            informer.flush()
         job = self.jobs.items.get(key)
         if self._nodes is None:
             self._nodes = {item.name: item.value for item in self.nodes.items.values()}
@@ -306,18 +331,6 @@ class InformerCache:
             for key, pods in self.pods.by_job.items()
             if any(p.value.node_name == node for p in pods.values())
         ]
-
-    def jobs_with_pods_ending(self) -> set[JobKey]:
-        """jobs_with_pods_ending: the jobs with a pod that ended or is being deleted."""
-        return {
-            key
-            for key, pods in self.pods.by_job.items()
-            if any(p.value.deleting or p.value.terminal for p in pods.values())
-        }
-
-    def every_key(self) -> set[JobKey]:
-        """every_key: the jobs, and the jobs named by pods (a gone job's pods must be let go)."""
-        return set(self.jobs.items) | set(self.pods.by_job)
 
     # ---- filled by the informers (on the loop) ------------------------------------------------
     def apply(self, kind: Kind[Any], deltas: list[Delta[Any]]) -> None:
@@ -366,13 +379,13 @@ class InformerCache:
 
     def _store(self, kind: Kind[Any]) -> Store[Any]:
         """_store: the store of ``kind``."""
-        if kind is JOBS:
-            return self.jobs
-        if kind is PODS:
-            return self.pods
-        if kind is NODES:
-            return self.nodes
-        return self.owned[OWNED[kind.name]]
+        return self._stores[kind.name]
+
+    def _quiet(self, kind: Kind[Any]) -> Callable[[Item[Any]], bool] | None:
+        """_quiet: for an owned kind, its watch events that may reach the store late (their
+        version alone moved): no such event kicks a pass, so none need wake the event loop, and
+        the store is read by a pass's snapshot only, which takes them in first (``snapshot``)."""
+        return self.owned[OWNED[kind.name]].only_version if kind.name in OWNED else None
 
     # ---- write-through ----------------------------------------------------------------------
     def written(self, key: JobKey, w: Written) -> None:
@@ -432,18 +445,3 @@ class InformerCache:
         """_pod_gone: the operator's own call found the pod gone (or made it so)."""
         item = self.pods.items.get((namespace, name))
         self.pods.remove(namespace, name, uid or (item.uid if item else ""), confirmed=False)
-
-
-def job_exists(api_client: client.ApiClient, namespace: str, name: str) -> bool:
-    """job_exists reads the job from the API server (the cache may only be late)."""
-    try:
-        release(
-            client.CustomObjectsApi(api_client).get_namespaced_custom_object(
-                api.GROUP, api.VERSION, namespace, api.PLURAL, name, _preload_content=False
-            )
-        )
-    except ApiException as e:
-        if e.status == 404:
-            return False
-        raise
-    return True

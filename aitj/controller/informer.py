@@ -168,13 +168,25 @@ class Informer(Generic[T]):
         *,
         page_size: int = PAGE_SIZE,
         watch_seconds: int = WATCH_SECONDS,
+        known: Callable[[Mapping[str, Any]], bool] | None = None,
+        quiet: Callable[[Item[T]], bool] | None = None,
     ) -> None:
         self.api_client, self.kind, self.namespace, self.sink = api_client, kind, namespace, sink
         self.page_size, self.watch_seconds = page_size, watch_seconds
+        # ``known(metadata)``: the sink holds the object at this version or a later one (the
+        # echo of the operator's own write, stored at once): such an event is dropped here,
+        # unconverted. ``quiet(item)``: the change is one the sink may take late (only its
+        # version moved): it waits, without waking the loop, for the next hand-over or ``flush``.
+        self.known, self.quiet = known, quiet
         self.lists = 0  # how many listings were made (the first, then one per relist)
         self._stop = threading.Event()
         self._pending: collections.deque[Delta[T]] = collections.deque()
         self._scheduled = False
+        # Deltas posted (this thread) and handed to the sink (the loop): while they differ, what
+        # the sink holds is behind this watch (a relist not yet applied), and no event is
+        # taken for a known one.
+        self._posted = 0
+        self._applied = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._response: Any = None
         self._thread: threading.Thread | None = None
@@ -278,18 +290,37 @@ class Informer(Generic[T]):
             if response.status != 200:
                 raise RuntimeError(f"watching {self.kind.name}: HTTP {response.status}")
             for line in _lines(response):
-                event = orjson.loads(line)
-                action, at = watch_action(event)
-                if action is Action.RELIST:
-                    raise Gone()
-                if action is Action.APPLY:
-                    obj = mapping(event.get("object"))
-                    self._post(Change(str(event["type"]), Item.of(obj, self.kind.convert(obj))))
-                version = at or version
+                version = self._event(orjson.loads(line)) or version
         finally:
             self._response = None
             response.release_conn()
         return version
+
+    def _event(self, event: Mapping[str, Any]) -> str:
+        """_event: one watch event, handed over (or dropped: an echo, ``known``); returns the
+        version to resume from ("" when it has none)."""
+        action, at = watch_action(event)
+        if action is Action.RELIST:
+            raise Gone()
+        if action is not Action.APPLY:
+            return at
+        obj = mapping(event.get("object"))
+        kind = str(event["type"])
+        if kind != "DELETED" and self._echo(obj):
+            return at  # the sink holds it already: nothing to convert, nothing to hand over
+        item = Item.of(obj, self.kind.convert(obj))
+        late = kind == "MODIFIED" and self.quiet is not None and self.quiet(item)
+        self._post(Change(kind, item), wake=not late)
+        return at
+
+    def _echo(self, obj: Mapping[str, Any]) -> bool:
+        """_echo: ``known`` says the sink holds this version of ``obj`` or a later one, and all
+        this watch handed over is applied (a relist not yet applied could take that back)."""
+        return (
+            self.known is not None
+            and self._posted == self._applied
+            and self.known(mapping(obj.get("metadata")))
+        )
 
     def _selector(self) -> list[tuple[str, str]]:
         """_selector: the label selector query parameter, if the kind has one."""
@@ -307,11 +338,13 @@ class Informer(Generic[T]):
         timeout = (10.0, self.watch_seconds + 30.0)
         return raw_request(self.api_client, path, query=query, accept=accept or JSON, timeout=timeout)
 
-    def _post(self, delta: Delta[T]) -> None:
+    def _post(self, delta: Delta[T], *, wake: bool = True) -> None:
         """_post hands ``delta`` to the loop; deltas queued while a hand-over is pending ride
-        along with it (one loop callback per burst, not one per event)."""
+        along with it (one loop callback per burst, not one per event). ``wake`` False: it
+        waits for the next hand-over, or for ``flush``."""
         self._pending.append(delta)
-        if not self._scheduled and self._loop is not None:
+        self._posted += 1
+        if wake and not self._scheduled and self._loop is not None:
             self._scheduled = True
             try:
                 self._loop.call_soon_threadsafe(self._drain)
@@ -326,6 +359,13 @@ class Informer(Generic[T]):
             batch.append(self._pending.popleft())
         if batch and not self._stop.is_set():
             self.sink(self.kind, batch)
+        self._applied += len(batch)
+
+    def flush(self) -> None:
+        """flush (on the loop): hand the deltas waiting without a wake-up (``quiet``) to the
+        sink now, before it is read. With a hand-over pending, they go with it."""
+        if self._pending and not self._scheduled:
+            self._drain()
 
 
 # A list's metadata comes before its items (built-in kinds) or last (custom resources, whose keys

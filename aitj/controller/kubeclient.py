@@ -3,7 +3,8 @@
 One way to load credentials (a kubeconfig, else the pod's service account), one way to turn
 an API error into the apiserver's own sentence, one way to find the namespace a kubeconfig
 context names, so ``aitj run`` and every command agree on all three; one way to make a raw GET
-(``raw_request``, ``raw_get``); and one way to finish a raw response so its connection is reused.
+(``raw_request``, ``raw_get``); one way to finish a raw response so its connection is reused;
+and the one read the informers' cache cannot answer (``job_exists``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
+from aitj.core import api
 from aitj.core.wire import mapping
 
 
@@ -94,6 +97,21 @@ def release(response: object) -> None:
     drain = getattr(response, "drain_conn", None)
     if drain is not None:
         drain()
+
+
+def job_exists(api_client: client.ApiClient, namespace: str, name: str) -> bool:
+    """job_exists reads the job from the API server (the cache may only be late)."""
+    try:
+        release(
+            client.CustomObjectsApi(api_client).get_namespaced_custom_object(
+                api.GROUP, api.VERSION, namespace, api.PLURAL, name, _preload_content=False
+            )
+        )
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+    return True
 
 
 def error_text(e: Exception) -> str:

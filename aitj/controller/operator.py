@@ -33,7 +33,7 @@ from aitj.controller.drainhooks import DrainHooks
 from aitj.controller.executor import KubeExecutor
 from aitj.controller.informer import Informer
 from aitj.controller.kubeclient import api_client as new_api_client
-from aitj.controller.kubeclient import bearer_token
+from aitj.controller.kubeclient import bearer_token, job_exists
 from aitj.controller.logs import log
 from aitj.controller.options import OperatorOptions
 from aitj.controller.progress import ProgressMonitor
@@ -110,7 +110,7 @@ class Operator:
         self.reconciler = Reconciler(
             KubeExecutor(api, gang_version=settings.gang_version),
             self.cache.snapshot,
-            job_exists=lambda namespace, name: cache.job_exists(api, namespace, name),
+            job_exists=lambda namespace, name: job_exists(api, namespace, name),
             settings=settings,
             written=self.cache.written,
             sources=Sources(progress=self.progress.views),
@@ -158,10 +158,7 @@ class Operator:
         self.acting = True
         if self.progress is not None:  # the watched pods' logs are read by the process that acts
             self._progress = asyncio.get_running_loop().create_task(self.progress.run(store.job_keys))
-        # Jobs with a pod that ended or is being deleted first: after a restart, those are the ones
-        # waiting for a replacement; the others' passes usually send nothing.
-        urgent = store.jobs_with_pods_ending()
-        for key in [*urgent, *(store.every_key() - urgent)]:
+        for key in start_order(store):
             reconciler.spawn(key)
         # Each job again once per RESYNC_SECONDS, spread evenly: a trickle, not a burst of every
         # job at once (idle CPU at 10,000 pods). Time-based actions do not wait for it: the
@@ -213,6 +210,18 @@ class Operator:
             private_key_path=cfg.key_file,
             token=bearer_token(header),
         )
+
+
+def start_order(store: cache.InformerCache) -> list[JobKey]:
+    """start_order: every job, and every job its pods name (a gone job's pods must be let go),
+    those with a pod that ended or is being deleted first: after a restart, those are the ones
+    waiting for a replacement; the others' passes usually send nothing."""
+    urgent = {
+        key
+        for key, pods in store.pods.by_job.items()
+        if any(p.value.deleting or p.value.terminal for p in pods.values())
+    }
+    return [*urgent, *((set(store.jobs.items) | set(store.pods.by_job)) - urgent)]
 
 
 def drained_within(pool: concurrent.futures.ThreadPoolExecutor, timeout: float) -> bool:

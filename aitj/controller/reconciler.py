@@ -101,6 +101,7 @@ def new_keys(job_name: str) -> SshKeys:
 class _JobState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     dirty: bool = False
+    queued: bool = False  # a kick's Task is made and has not started yet (``spawn``)
     timer: asyncio.TimerHandle | None = None
     failures: int = 0  # failed passes in a row
     retry_at: float = 0.0  # loop time before which no pass runs (after a failed pass)
@@ -193,6 +194,7 @@ class Reconciler:
         if self.closing:
             return
         state = self._jobs.setdefault(key, _JobState())
+        state.queued = False
         self.queue.add(key)
         if state.lock.locked():
             state.dirty = True
@@ -365,14 +367,16 @@ class Reconciler:
         whose ``scaleHistory`` entries it adds, and records the Plan's restarts (counted,
         logged and followed until their replacements run and are listed for discovery:
         ``self.recoveries``, with the clock read now, after the calls)."""
-        bound = log.bind(namespace=key[0], job=key[1])
         if sent.status_written and plan.status is not None:
+            bound = log.bind(namespace=key[0], job=key[1])
             before = target.status if isinstance(target, api.Job) else None
             for s in finished_scalings(before, plan.status):
                 metrics.per_job(metrics.SCALING_OPERATIONS, *key, s.direction.value, s.result.value).inc()
                 bound.info(
                     "scaling finished", replica=s.replica, direction=s.direction.value, result=s.result.value
                 )
+        else:  # nothing is logged without a status write: no logger bound to the job for it
+            bound = log
         self.recoveries.passed(bound, key, target, plan, sent, self.clock())
 
     async def _failed(self, key: JobKey, state: _JobState, error: Exception) -> None:
@@ -427,9 +431,17 @@ class Reconciler:
         self.spawn(key)
 
     def spawn(self, key: JobKey) -> None:
-        """spawn kicks the job from synchronous code (the cache, timers), keeping the task alive."""
-        if self.closing:
+        """spawn kicks the job from synchronous code (the cache, timers), keeping the task alive;
+        none when its kick is on its way (it plans this too) or its pass runs (marked to run
+        once more, as ``kick`` marks it): most of a recovery's events come then."""
+        state = self._jobs.get(key) or self._jobs.setdefault(key, _JobState())
+        if self.closing or state.queued:
             return
+        if state.lock.locked():
+            self.queue.add(key)
+            state.dirty = True
+            return
+        state.queued = True
         task = asyncio.ensure_future(self.kick(key))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -219,3 +219,20 @@ def test_a_replica_restart_is_one_job_recovery_once_every_trainer_is_listed() ->
         c.run_all(now)
         tracker.passed(log, KEY, c.job, see(c, tracker, now), Sent(status_written=True), at(now))
     assert figures()[0] == 1
+
+
+class Untouchable:
+    """Untouchable: an argument that fails the test if anything of it is read."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"read {name}")
+
+
+def test_a_pass_of_a_job_with_no_recovery_under_way_reads_nothing_of_it() -> None:
+    """Most passes: no recovery under way, none recorded (no status written): ``seen`` and
+    ``passed`` return before reading the job, its pods or the plan."""
+    tracker = Recoveries()
+    nothing: Any = Untouchable()
+    tracker.seen(KEY, nothing, nothing, at(100))
+    tracker.passed(nothing, KEY, nothing, nothing, Sent(), at(100))
+    assert tracker.pending(KEY) == () and tracker.listing(KEY) == ()

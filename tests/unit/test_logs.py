@@ -1,12 +1,15 @@
 """The operator's logs (structlog, captured): a restart's line says which job it is about, and
 a pass that makes the job's ssh key pair leaves no key material in any line, however it logs
-the Plan. The whole operator's log of a real run is checked too (tests/e2e/test_metrics.py)."""
+the Plan; the thread names line (SIGUSR2) names threads as /proc does. The whole operator's log
+of a real run is checked too (tests/e2e/test_metrics.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import datetime as dt
+import os
+import threading
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
@@ -17,6 +20,7 @@ from aitj.controller.cache import Snapshot
 from aitj.controller.executor import Sent, Target
 from aitj.controller.logs import log
 from aitj.controller.reconciler import Reconciler, Sources
+from aitj.controller.runner import log_thread_names
 from aitj.controller.written import Written
 from aitj.core.api import JobStatus, Phase, RestartScope
 from aitj.core.planner.failed_pass import Report
@@ -126,3 +130,11 @@ def test_a_pass_that_makes_the_ssh_key_pair_logs_no_key_material() -> None:
 def _everything(line: Mapping[str, Any]) -> str:
     """_everything: a captured line as any renderer would print it."""
     return " ".join(f"{k}={v!r} {v}" for k, v in line.items())
+
+
+def test_the_thread_names_line_names_each_thread_by_the_kernel_id_proc_lists() -> None:
+    with capture_logs() as lines:
+        log_thread_names()
+    (line,) = [x for x in lines if x["event"] == "thread names"]
+    assert line["threads"][str(threading.main_thread().native_id)] == "MainThread"
+    assert str(threading.get_native_id()) in os.listdir(f"/proc/{os.getpid()}/task")

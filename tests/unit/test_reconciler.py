@@ -197,6 +197,43 @@ def test_kicks_during_a_pass_coalesce_into_one_more_pass() -> None:
     assert len(planner.calls) == 2
 
 
+def test_spawns_for_a_job_already_kicked_or_in_a_pass_make_no_task_and_coalesce() -> None:
+    """A burst of events for a job whose kick is on its way, then more while its pass runs:
+    one Task, and one more pass for everything that came during the first."""
+    rec = Recorder()
+    rec.gate = threading.Event()
+    r, planner, _ = reconciler(rec, body())
+
+    async def burst() -> tuple[int, int]:
+        for _ in range(3):
+            r.spawn(KEY)  # the first makes the Task; it has not started yet
+        on_its_way = len(r._tasks)
+        await asyncio.sleep(0.05)  # the first pass is now blocked in the executor
+        for _ in range(5):
+            r.spawn(KEY)
+        during = len(r._tasks)
+        rec.gate.set()  # type: ignore[union-attr]
+        await asyncio.gather(*r._tasks)
+        return on_its_way, during
+
+    assert asyncio.run(burst()) == (1, 1)
+    assert len(planner.calls) == 2
+
+
+def test_a_spawn_after_the_pass_ended_makes_a_pass_of_its_own() -> None:
+    rec = Recorder()
+    r, planner, _ = reconciler(rec, body())
+
+    async def run() -> None:
+        r.spawn(KEY)
+        await asyncio.gather(*r._tasks)
+        r.spawn(KEY)
+        await asyncio.gather(*r._tasks)
+
+    asyncio.run(run())
+    assert len(planner.calls) == 2 and r.queue.depth() == 0
+
+
 @pytest.mark.parametrize(("takes", "paced"), [(0.0, False), (10 * PACED_PLAN_SECONDS, True)])
 def test_a_kick_after_a_long_plan_waits_twice_as_long(takes: float, paced: bool) -> None:
     """A job whose plan took PACED_PLAN_SECONDS or more (thousands of pods) is planned again
