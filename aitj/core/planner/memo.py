@@ -62,6 +62,7 @@ from typing import Any
 from aitj.core.api import Job, JobSpec, JobStatus
 from aitj.core.nodesignals import NodeSignals
 from aitj.core.observed import NodeView, PodView
+from aitj.core.planner.discovery_texts import Texts
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.ledger_delta import Changes, Parsed, Told, parse, remerged, reparse, retold, tell
 from aitj.core.planner.listing import Listing, listing, relisted
@@ -109,6 +110,7 @@ class Memo:
     # the last resurvey, the one it redid, and the places it redid
     resurveyed: tuple[Survey, Survey, tuple[int, ...]] | None = None
     lists: tuple[Survey, frozenset[tuple[str, int]], Listing] | None = None  # host_lists'
+    texts: Texts = field(default_factory=Texts)  # the discovery ConfigMap's texts, by pod
 
     def seen(self, job: Job, pods: Sequence[PodView]) -> Seen:
         """seen: ``objects.pods_of(job, pods)``, each pod view judged once in its life, and
