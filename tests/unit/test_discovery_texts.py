@@ -12,6 +12,7 @@ compares the ConfigMap itself, pass after pass, on lists a planner would not mak
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from aitj.core import naming
 from aitj.core.api import Job
 from aitj.core.planner import hostfiles, resources
-from aitj.core.planner.discovery_texts import Texts
+from aitj.core.planner.discovery_texts import Column, Texts
 from aitj.core.planner.types import HostEntry, HostLists
 from tests.unit.builders import launcher, seed_job, trainer, with_replica
 
@@ -63,14 +64,30 @@ def test_texts_equal_the_whole_render(steps: list[tuple[list[tuple[int, int]], l
         assert list(made.body["data"]) == list(whole.body["data"])  # and its keys in the same order
 
 
-def test_texts_forget_the_pods_of_restarts_past() -> None:
-    job, texts = seed_job(trainer(), launcher()), Texts()
-    for g in range(6):
-        lists = lists_of(job, [(i, g) for i in range(50)], [0])
-        hostfiles.rendered(job, lists, None, texts)
-    listed = 50 + 51  # the lists' names: the trainers twice (host list, host file), the launcher
-    assert len(texts.host) <= 3 * listed + 64 and len(texts.line) <= len(texts.host)
-    assert len(texts.quoted) <= 3 * 50 + 64
+def test_a_column_makes_only_the_texts_of_the_names_that_changed() -> None:
+    column, made = Column(), []
+
+    def make(names: list[str]) -> Callable[[int], str]:
+        def text(k: int) -> str:
+            made.append(names[k])
+            return names[k].upper()
+
+        return text
+
+    for names, fresh in [
+        (["a", "b", "c", "d"], ["a", "b", "c", "d"]),
+        (["a", "c", "d"], []),  # one gone
+        (["a", "c", "e", "d"], ["e"]),  # one come
+        (["a", "c", "f", "d"], ["f"]),  # one replaced
+        (["c", "f", "d"], []),
+        (["c", "f", "d", "g"], ["g"]),
+        ([], []),
+    ]:
+        made.clear()
+        assert column.patched(names, make(names)) == [n.upper() for n in names]
+        assert made == fresh
+    assert column.patched(["a", "a"], make(["a", "a"])) is None  # a name twice
+    assert column.names == () and column.texts == []
 
 
 @pytest.mark.parametrize(
