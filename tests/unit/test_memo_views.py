@@ -1,7 +1,7 @@
 """The Memo's sort of a pass's pods when one went or came (issue 26, aitj.core.planner.memo_views):
-``span`` finds the part two lists differ in, and a Memo fed lists that lose and gain views at
-random places (the rest the same objects) sorts them as ``objects.pods_of`` does, pass after
-pass, with the views that came and went."""
+``align`` makes the new list of the last with a few views dropped and added, and a Memo fed
+lists that lose, gain and move views at random places (the rest the same objects) sorts them
+as ``objects.pods_of`` does, pass after pass, with the views that came and went."""
 
 from __future__ import annotations
 
@@ -53,7 +53,9 @@ def test_a_memo_fed_lists_that_shift_sorts_them_as_pods_of(seed: int) -> None:
     for _ in range(8):
         for _ in range(rng.randint(1, 3)):
             k = rng.randint(0, len(views))
-            if views and rng.random() < 0.5:
+            if views and rng.random() < 0.2:  # a view moved to the end: the rest shift, as many
+                views.append(views.pop(min(k, len(views) - 1)))
+            elif views and rng.random() < 0.5:
                 del views[min(k, len(views) - 1)]
             else:
                 fresh = Pod("trainer", rng.randint(0, 39), rng.randint(0, 2)).view()

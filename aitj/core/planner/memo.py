@@ -135,12 +135,8 @@ class Memo:
             at_places = self._seen_at(job, pods, old, moved)
             if at_places is not None:
                 return at_places
-        elif (
-            moved is None
-            and self.doubled != self.passes - 1
-            and (got := memo_views.shifted(self, job, pods, old))
-        ):
-            return cast(Seen, got)  # a pod went or came: the views after it shifted (memo_views.shifted)
+        elif self.doubled != self.passes - 1 and (got := memo_views.shifted(self, job, pods, old)):
+            return cast(Seen, got)  # a pod went, came or moved: the views after it shifted
         ids = list(map(id, pods))
         fresh = set(ids)
         if len(fresh) != len(ids):  # a view given twice: sorted one by one, as pods_of does

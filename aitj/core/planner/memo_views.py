@@ -2,15 +2,15 @@
 
 Pure (issue 26, F13), helpers of ``Memo.seen`` (aitj.core.planner.memo). A pod event replaces
 one view in place (``moved``: the places, found with ``operator.is_not`` in C). A pod that goes
-or comes makes the list one shorter or longer: every view after it moves one place, and
-``seen`` looked at the ids of all of them (1 ms at 4,096 trainers, in the pass after a force
-delete and in the one after the replacement is created: the cache drops the pod's view where it
-was and adds the new one at the end). ``shifted`` aligns the two lists instead (``align``: runs
-of the same objects found in C, a few views dropped and added between them) and sorts only the
-views added, as ``Memo._seen_at`` does for views replaced in place; the masks of the runs keep
-their values, copied by slices. The Seen is the one the full sort makes
-(tests/unit/test_incremental_planning.py, whose sequences delete and create pods, and
-tests/unit/test_memo_views.py).
+or comes makes the list one shorter or longer: every view after it moves one place, and ``seen``
+looked at the ids of all of them (1 ms at 4,096 trainers, in the pass after a force delete and
+in the one after the replacement is created: the cache drops the pod's view where it was and
+adds the new one at the end; a view moved to the end shifts the rest as well). ``shifted``
+aligns the two lists instead (``align``: runs of the same objects found in C, a few views
+dropped and added between them) and sorts only the views added, as ``Memo._seen_at`` does for
+views replaced in place; the masks of the runs keep their values, copied by slices. The Seen is
+the one the full sort makes (tests/unit/test_incremental_planning.py, whose sequences delete and
+create pods, and tests/unit/test_memo_views.py).
 """
 
 from __future__ import annotations
@@ -78,10 +78,10 @@ Aligned = tuple[list[tuple[int, int, int]], list[int], list[int]]
 # ``memo`` is the Memo, its result a Seen: typed Any, as naming them here would import memo.py,
 # which imports this module.
 def shifted(memo: Any, job: Job, pods: Sequence[PodView], old: list[PodView]) -> Any:
-    """shifted: ``Memo.seen`` of ``pods``, a list of another length than the last pass's
-    (``old``), when it is that list with a few views dropped and added (``align``); None
-    otherwise, or when a view added is also elsewhere in the list (given twice: the full sort
-    handles it)."""
+    """shifted: ``Memo.seen`` of ``pods``, a list of another length than the last pass's (``old``)
+    or with views at many places other than its (a view moved to the end shifts the rest),
+    when it is that list with a few views dropped and added (``align``); None otherwise, or
+    when a view added is also elsewhere in the list (given twice: the full sort handles it)."""
     got = align(old, pods)
     if got is None:
         return None
