@@ -59,6 +59,7 @@ from tests.unit.builders import (
 )
 
 NODES = 100
+SORT = ["cumtime"]  # --sort: the order of --profile's table
 
 
 def running_job(n: int, pending: bool = False) -> tuple[Job, list[PodView], dict[str, NodeView]]:
@@ -189,7 +190,7 @@ def recoveries(n: int, trials: int, profile: bool) -> None:
         cluster.profile = cProfile.Profile()
         for t in range(5):
             recovery(cluster, (7 * t + 3) % n, now + 10 * t)
-        pstats.Stats(cluster.profile).sort_stats("cumtime").print_stats(60)
+        pstats.Stats(cluster.profile).sort_stats(SORT[0]).print_stats(60)
 
 
 def main() -> None:
@@ -200,7 +201,9 @@ def main() -> None:
     parser.add_argument("--pending", action="store_true", help="the first trainer waits for a node")
     parser.add_argument("--recovery", action="store_true", help="a trainer force-deleted and replaced")
     parser.add_argument("--trials", type=int, default=10, help="recoveries measured per size (--recovery)")
+    parser.add_argument("--sort", default="cumtime", help="--profile's order: cumtime, tottime, ...")
     args = parser.parse_args()
+    SORT[0] = args.sort
     if args.recovery:
         print("trainers  per pass  recovery   each pass of each step (ms of CPU)")
         for n in args.sizes:
@@ -224,7 +227,7 @@ def profiled(step: Callable[[int], object]) -> None:
     step(0)
     profile = cProfile.Profile()
     profile.runcall(lambda: [step(k) for k in range(1, 21)])
-    pstats.Stats(profile).sort_stats("cumtime").print_stats(35)
+    pstats.Stats(profile).sort_stats(SORT[0]).print_stats(35)
 
 
 if __name__ == "__main__":

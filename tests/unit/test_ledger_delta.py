@@ -150,3 +150,21 @@ def test_a_restart_count_kept_by_delta_is_the_sum(start: list[Any], steps: list[
             ledger = ledger.with_index(name, i, record)
         for name, h in ledger.replicas:
             assert h.restart_count == sum(r.restarts for _, r in h.indices), name
+
+
+@settings(max_examples=300, deadline=None)
+@given(EDITS, st.lists(EDITS, min_size=1, max_size=5))
+def test_a_pods_annotation_carries_every_index_restarted(start: list[Any], steps: list[Any]) -> None:
+    # Ledger.annotation takes each replica's restarts from its status form (patched, issue 26):
+    # the same as reading every index.
+    ledger = _ledger(start)
+    for edits in steps:
+        for name, i, record, epoch in edits:
+            ledger = ledger.with_index(name, i, record)
+            if epoch:
+                ledger = ledger.with_epoch(name, ledger.replica(name).epoch + 1)
+        carried = json.loads(ledger.annotation())
+        for name, h in ledger.replicas:
+            whole = {str(i): [r.failed, r.restarts] for i, r in h.indices if r.restarts}
+            assert carried[name].get("restarts", {}) == whole
+            assert carried[name]["epoch"] == h.epoch

@@ -16,6 +16,7 @@ from datetime import datetime
 from aitj.core.api import Job, JobStatus, Phase
 from aitj.core.observed import NodeView
 from aitj.core.planner import gang, hostfiles, rule_budgets, scaling
+from aitj.core.planner.discovery_texts import Texts
 from aitj.core.planner.part import Context
 from aitj.core.planner.quick import quick_init
 from aitj.core.planner.status import live_condition
@@ -35,6 +36,7 @@ class Given:
     foreign: Owned  # objects under the job's names held by another
     # plugin.discovery's lists: hostfiles.host_lists, or the job's Memo's (the same lists)
     host_lists: Callable[..., HostLists | None] = hostfiles.host_lists
+    texts: Texts | None = None  # the job's Memo's discovery texts (None: rendered whole)
 
 
 def build(
@@ -73,4 +75,5 @@ def build(
         shortfalls=tuple(s.shortfall for s in found.astir if s.shortfall is not None),  # none runs
         lists=given.host_lists(job, found, joining, prev, now),
         gang=gang.plan_gang(job, found, given.owned, given.settings),
+        texts=given.texts,
     )

@@ -140,7 +140,7 @@ def plan_and_assessment(
     if memo is None:
         given = Given(own, keys, settings, nodes, held)
     else:
-        given = Given(own, keys, settings, nodes, held, host_lists=memo.host_lists)
+        given = Given(own, keys, settings, nodes, held, host_lists=memo.host_lists, texts=memo.texts)
     result, a = _plan_mine(job, mine, prev, nodes, now, given, work)
     result = goodput.carried(prev, result)  # conditions dropped: their goodput kept (section 25)
     if foreign:

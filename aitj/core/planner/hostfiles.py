@@ -23,9 +23,10 @@ from datetime import datetime, timedelta
 
 from aitj.core.api import Job, JobStatus, ReplicaType
 from aitj.core.planner import objects, resources
+from aitj.core.planner.discovery_texts import Texts
 from aitj.core.planner.part import Context, Part, steps
 from aitj.core.planner.survey import Slot, State, Survey
-from aitj.core.planner.types import HostEntry, HostLists, Owned, PodNudge
+from aitj.core.planner.types import HostEntry, HostLists, Manifest, Owned, PodNudge
 
 
 def part(ctx: Context) -> Part:
@@ -35,11 +36,12 @@ def part(ctx: Context) -> Part:
     lists = ctx.lists
     if lists is None:
         return Part()
-    rewrite = changed(ctx.prev, lists) if ctx.owned is None else drifted(ctx.job, ctx.owned, lists)
-    discovery = resources.discovery(ctx.job, lists.hosts, lists.running, ctx.owned) if rewrite else None
+    texts = ctx.texts
+    rewrite = changed(ctx.prev, lists) if ctx.owned is None else drifted(ctx.job, ctx.owned, lists, texts)
+    discovery = rendered(ctx.job, lists, ctx.owned, texts) if rewrite else None
     plan = steps(
         discovery=discovery,
-        nudges=nudges(ctx.found, lists),
+        nudges=nudges(ctx.found, lists, texts),
         hosts=lists.hosts if hosts_changed(ctx.prev, lists) else None,
         held=lists.held,
     )
@@ -128,6 +130,17 @@ def record(status: JobStatus, lists: HostLists | None) -> JobStatus:
     return status.updated(discovery_hosts=lists.pods, host_files=dict(lists.masters))
 
 
+def rendered(job: Job, lists: HostLists, owned: Owned | None, texts: Texts | None) -> Manifest:
+    """rendered: ``resources.discovery`` of the lists; with ``texts`` (the job's Memo's), the
+    same ConfigMap made from the texts kept of earlier renders (aitj.core.planner.discovery_texts)
+    and stamped with the lists' digest, which is the one ``resources.discovery`` computes (the
+    masters' files are the master replicas' running pods, as the lists are made)."""
+    made = None if texts is None else texts.discovery(job, lists)
+    if made is None:  # a list the render refuses raises its own error there
+        return resources.discovery(job, lists.hosts, lists.running, owned)
+    return objects.stamped(made, digest(lists, texts), owned)
+
+
 def hosts_changed(prev: JobStatus, lists: HostLists | None) -> bool:
     """hosts_changed: Horovod's list differs from the one the previous status recorded."""
     return lists is not None and prev.discovery_hosts != lists.pods
@@ -141,14 +154,14 @@ def changed(prev: JobStatus, lists: HostLists | None) -> bool:
     return hosts_changed(prev, lists) or prev.host_files != lists.masters
 
 
-def drifted(job: Job, owned: Owned, lists: HostLists) -> bool:
+def drifted(job: Job, owned: Owned, lists: HostLists, texts: Texts | None = None) -> bool:
     """drifted: the job's ConfigMap is observed holding other lists than these (its
     fingerprint, ``objects.ANNOTATION_WRITTEN``): whatever the status recorded, it is
     rewritten (a missing one is made by ``resources.ensure``)."""
-    return objects.stale(owned, resources.configmap_ref(job), digest(lists))
+    return objects.stale(owned, resources.configmap_ref(job), digest(lists, texts))
 
 
-def digest(lists: HostLists) -> str:
+def digest(lists: HostLists, texts: Texts | None = None) -> str:
     """digest: a short fingerprint of what the ConfigMap is rendered from: the host list and
     the master replicas' files (the workers' files hold the host list's pods again, so they
     change with it), as the status records them."""
@@ -156,11 +169,12 @@ def digest(lists: HostLists) -> str:
     # masters, and the memo keeps unchanged lists): kept on them as Survey.states is.
     made = lists.__dict__.get("_digest")
     if made is None:
-        made = lists.__dict__["_digest"] = resources.hosts_digest(lists.pods, lists.masters)
+        make = resources.hosts_digest if texts is None else texts.digest  # the same digest
+        made = lists.__dict__["_digest"] = make(lists.pods, lists.masters)
     return str(made)
 
 
-def nudges(found: Survey, lists: HostLists | None) -> tuple[PodNudge, ...]:
+def nudges(found: Survey, lists: HostLists | None, texts: Texts | None = None) -> tuple[PodNudge, ...]:
     """nudges: the Running pods of master replicas (those that mount ``/etc/edl``, where
     ``horovodrun`` reads the workers) not yet annotated with the lists' digest. The annotation
     makes their kubelet sync them, which rewrites their ConfigMap files within a second
@@ -172,5 +186,5 @@ def nudges(found: Survey, lists: HostLists | None) -> tuple[PodNudge, ...]:
     pods = [s.pod for s in found.masters if s.state is State.RUNNING and s.pod is not None]
     if not pods:
         return ()  # no fingerprint to compute: it costs a pass time on a large job
-    d = digest(lists)
+    d = digest(lists, texts)
     return tuple(PodNudge(p.name, p.uid, d) for p in pods if p.hosts_annotation != d)

@@ -285,7 +285,9 @@ class Ledger:
         out: dict[str, Any] = {}
         for name, record in self.replicas:
             entry: dict[str, Any] = {"epoch": record.epoch}
-            restarts = {str(i): [r.failed, r.restarts] for i, r in record.indices if r.restarts}
+            # The status form's, equal (ledger_wire): made once per history or patched, where
+            # reading every index again was a pass's O(indices) per restart (issue 26).
+            restarts = dict(record.wire.get("restarts", {}))
             if restarts:
                 entry["restarts"] = restarts
             out[name] = entry

@@ -75,6 +75,7 @@ def relisted(
         return last
     e = _Lists(
         list(lists.hosts),
+        list(lists.pods),
         list(last.places),
         {name: list(names) for name, names in lists.running.items()},
         {name: list(i) for name, i in last.indices.items()},
@@ -92,6 +93,8 @@ def relisted(
         held=tuple(sorted(waiting)),
         wake=min(waiting.values(), default=None),
     )
+    # HostLists.pods, patched with the hosts (a large job's 4,096 names are not read again)
+    patched.__dict__["pods"] = tuple(e.pods)
     return Listing(patched, tuple(e.at), {name: tuple(i) for name, i in e.indices.items()})
 
 
@@ -123,10 +126,11 @@ def _held(
 
 @dataclass
 class _Lists:
-    """_Lists: a listing's lists as ``relisted`` patches them: the workers' hosts and their
-    places in the survey (``at``, ascending), each replica's running pods and their indices."""
+    """_Lists: a listing's lists as ``relisted`` patches them: the workers' hosts, their pods
+    and their places in the survey (``at``, ascending), each replica's running pods and their indices."""
 
     hosts: list[HostEntry]
+    pods: list[str]  # the hosts' pods
     at: list[int]
     running: dict[str, list[str]]
     indices: dict[str, list[int]]
@@ -135,7 +139,7 @@ class _Lists:
         """drop: the slot ``s`` at place ``k`` leaves the lists."""
         if s.replica.replica_type is ReplicaType.WORKER:
             j = bisect.bisect_left(self.at, k)
-            del self.hosts[j], self.at[j]
+            del self.hosts[j], self.pods[j], self.at[j]
         j = bisect.bisect_left(self.indices[s.replica.name], s.index)
         del self.running[s.replica.name][j], self.indices[s.replica.name][j]
 
@@ -144,6 +148,7 @@ class _Lists:
         if s.replica.replica_type is ReplicaType.WORKER:
             j = bisect.bisect_left(self.at, k)
             self.hosts.insert(j, HostEntry(s.name, s.replica.name, s.index))
+            self.pods.insert(j, s.name)
             self.at.insert(j, k)
         j = bisect.bisect_left(self.indices[s.replica.name], s.index)
         self.running[s.replica.name].insert(j, s.name)

@@ -37,8 +37,8 @@ what the job holds:
   slots to redo, and the pass surveys all. The survey's counts, the slots that do not run
   (``Survey.astir``: what the parts that create, wait and fail look at) and the masters'
   places are kept by delta;
-- the discovery lists with the places of their entries (``listing.Listing``), patched at the
-  slots a resurvey redid (``listing.relisted``) while none waits for its wave.
+- the discovery lists with their entries' places (``listing.Listing``), patched at the slots a
+  resurvey redid (``listing.relisted``) while none waits; their texts (``discovery_texts``).
 
 Beside it, the objects themselves keep what was found of them: a ledger's history its index
 dict, places, restart count and status form (``ReplicaHistory.wire``, patched from the history
@@ -56,12 +56,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from itertools import compress
-from operator import is_not
-from typing import Any
+from typing import Any, cast
 
 from aitj.core.api import Job, JobSpec, JobStatus
 from aitj.core.nodesignals import NodeSignals
 from aitj.core.observed import NodeView, PodView
+from aitj.core.planner import memo_views
+from aitj.core.planner.discovery_texts import Texts
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.ledger_delta import Changes, Parsed, Told, parse, remerged, reparse, retold, tell
 from aitj.core.planner.listing import Listing, listing, relisted
@@ -109,6 +110,7 @@ class Memo:
     # the last resurvey, the one it redid, and the places it redid
     resurveyed: tuple[Survey, Survey, tuple[int, ...]] | None = None
     lists: tuple[Survey, frozenset[tuple[str, int]], Listing] | None = None  # host_lists'
+    texts: Texts = field(default_factory=Texts)  # the discovery ConfigMap's texts, by pod
 
     def seen(self, job: Job, pods: Sequence[PodView]) -> Seen:
         """seen: ``objects.pods_of(job, pods)``, each pod view judged once in its life, and
@@ -123,7 +125,7 @@ class Memo:
         self.spec = job.spec
         self.passes += 1
         # The places whose view is another object than the last pass's (None: not as many views).
-        moved = _moved(pods, self.views)
+        moved = memo_views.moved(pods, self.views)
         if moved == [] and self.last is not None:  # the very same views (a status write's pass)
             return Seen(list(self.last.mine), list(self.last.others), [], [])
         old, self.views, self.last = self.views, list(pods), None
@@ -133,6 +135,8 @@ class Memo:
             at_places = self._seen_at(job, pods, old, moved)
             if at_places is not None:
                 return at_places
+        elif self.doubled != self.passes - 1 and (got := memo_views.shifted(self, job, pods, old)):
+            return cast(Seen, got)  # a pod went, came or moved: the views after it shifted
         ids = list(map(id, pods))
         fresh = set(ids)
         if len(fresh) != len(ids):  # a view given twice: sorted one by one, as pods_of does
@@ -438,11 +442,3 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 def _told(pods: Sequence[PodView]) -> Counter[_Stamp]:
     """_told: what ``stamps.observe`` reads of ``pods``, as a multiset."""
     return Counter((p.replica, p.index, p.generation, p.ledger_annotation) for p in pods)
-
-
-def _moved(pods: Sequence[PodView], last: list[PodView]) -> list[int] | None:
-    """_moved: the places where ``pods`` holds another object than ``last`` (compared in C);
-    None when they are not as many."""
-    if len(pods) != len(last):
-        return None
-    return list(compress(range(len(pods)), map(is_not, pods, last)))

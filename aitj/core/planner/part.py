@@ -17,6 +17,7 @@ from typing import Any
 
 from aitj.core.api import Job, JobStatus
 from aitj.core.observed import NodeView
+from aitj.core.planner.discovery_texts import Texts
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.quick import quick_init
 from aitj.core.planner.scaling.operation import Scaling
@@ -50,6 +51,7 @@ class Context:
     shortfalls: tuple[Shortfall, ...]  # the slots' shortfalls: backoff, budget, exclusion
     lists: HostLists | None  # plugin.discovery's lists (None without it)
     gang: Gang | None  # the native gang this pass's new pods join (None: not gang-scheduled)
+    texts: Texts | None = None  # the discovery texts the job's Memo keeps (hostfiles.part)
 
     @property
     def joining(self) -> frozenset[tuple[str, int]]:

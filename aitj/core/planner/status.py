@@ -184,9 +184,11 @@ def hang_words(slot: Slot) -> str | None:
 def restart_message(survey: Survey) -> str:
     """restart_message: the Restarting condition's message, one part per restart decided (with
     the backoff its replacement waits out, if any)."""
+    # A slot in backoff does not run: looked for among those that do not (Survey.astir, kept by
+    # delta), not among a large job's thousands (issue 26).
     held = {
         (s.replica.name, s.index): f"; {s.shortfall.message}"
-        for s in survey.slots
+        for s in survey.astir
         if s.state is State.BACKOFF and s.shortfall is not None
     }
     parts = [

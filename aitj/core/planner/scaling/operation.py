@@ -7,6 +7,7 @@ Pure. The status form is read defensively: anything unreadable is no operation.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -161,7 +162,7 @@ def current_indices(status: JobStatus, replica: str) -> tuple[int, ...] | None:
         return None
     vacant = set((status.vacant_indices or {}).get(replica) or ())
     if not vacant:
-        return tuple(range(count))  # what the loop below makes with none vacant, in C
+        return _ranges(count)  # what the loop below makes with none vacant, made once
     out: list[int] = []
     i = 0
     while len(out) < count:
@@ -173,8 +174,18 @@ def current_indices(status: JobStatus, replica: str) -> tuple[int, ...] | None:
 
 def vacant_indices(current: Sequence[int]) -> list[int]:
     """vacant_indices: the indices below the highest current one that are not current."""
+    if tuple(current) == _ranges(len(current)):
+        return []  # most jobs, every pass: told in C without a set of a large job's indices
     have = set(current)
     top = max(current, default=0)
     if len(have) == top + 1 and min(current, default=0) >= 0:
         return []  # every index up to the highest is current (most jobs): none to look for
     return [i for i in range(top) if i not in have]
+
+
+# A job's indices are 0 .. n-1 every pass but while it scales or a failure stands: the tuple is
+# made once per n, and compared with (issue 26: a set of 4,096 indices was 0.4 ms a pass).
+@functools.lru_cache(maxsize=64)
+def _ranges(n: int) -> tuple[int, ...]:
+    """_ranges: ``tuple(range(n))``."""
+    return tuple(range(n))
