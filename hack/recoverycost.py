@@ -44,7 +44,6 @@ import socket
 import subprocess
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +53,11 @@ import aitj
 from aitj.controller.kubeclient import api_client
 from aitj.core import api as A
 from aitj.devcluster.cluster import LocalCluster
+from aitj.tools.bench import opmetrics, procstat
 from aitj.tools.bench.workload import NS_OURS, training_job
 from aitj.tools.demo import install_crd, start_operator
 
-TICK = os.sysconf("SC_CLK_TCK")
+TICK = procstat.TICKS
 
 
 def thread_cpu(pid: int) -> dict[str, float]:
@@ -65,10 +65,9 @@ def thread_cpu(pid: int) -> dict[str, float]:
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            out[tid] = procstat.parse_stat(Path(f"/proc/{pid}/task/{tid}/stat").read_text())
         except OSError:  # the thread ended meanwhile
             continue
-        out[tid] = (int(fields[11]) + int(fields[12])) / TICK
     return out
 
 
@@ -127,15 +126,6 @@ def thread_names(pid: int, log_path: Path, py_spy: str | None) -> tuple[dict[str
 def group(name: str) -> str:
     """group: a pool's threads under one name (``pass_3`` -> ``pass_*``, ``list-pods`` kept)."""
     return re.sub(r"_\d+$", "_*", name)
-
-
-def passes(port: int) -> float:
-    """passes: the operator's count of passes that reached the executor."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
-        for line in answer.read().decode().splitlines():
-            if line.startswith("aitj_reconcile_seconds_count"):
-                return float(line.split()[1])
-    return 0.0
 
 
 def free_port() -> int:
@@ -274,11 +264,11 @@ def main() -> None:
         time.sleep(8)  # the bring-up's last status writes and their echoes
         py_spy = None if args.no_py_spy else find_py_spy(args.py_spy)
         cpu0, user_sys0 = thread_cpu(operator.pid), process_cpu(operator.pid)
-        passes0, events0 = passes(port), pods.events
+        passes0, events0 = opmetrics.passes(opmetrics.scrape(port)), pods.events
         latencies = recover(core, pods, prefix, (args.jobs, args.trainers), args.recoveries)
         time.sleep(2.5)  # the last status write and its echo
         cpu1, user_sys1 = thread_cpu(operator.pid), process_cpu(operator.pid)
-        counts = (passes(port) - passes0, pods.events - events0)
+        counts = (opmetrics.passes(opmetrics.scrape(port)) - passes0, pods.events - events0)
         tid_names, source = thread_names(operator.pid, log_path, py_spy)
         agg: collections.defaultdict[str, float] = collections.defaultdict(float)
         for tid, seconds in cpu1.items():
