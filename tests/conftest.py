@@ -43,6 +43,14 @@ def namespace(cluster: KubeCluster) -> Iterator[str]:
         yield name
     finally:
         cluster.core.delete_namespace(name)
+        # Then its pods, at once (grace 0): the namespace controller lists the pods right after
+        # its first delete (5 s on), and if any is left it comes back only after half the
+        # longest terminationGracePeriodSeconds among them (the seed's trainers': 300 s, so
+        # 151 s), and a pod bound to a node the test deleted (a pool's) has no kubelet to end
+        # its grace period: it waits for the pod garbage collector's orphan sweep (40 s and
+        # more). The operator, refused its replacements (the namespace is terminating),
+        # releases their finalizers; a pod deleted with grace 0 then goes without a kubelet.
+        cluster.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
 
 
 def _has_default_sa(cluster: KubeCluster, namespace: str) -> bool:

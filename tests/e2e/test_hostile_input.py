@@ -207,11 +207,14 @@ def versions(cluster: KubeCluster, ns: str | None) -> dict[str, str]:
 
 def quiet(cluster: KubeCluster, operator: OperatorProcess, timeout: float = 30) -> None:
     """quiet: wait until what other tests left behind has been handled: for up to 60 s, until no
-    namespace is being deleted (their pods' finalizers are the operator's to release, in bursts
-    of passes seconds apart as the namespace controller retries: in one CI run two of the
-    window's four slices were such bursts), then (up to ``timeout``) until no pass ran for 3 s.
-    A namespace still being deleted after that is left to the median slice's bound. A job in a
-    loop never lets the passes stop; the window that follows then fails on its bound."""
+    namespace is being deleted (its pods' and jobs' deletions kick passes), then (up to
+    ``timeout``) until no pass ran for 3 s. A guard that costs nothing in the usual run: the
+    ``namespace`` fixture deletes its pods with grace 0 with the namespace, which then goes in
+    5 to 11 s. Before it did, the pods of a test that had deleted its pool's nodes first waited
+    for the pod garbage collector's orphan sweep, and the namespace controller came back only
+    151 s later: such a namespace's teardown fell in the window (two of its four slices in one
+    CI run). A namespace still being deleted after 60 s is left to the median slice's bound. A
+    job in a loop never lets the passes stop; the window that follows then fails on its bound."""
     deadline = time.monotonic() + 60
     while terminating(cluster) and time.monotonic() < deadline:
         time.sleep(1)
