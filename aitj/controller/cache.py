@@ -129,6 +129,12 @@ OWNED_COLLECTIONS: dict[ObjectKind, tuple[str, str]] = {
 # the operator found them served at start (``aitj.controller.served``); a list of a kind not
 # served would fail forever, and the cache would never be synced.
 OPTIONAL: frozenset[ObjectKind] = frozenset({ObjectKind.VOLCANO_PODGROUP, *gangapi.KINDS})
+# Kinds listed again every so often instead of watched: every change of a job's budget but its
+# deletion (or a hand's edit) is its status, which the disruption controller rewrites on every
+# pod change of the job (3.6 times a recovery, each read and decoded for nothing). What the
+# operator writes is stored at once (``written``); a budget deleted by hand is made again at the
+# next listing (docs/operator.md, "The hot path").
+RELISTED: dict[ObjectKind, float] = {ObjectKind.PDB: 30.0}
 # Kinds never listed nor watched: a list of Secrets, even metadata-only, is authorised as a
 # full one, so the right to watch them would be the right to read every Secret. The cache
 # knows the job's ssh Secret from the operator's own create (or the read after AlreadyExists).
@@ -142,7 +148,9 @@ def owned_kind(kind: ObjectKind, gang_version: str = NEWEST) -> Kind[ObjectState
     if kind in gangapi.KINDS:
         group_path = gangapi.group_path(gang_version)
     name = f"{plural}.{group_path.split('/')[2]}" if kind in OPTIONAL else plural
-    return Kind(name, group_path, plural, _state, JOB_SELECTOR, metadata_only=True)
+    return Kind(
+        name, group_path, plural, _state, JOB_SELECTOR, metadata_only=True, relist_seconds=RELISTED.get(kind)
+    )
 
 
 OWNED: dict[str, ObjectKind] = {owned_kind(kind).name: kind for kind in OWNED_COLLECTIONS}
@@ -249,8 +257,13 @@ class InformerCache:
         touched: dict[JobKey, list[Seen] | None] = {}
         for delta in deltas:
             if isinstance(delta, Sync):
-                # Nodes: none (a relisted node kicks nothing by itself).
-                touched.update(dict.fromkeys(store.replace(delta.items, delta.namespace)))
+                relisted = kind.relist_seconds is not None  # nodes: none (a node relisted kicks nothing)
+                changed = (
+                    store.relisted(delta.items, delta.namespace, delta.version)
+                    if relisted
+                    else store.replace(delta.items, delta.namespace)
+                )
+                touched.update(dict.fromkeys(changed))
                 self._waiting.discard((kind.name, delta.namespace))
                 if not self._waiting and not self.synced.is_set():
                     self.synced.set()

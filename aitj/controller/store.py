@@ -64,8 +64,7 @@ class Store(Generic[T]):
         """only_version (from an informer's thread: reads only): of an owned object, ``item``
         differs from the one stored in its version alone (a budget's status changed)."""
         old: Item[Any] | None = self.items.get((item.namespace, item.name))
-        facts = [(i.uid, i.labels, i.value.controller, i.value.digest) for i in (old, item) if i is not None]
-        return len(facts) == 2 and facts[0] == facts[1]
+        return old is not None and _facts(old) == _facts(item)
 
     def remove(self, namespace: str, name: str, uid: str = "", *, confirmed: bool = True) -> bool:
         """remove forgets an object; ``confirmed`` False (the operator's own call found it gone)
@@ -97,6 +96,27 @@ class Store(Generic[T]):
         changed |= {k for k in map(self.job_of, before.values()) if k is not None}
         return changed
 
+    def relisted(self, items: Iterable[Item[T]], namespace: str | None, version: str) -> set[JobKey]:
+        """relisted: a new listing of ``namespace`` (None: all), taken at ``version``, of an owned
+        kind listed instead of watched (``Kind.relist_seconds``). An object stored since (the
+        operator's own write, newer than the listing) stands, and one the operator found gone
+        that the listing still shows stays gone. Returns the jobs whose object went or came,
+        or changed in more than its version (a budget's status is news to no one)."""
+        listed = {(i.namespace, i.name): i for i in items}
+        self.gone &= {i.uid for i in listed.values()}  # the rest: gone as the listing confirms
+        changed: set[JobKey | None] = set()
+        for key, old in [(k, v) for k, v in self.items.items() if namespace is None or k[0] == namespace]:
+            new = listed.pop(key, None)
+            if _since(old, version):
+                continue
+            self._drop(old)
+            if new is None or not self.put(new):
+                changed.add(self.job_of(old))
+            elif _facts(new) != _facts(old):
+                changed |= {self.job_of(old), self.job_of(new)}
+        changed |= {self.job_of(new) for new in listed.values() if self.put(new)}
+        return {job for job in changed if job is not None}
+
     def of_job(self, key: JobKey) -> list[T]:
         """of_job: the values of the job's objects."""
         return [item.value for item in self.by_job.get(key, {}).values()]
@@ -113,3 +133,13 @@ class Store(Generic[T]):
                 del entries[old.name]
                 if not entries:
                     del self.by_job[job]
+
+
+def _facts(item: Item[Any]) -> tuple[Any, ...]:
+    """_facts: of an owned object, what the planner reads besides its version."""
+    return (item.uid, item.labels, item.value.controller, item.value.digest)
+
+
+def _since(item: Item[Any], version: str) -> bool:
+    """_since: ``item`` was stored after a listing taken at ``version`` (both known as numbers)."""
+    return version.isdigit() and item.resource_version.isdigit() and int(item.resource_version) > int(version)
