@@ -19,7 +19,9 @@ event; the create, not the Running).
 The operator's CPU is read from ``/proc/<pid>/task/<tid>/stat`` (user + system ticks, per
 thread) before the first delete and 2.5 s after the last replacement runs (the last status
 write and its echo), so it holds the recoveries and nothing of the bring-up. Passes are the
-operator's ``aitj_reconcile_seconds_count`` (passes that reached the executor). Thread names:
+operator's ``aitj_reconcile_seconds_count`` (passes that reached the executor); plans are its
+``workqueue_work_duration_seconds_count`` (every pass: a snapshot and a plan, the ones held
+back for the status interval too). Thread names:
 from ``py-spy dump`` when py-spy is found (``--py-spy``, $PATH, /tmp/pyspy/bin), else (or with
 ``--no-py-spy``) from the line the operator logs on SIGUSR2 (``aitj.controller.runner``), else
 the thread's id; a pool's threads (``pass_0``, ``pass_1``, ...) are added up (``pass_*``). The
@@ -204,15 +206,24 @@ def cleanup(custom: client.CustomObjectsApi, pods: PodWatch, names: list[str], p
         time.sleep(0.5)
 
 
+PLANS = "workqueue_work_duration_seconds_count"
+
+
+def plans(metrics_text: str) -> float:
+    """plans: the passes the operator started so far (its work queue's items done), from the
+    text of its /metrics."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics_text.splitlines() if line.startswith(PLANS))
+
+
 def report(
     agg: dict[str, float],
     cpu: float,
     user_sys: tuple[float, float],
     n: int,
-    counts: tuple[float, int],
+    counts: tuple[float, int, float],
 ) -> None:
     """report: print the figures."""
-    passes_made, events = counts
+    passes_made, events, planned = counts
     print("operator CPU per recovery, ms, by thread:")
     for name, seconds in sorted(agg.items(), key=lambda kv: -kv[1]):
         if seconds > 0:
@@ -220,7 +231,7 @@ def report(
     print(
         f"{n} recoveries: operator CPU {1000 * cpu / n:.2f} ms per recovery "
         f"(user {1000 * user_sys[0] / n:.2f}, system {1000 * user_sys[1] / n:.2f}); "
-        f"passes {passes_made / n:.2f}, pod events {events / n:.2f} per recovery; "
+        f"passes {passes_made / n:.2f} (plans {planned / n:.2f}), pod events {events / n:.2f} per recovery; "
         f"{1000 * cpu / max(1, events):.2f} CPU-s per 1,000 pod events"
     )
 
@@ -264,11 +275,13 @@ def main() -> None:
         time.sleep(8)  # the bring-up's last status writes and their echoes
         py_spy = None if args.no_py_spy else find_py_spy(args.py_spy)
         cpu0, user_sys0 = thread_cpu(operator.pid), process_cpu(operator.pid)
-        passes0, events0 = opmetrics.passes(opmetrics.scrape(port)), pods.events
+        text0 = opmetrics.scrape(port)
+        passes0, events0, plans0 = opmetrics.passes(text0), pods.events, plans(text0)
         latencies = recover(core, pods, prefix, (args.jobs, args.trainers), args.recoveries)
         time.sleep(2.5)  # the last status write and its echo
         cpu1, user_sys1 = thread_cpu(operator.pid), process_cpu(operator.pid)
-        counts = (opmetrics.passes(opmetrics.scrape(port)) - passes0, pods.events - events0)
+        text1 = opmetrics.scrape(port)
+        counts = (opmetrics.passes(text1) - passes0, pods.events - events0, plans(text1) - plans0)
         tid_names, source = thread_names(operator.pid, log_path, py_spy)
         agg: collections.defaultdict[str, float] = collections.defaultdict(float)
         for tid, seconds in cpu1.items():

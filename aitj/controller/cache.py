@@ -15,6 +15,8 @@ every job once, then). After that a change kicks the job it concerns: any change
 a change of one of its pods that its view shows (a pod's Ready condition or IP changing alone
 plans nothing: the planner sees neither), the deletion of one of its owned objects, a change of
 a node's readiness (the jobs with a pod on it). A change the cache already holds kicks nothing.
+A kick of the job or its pod's event says which (``Seen``): a pass running then may be its
+writer, whose echoes make no more pass (aitj.controller.written).
 
 Write-through (``written``): what the operator's own calls returned (the job after its status
 write, a pod it created, deleted or released) is stored at once, so the next pass plans from
@@ -32,14 +34,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kubernetes import client
 
 from aitj.controller import gangapi
 from aitj.controller.informer import Change, Delta, Informer, Item, Kind, Sync
 from aitj.controller.logs import log
-from aitj.controller.written import Written
+from aitj.controller.store import JobKey as JobKey
+from aitj.controller.store import Store
+from aitj.controller.written import Seen, Written, pod_gone
 from aitj.core import api
 from aitj.core.observed import MAX_LEDGER_ANNOTATION, NodeView, PodView
 from aitj.core.planner import objects
@@ -47,8 +51,10 @@ from aitj.core.planner.types import ObjectKind, ObjectRef, ObjectState, Owned
 from aitj.core.render.gang import NEWEST
 from aitj.core.wire import mapping
 
-JobKey = tuple[str, str]  # (namespace, name)
 T = TypeVar("T")
+# A kick's cause: the job's and its pods' events (a running pass tells its echoes: written.confirms),
+# or None for any other (a node, a relist, an owned object or the job deleted).
+Kicked = tuple[Seen, ...] | None
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,12 @@ OWNED_COLLECTIONS: dict[ObjectKind, tuple[str, str]] = {
 # the operator found them served at start (``aitj.controller.served``); a list of a kind not
 # served would fail forever, and the cache would never be synced.
 OPTIONAL: frozenset[ObjectKind] = frozenset({ObjectKind.VOLCANO_PODGROUP, *gangapi.KINDS})
+# Kinds listed again every so often instead of watched: every change of a job's budget but its
+# deletion (or a hand's edit) is its status, which the disruption controller rewrites on every
+# pod change of the job (3.6 times a recovery, each read and decoded for nothing). What the
+# operator writes is stored at once (``written``); a budget deleted by hand is made again at the
+# next listing (docs/operator.md, "The hot path").
+RELISTED: dict[ObjectKind, float] = {ObjectKind.PDB: 30.0}
 # Kinds never listed nor watched: a list of Secrets, even metadata-only, is authorised as a
 # full one, so the right to watch them would be the right to read every Secret. The cache
 # knows the job's ssh Secret from the operator's own create (or the read after AlreadyExists).
@@ -136,109 +148,12 @@ def owned_kind(kind: ObjectKind, gang_version: str = NEWEST) -> Kind[ObjectState
     if kind in gangapi.KINDS:
         group_path = gangapi.group_path(gang_version)
     name = f"{plural}.{group_path.split('/')[2]}" if kind in OPTIONAL else plural
-    return Kind(name, group_path, plural, _state, JOB_SELECTOR, metadata_only=True)
+    return Kind(
+        name, group_path, plural, _state, JOB_SELECTOR, metadata_only=True, relist_seconds=RELISTED.get(kind)
+    )
 
 
 OWNED: dict[str, ObjectKind] = {owned_kind(kind).name: kind for kind in OWNED_COLLECTIONS}
-
-
-def _newer(new: str, old: str) -> bool:
-    """_newer: ``new`` is a later resourceVersion than ``old`` (unknown order: assume so)."""
-    if new.isdigit() and old.isdigit():
-        return int(new) > int(old)
-    return new != old
-
-
-class Store(Generic[T]):
-    """Store: one kind's items by (namespace, name), and by job for the kinds a job owns."""
-
-    def __init__(self, job_of: Callable[[Item[T]], JobKey | None]) -> None:
-        self.items: dict[tuple[str, str], Item[T]] = {}
-        self.by_job: dict[JobKey, dict[str, Item[T]]] = {}
-        self.gone: set[str] = set()  # uids found gone by the operator's own calls
-        self.job_of = job_of
-
-    def put(self, item: Item[T]) -> bool:
-        """put stores ``item`` unless the store holds that object at this version or later;
-        True when it changed anything."""
-        old = self.items.get((item.namespace, item.name))
-        if item.uid in self.gone:
-            return False
-        if (
-            old is not None
-            and old.uid == item.uid
-            and not _newer(item.resource_version, old.resource_version)
-        ):
-            return False
-        self._drop(old)
-        self.items[(item.namespace, item.name)] = item
-        job = self.job_of(item)
-        if job is not None:
-            self.by_job.setdefault(job, {})[item.name] = item
-        return True
-
-    def holds(self, meta: Mapping[str, Any]) -> bool:
-        """holds (asked from an informer's thread: reads only): ``put`` would drop the object
-        of ``meta``, as the store has it at this version or later, or its uid is gone."""
-        uid = str(meta.get("uid") or "")
-        old = self.items.get((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
-        if old is None or old.uid != uid:
-            return uid in self.gone
-        return not _newer(str(meta.get("resourceVersion") or ""), old.resource_version)
-
-    def only_version(self, item: Item[Any]) -> bool:
-        """only_version (from an informer's thread: reads only): of an owned object, ``item``
-        differs from the one stored in its version alone (a budget's status changed)."""
-        old: Item[Any] | None = self.items.get((item.namespace, item.name))
-        facts = [(i.uid, i.labels, i.value.controller, i.value.digest) for i in (old, item) if i is not None]
-        return len(facts) == 2 and facts[0] == facts[1]
-
-    def remove(self, namespace: str, name: str, uid: str = "", *, confirmed: bool = True) -> bool:
-        """remove forgets an object; ``confirmed`` False (the operator's own call found it gone)
-        also remembers its uid, so the watch's late news of it does not bring it back."""
-        old = self.items.get((namespace, name))
-        if not confirmed and uid:
-            self.gone.add(uid)
-        elif uid:
-            self.gone.discard(uid)
-        if old is None or (uid and old.uid != uid):
-            return False
-        self._drop(old)
-        return True
-
-    def replace(self, items: Iterable[Item[T]], namespace: str | None) -> set[JobKey]:
-        """replace: a new listing of ``namespace`` (None: all); returns the jobs that changed."""
-        before = {k: v for k, v in self.items.items() if namespace is None or k[0] == namespace}
-        for previous in before.values():
-            self._drop(previous)
-        self.gone.clear()
-        changed: set[JobKey] = set()
-        for item in items:
-            self.put(item)
-            old = before.pop((item.namespace, item.name), None)
-            if old is None or old.resource_version != item.resource_version:
-                for job in (self.job_of(item), self.job_of(old) if old is not None else None):
-                    if job is not None:
-                        changed.add(job)
-        changed |= {k for k in map(self.job_of, before.values()) if k is not None}
-        return changed
-
-    def of_job(self, key: JobKey) -> list[T]:
-        """of_job: the values of the job's objects."""
-        return [item.value for item in self.by_job.get(key, {}).values()]
-
-    def _drop(self, old: Item[T] | None) -> None:
-        """_drop takes ``old`` out of both maps."""
-        if old is None:
-            return
-        self.items.pop((old.namespace, old.name), None)
-        job = self.job_of(old)
-        if job is not None:
-            entries = self.by_job.get(job)
-            if entries is not None and entries.get(old.name) is old:
-                del entries[old.name]
-                if not entries:
-                    del self.by_job[job]
 
 
 def _by_label(item: Item[Any]) -> JobKey | None:
@@ -256,7 +171,7 @@ class InformerCache:
     """InformerCache: the Cache over one informer per kind; ``kick`` is called with each job a
     change concerns, once ``synced``."""
 
-    def __init__(self, kick: Callable[[JobKey], None] = lambda _key: None) -> None:
+    def __init__(self, kick: Callable[[JobKey, Kicked], None] = lambda _key, _seen: None) -> None:
         self.kick = kick
         self.jobs: Store[dict[str, Any]] = Store(_itself)
         self.pods: Store[PodView] = Store(_by_label)
@@ -334,48 +249,55 @@ class InformerCache:
 
     # ---- filled by the informers (on the loop) ------------------------------------------------
     def apply(self, kind: Kind[Any], deltas: list[Delta[Any]]) -> None:
-        """apply stores a batch of one kind's deltas and kicks the jobs they concern."""
+        """apply stores a batch of one kind's deltas and kicks the jobs they concern, each with
+        the events that did (``Kicked``)."""
         store = self._store(kind)
         if kind is NODES:
             self._nodes = None
-        touched: set[JobKey] = set()
+        touched: dict[JobKey, list[Seen] | None] = {}
         for delta in deltas:
             if isinstance(delta, Sync):
-                changed = store.replace(delta.items, delta.namespace)
-                touched |= changed  # nodes: none (a relisted node kicks nothing by itself)
+                relisted = kind.relist_seconds is not None  # nodes: none (a node relisted kicks nothing)
+                changed = (
+                    store.relisted(delta.items, delta.namespace, delta.version)
+                    if relisted
+                    else store.replace(delta.items, delta.namespace)
+                )
+                touched.update(dict.fromkeys(changed))
                 self._waiting.discard((kind.name, delta.namespace))
                 if not self._waiting and not self.synced.is_set():
                     self.synced.set()
                 continue
-            touched |= self._change(kind, store, delta)
+            for key, seen in self._change(kind, store, delta).items():
+                if seen is None:
+                    touched[key] = None
+                elif (events := touched.setdefault(key, [])) is not None:
+                    events.append(seen)
         if self.synced.is_set():
-            for key in touched:
-                self.kick(key)
+            for key, events in touched.items():
+                self.kick(key, tuple(events) if events is not None else None)
 
-    def _change(self, kind: Kind[Any], store: Store[Any], delta: Change[Any]) -> set[JobKey]:
-        """_change: one watch event; returns the jobs to kick."""
+    def _change(self, kind: Kind[Any], store: Store[Any], delta: Change[Any]) -> dict[JobKey, Seen | None]:
+        """_change: one watch event; the jobs to kick, each with the event (of it or its pod) or None."""
         item = delta.item
         old = store.items.get((item.namespace, item.name))
-        if delta.type == "DELETED":
-            changed = store.remove(item.namespace, item.name, item.uid)
-        else:
-            changed = store.put(item)
-        if not changed:
-            return set()
+        deleted = delta.type == "DELETED"
+        if not (store.remove(item.namespace, item.name, item.uid) if deleted else store.put(item)):
+            return {}
         if kind is NODES:
             was = old.value.health if old is not None else None
-            now = item.value.health if delta.type != "DELETED" else None
-            return set(self.jobs_on_node(item.name)) if was != now else set()
-        if kind is JOBS and delta.type == "DELETED":
+            now = item.value.health if not deleted else None
+            return dict.fromkeys(self.jobs_on_node(item.name)) if was != now else {}
+        if kind is JOBS and deleted:
             self._forget_unwatched((item.namespace, item.name))
-        job = store.job_of(item)
-        if job is None:
-            return set()
-        if kind.name in OWNED and delta.type != "DELETED":
-            return set()  # created or rewritten by the operator itself: nothing to plan
-        if kind is PODS and old is not None and delta.type != "DELETED" and old.value == item.value:
-            return set()  # a change the planner cannot see (a condition, the pod's IP): no pass
-        return {job}
+            return {(item.namespace, item.name): None}
+        if (job := store.job_of(item)) is None:
+            return {}
+        if kind.name in OWNED:  # created or rewritten by the operator itself: nothing to plan
+            return {job: None} if deleted else {}
+        if kind is PODS and old is not None and not deleted and old.value == item.value:
+            return {}  # a change the planner cannot see (a condition, the pod's IP): no pass
+        return {job: Seen(item.uid, item.resource_version, deleted)}
 
     def _store(self, kind: Kind[Any]) -> Store[Any]:
         """_store: the store of ``kind``."""
@@ -397,13 +319,7 @@ class InformerCache:
             self.jobs.put(Item.of(body, slim_job(body)))
         for body in w.pods:
             meta = mapping(body.get("metadata"))
-            # Gone once nothing holds it: no finalizer left and no grace period to wait out (a
-            # graceful deletion stays until the kubelet confirms it or the grace runs out).
-            if (
-                meta.get("deletionTimestamp")
-                and not meta.get("finalizers")
-                and not meta.get("deletionGracePeriodSeconds")
-            ):
+            if pod_gone(meta):  # nothing holds it any more (a graceful deletion stays)
                 self._pod_gone(key[0], str(meta.get("name") or ""), str(meta.get("uid") or ""))
             else:
                 self.pods.put(Item.of(body, PodView.from_dict(body)))

@@ -15,7 +15,9 @@ The JSON is decoded by orjson: 2.4 times the standard library's speed on a pod's
 (docs/operator.md, "The hot path").
 
 Owned objects (Services, Secrets, ConfigMaps, ...) are listed as metadata only
-(PartialObjectMetadata): a Secret's data never reaches the operator.
+(PartialObjectMetadata): a Secret's data never reaches the operator. A kind whose every
+change but a rare few is news to no one (a PodDisruptionBudget's status) is listed again
+every ``Kind.relist_seconds`` instead of watched (aitj.controller.cache, ``RELISTED``).
 
 What an item keeps is bounded (issue 24, section 4): the pod informer matches the job label
 cluster-wide, so any namespace can hand the operator pods to hold. An item keeps only the
@@ -57,7 +59,8 @@ METADATA_ONLY_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v
 class Kind(Generic[T]):
     """Kind: one kind an informer watches. ``path``: the cluster-wide collection (``/api/v1/pods``;
     ``{ns}`` marks where a namespace goes); ``convert`` makes the slim value from a raw object;
-    ``job_label``: the label that ties an object to its job (None: the kind is not a job's)."""
+    ``job_label``: the label that ties an object to its job (None: the kind is not a job's);
+    ``relist_seconds``: listed again that often instead of watched (None: watched)."""
 
     name: str
     group_path: str  # "/api/v1" or "/apis/<group>/<version>"
@@ -66,6 +69,7 @@ class Kind(Generic[T]):
     label_selector: str | None = None
     metadata_only: bool = False
     namespaced: bool = True
+    relist_seconds: float | None = None
 
     def path(self, namespace: str | None) -> str:
         """path: the collection, in ``namespace`` or (None) cluster-wide."""
@@ -112,10 +116,12 @@ def own_labels(labels: Mapping[str, Any]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Sync(Generic[T]):
-    """Sync: a whole listing; replaces what the cache held of the kind (in that namespace)."""
+    """Sync: a whole listing; replaces what the cache held of the kind (in that namespace).
+    ``version``: the listing's resourceVersion (what was stored since is newer)."""
 
     items: Sequence[Item[T]]
     namespace: str | None
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -207,12 +213,16 @@ class Informer(Generic[T]):
 
     # ---- the thread ---------------------------------------------------------------------
     def _run(self) -> None:
-        """_run: list, then watch until the version is gone, then list again; back off on errors."""
+        """_run: list, then watch until the version is gone, then list again (a kind not watched:
+        list again every ``relist_seconds``); back off on errors."""
         backoff = 0.5
         while not self._stop.is_set():
             try:
                 version = self._list()
                 backoff = 0.5
+                if self.kind.relist_seconds is not None:
+                    self._stop.wait(self.kind.relist_seconds)
+                    continue
                 while not self._stop.is_set():
                     version = self._watch(version)
             except Gone:
@@ -236,8 +246,9 @@ class Informer(Generic[T]):
             if str(meta.get("continue") or "") != continue_token(body):
                 raise RuntimeError(f"listing {self.kind.name}: the continue token was misread")
         self.lists += 1
-        self._post(Sync(items, self.namespace))
-        return str(meta.get("resourceVersion") or "")
+        version = str(meta.get("resourceVersion") or "")
+        self._post(Sync(items, self.namespace, version))
+        return version
 
     def _pages(self) -> Iterator[bytes]:
         """_pages: the raw pages of one listing, fetched one ahead in a thread of their own."""

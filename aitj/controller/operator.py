@@ -61,10 +61,12 @@ class Operator:
         self.progress: ProgressMonitor | None = None  # spec.progress's log reads, made by start
         self._progress: asyncio.Task[None] | None = None
 
-    def kick(self, key: JobKey) -> None:
-        """kick: the cache's news that a change concerns job ``key``; a standby ignores it."""
+    def kick(self, key: JobKey, seen: cache.Kicked = None) -> None:
+        """kick: the cache's news that a change concerns job ``key`` (``seen``: the events of the
+        job and its pods that did, for a pass that runs to tell its own echoes); a standby
+        ignores it."""
         if self.acting and self.reconciler is not None:
-            self.reconciler.spawn(key)
+            self.reconciler.spawn(key, seen)
 
     async def start(self) -> None:
         """start: the Settings, the informers and the reconciler; passes begin once the cache

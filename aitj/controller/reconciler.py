@@ -37,10 +37,9 @@ import concurrent.futures
 import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from aitj.controller import clientmetrics, metrics, sshkeys
+from aitj.controller import clientmetrics, metrics
 from aitj.controller.cache import JobKey, Snapshot
 from aitj.controller.executor import (
     Executor,
@@ -54,19 +53,18 @@ from aitj.controller.executor import (
     only_status,
     sends,
 )
+from aitj.controller.jobstate import JobState, Sources, new_keys
 from aitj.controller.logs import log
 from aitj.controller.metrics import ErrorStage
 from aitj.controller.recovery_metrics import Recoveries
 from aitj.controller.retries import failure_reason, pass_failure, retry_after, retry_delay
-from aitj.controller.written import Written
+from aitj.controller.written import Seen, Written, confirms
 from aitj.core import api
-from aitj.core.observed import PodView
 from aitj.core.planner import failed_pass, lifecycle, resources
-from aitj.core.planner import plan as make_plan
 from aitj.core.planner.failed_pass import FailureReason
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.memo import Memo
-from aitj.core.planner.types import DrainHook, Plan, Settings, SshKeys
+from aitj.core.planner.types import DrainHook, Plan, Settings
 from aitj.core.telemetry import finished_scalings
 
 STALE_RETRY_SECONDS = 0.5
@@ -90,43 +88,6 @@ PACED_PLAN_SECONDS = 0.005
 # this was measured): past it, more threads only queue on the GIL and the apiserver.
 PASS_WORKERS = 16
 R = TypeVar("R")
-
-
-def new_keys(job_name: str) -> SshKeys:
-    """new_keys makes a key pair for a job's ssh Secret."""
-    return SshKeys(*sshkeys.generate_keypair(f"aitj@{job_name}"))
-
-
-@dataclass
-class _JobState:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    dirty: bool = False
-    queued: bool = False  # a kick's Task is made and has not started yet (``spawn``)
-    timer: asyncio.TimerHandle | None = None
-    failures: int = 0  # failed passes in a row
-    retry_at: float = 0.0  # loop time before which no pass runs (after a failed pass)
-    paced_until: float = 0.0  # loop time before which no pass runs (after a long plan)
-    # What the last pass's calls were told that the next pass acts on (it runs right after).
-    refused: PodRefusal | None = None  # a pod create refused for good: the job fails
-    terminating: bool = False  # the namespace is being deleted: its pods are let go
-    status_written_at: float | None = None  # loop time of the last status write (STATUS_INTERVAL)
-    parsed: tuple[Mapping[str, Any], api.Job] | None = None  # the last body parsed, and its Job: _triage
-    # What the job's passes reuse of the last (aitj.core.planner.memo: cheaper, never different);
-    # it goes with this state when the job is forgotten.
-    memo: Memo = field(default_factory=Memo)
-
-
-@dataclass(frozen=True)
-class Sources:
-    """Sources: where a pass gets the time, its decision and a fresh ssh key pair: the clock, the
-    planner and the key generator, the real ones by default (tests pass fixed ones); and
-    ``progress``, the job's pod views with what was read of the watched pod's log (spec.progress,
-    aitj.controller.progress; by default the views as they are)."""
-
-    clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
-    planner: Callable[..., Plan] = make_plan
-    keygen: Callable[[str], SshKeys] = new_keys
-    progress: Callable[[JobKey, Sequence[PodView]], Sequence[PodView]] = lambda _key, pods: pods
 
 
 class Reconciler:
@@ -155,7 +116,7 @@ class Reconciler:
         self.recoveries = Recoveries()  # this reconciler's restarts, followed
         self.pool = concurrent.futures.ThreadPoolExecutor(PASS_WORKERS, thread_name_prefix="pass")
         self.closing = False
-        self._jobs: dict[JobKey, _JobState] = {}
+        self._jobs: dict[JobKey, JobState] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # kicks spawned, kept until done
         self.queue = clientmetrics.WorkQueue()  # the passes as controller-runtime's workqueue_* see them
         # Where a plan's checkpoint hooks before a drain go (aitj.controller.drainhooks; the
@@ -193,7 +154,7 @@ class Reconciler:
         """kick plans the job now, or right after the pass already running for it."""
         if self.closing:
             return
-        state = self._jobs.setdefault(key, _JobState())
+        state = self._jobs.setdefault(key, JobState())
         state.queued = False
         self.queue.add(key)
         if state.lock.locked():
@@ -208,6 +169,7 @@ class Reconciler:
                     self.queue.defer(key)
                     break
                 state.dirty = False
+                state.seen, state.wrote = [], []
                 started = self.queue.get(key)
                 try:
                     await self._pass(key, state)
@@ -216,8 +178,19 @@ class Reconciler:
                     await self._failed(key, state, e)
                 finally:
                     self.queue.done(started)
+                self._settle(state)
 
-    async def _pass(self, key: JobKey, state: _JobState) -> None:
+    @staticmethod
+    def _settle(state: JobState) -> None:
+        """_settle: the pass is over and written through; the events of the job and its pods
+        that came while it ran mark it for one more pass unless each only echoes what its
+        calls returned (``written.confirms``: then the cache holds what it would hold had they
+        come after the write-through, when they are dropped)."""
+        if state.seen and not confirms(state.wrote, state.seen):
+            state.dirty = True
+        state.seen, state.wrote = [], []
+
+    async def _pass(self, key: JobKey, state: JobState) -> None:
         """_pass: snapshot, triage, plan (with a key pair only when one is wanted), execute."""
         snap = self.snapshot(key)
         if snap.body is None:
@@ -256,7 +229,7 @@ class Reconciler:
         await self._execute(key, state, job, plan, snap)
 
     @staticmethod
-    def _pace(state: _JobState, planned: float) -> None:
+    def _pace(state: JobState, planned: float) -> None:
         """_pace: after a plan that took ``planned`` seconds of CPU, PACED_PLAN_SECONDS or more,
         the job's next plan starts no sooner than twice that after this one ended (its calls, on
         the pass pool, count towards the wait: they leave the loop free)."""
@@ -264,7 +237,7 @@ class Reconciler:
             state.paced_until = asyncio.get_running_loop().time() + 2 * planned
 
     @staticmethod
-    def _triage(state: _JobState, snap: Snapshot, now: dt.datetime) -> api.Job | Plan:
+    def _triage(state: JobState, snap: Snapshot, now: dt.datetime) -> api.Job | Plan:
         """_triage: ``lifecycle.triage``, with the job's last parse kept for the passes that
         follow: a version of the job whose spec is the one parsed before (a status write makes
         a new version) is made from that parse (``api.parse_again``), as parsing the spec on
@@ -280,7 +253,7 @@ class Reconciler:
         state.parsed = (body, triaged) if isinstance(triaged, api.Job) else None
         return triaged
 
-    def _held(self, key: JobKey, state: _JobState, plan: Plan) -> bool:
+    def _held(self, key: JobKey, state: JobState, plan: Plan) -> bool:
         """_held: ``plan`` only writes the status, and the job's last status write is less than
         STATUS_INTERVAL ago: the job is planned again when the interval is over (whatever
         happens in between is in that one write), and this plan is dropped."""
@@ -292,7 +265,7 @@ class Reconciler:
         self._requeue(key, state, wait)
         return True
 
-    async def _gone(self, key: JobKey, state: _JobState, snap: Snapshot) -> None:
+    async def _gone(self, key: JobKey, state: JobState, snap: Snapshot) -> None:
         """_gone: the job is not in the cache. Its pods being deleted (garbage collection) are
         let go once the API server confirms the job is gone; otherwise the job is forgotten."""
         orphans = lifecycle.plan_orphans(snap.pods)
@@ -316,7 +289,7 @@ class Reconciler:
         self.recoveries.forget(key)
 
     async def _execute(
-        self, key: JobKey, state: _JobState, target: Target, plan: Plan, snap: Snapshot
+        self, key: JobKey, state: JobState, target: Target, plan: Plan, snap: Snapshot
     ) -> None:
         """_execute: hand ``plan`` to the executor, count what its status write recorded, and
         map how the pass ended: stale (plan again soon), a pod refused for good or the namespace
@@ -329,7 +302,7 @@ class Reconciler:
                 sent = await self._run(self.executor.execute, target, plan)
         finally:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
-            self.written(key, sent.written)
+            self._write(key, state, sent.written)
         self._recorded(key, target, plan, sent)
         if sent.status_written:
             state.status_written_at = asyncio.get_running_loop().time()
@@ -379,7 +352,7 @@ class Reconciler:
             bound = log
         self.recoveries.passed(bound, key, target, plan, sent, self.clock())
 
-    async def _failed(self, key: JobKey, state: _JobState, error: Exception) -> None:
+    async def _failed(self, key: JobKey, state: JobState, error: Exception) -> None:
         """_failed: count and log a pass that failed, plan the job again after a backoff
         (``retry_delay``: doubled per failure in a row, never before the server's Retry-After),
         and say why (``failed_pass``: an Event and ``status.passFailure``, once per way of
@@ -409,9 +382,17 @@ class Reconciler:
         is None), and write through what its status write returned."""
         if report is None or body is None:
             return
-        self.written(key, await self._run(self.executor.report, lifecycle.job_ref(body), report))
+        self._write(
+            key, self._jobs.get(key), await self._run(self.executor.report, lifecycle.job_ref(body), report)
+        )
 
-    def _requeue(self, key: JobKey, state: _JobState, delay: float) -> None:
+    def _write(self, key: JobKey, state: JobState | None, w: Written) -> None:
+        """_write: hand what a pass's calls returned to the cache, and keep it for ``_settle``."""
+        if state is not None:
+            state.wrote.append(w)
+        self.written(key, w)
+
+    def _requeue(self, key: JobKey, state: JobState, delay: float) -> None:
         """_requeue: pass the job again after ``delay`` seconds (the earlier deadline wins)."""
         if self.closing:
             return
@@ -430,16 +411,21 @@ class Reconciler:
             state.timer = None
         self.spawn(key)
 
-    def spawn(self, key: JobKey) -> None:
+    def spawn(self, key: JobKey, seen: Sequence[Seen] | None = None) -> None:
         """spawn kicks the job from synchronous code (the cache, timers), keeping the task alive;
-        none when its kick is on its way (it plans this too) or its pass runs (marked to run
-        once more, as ``kick`` marks it): most of a recovery's events come then."""
-        state = self._jobs.get(key) or self._jobs.setdefault(key, _JobState())
+        none when its kick is on its way (it plans this too) or its pass runs: most of a
+        recovery's events come then. A kick for the events ``seen`` (of the job and its pods)
+        is kept for the running pass to judge (``_settle``: news, or its own echoes); any
+        other marks the job to be planned once more, as ``kick`` does."""
+        state = self._jobs.get(key) or self._jobs.setdefault(key, JobState())
         if self.closing or state.queued:
             return
         if state.lock.locked():
             self.queue.add(key)
-            state.dirty = True
+            if seen is None:
+                state.dirty = True
+            else:
+                state.seen.extend(seen)
             return
         state.queued = True
         task = asyncio.ensure_future(self.kick(key))
@@ -447,4 +433,4 @@ class Reconciler:
         task.add_done_callback(self._tasks.discard)
 
 
-__all__ = ["ErrorStage", "JobKey", "Reconciler", "Snapshot", "new_keys"]
+__all__ = ["ErrorStage", "JobKey", "Reconciler", "Snapshot", "Sources", "new_keys"]

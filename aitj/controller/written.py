@@ -1,18 +1,33 @@
-"""What the operator's own calls returned, on its way from the executor to the cache.
+"""What the operator's own calls returned, on its way from the executor to the cache, and
+whether the watch events that came while a pass ran only echo it.
 
 The executor fills a ``Written`` as it sends a Plan; the reconciler hands it to the cache
 (``InformerCache.written``: write-through), so the next pass plans from the operator's own
 writes instead of a copy the watch has not caught up with. Here, apart from both, so that the
 cache does not import the executor to read what it is handed.
+
+A pass writes through when its calls are done, and the watch's echoes of its writes (the
+replacement's ADDED, the released pod's DELETED, the job's status) mostly come before that,
+while it runs. The cache kicks the job for each of them (``Seen``: it holds nothing newer yet),
+and the job would be planned once more for changes it made itself. ``confirms`` says when every
+such event only echoes what the pass wrote: the object at the very version a call returned,
+or a pod the pass's own call left with nothing holding it (``pod_gone``), deleted. Then the
+cache, once written through, holds what it would have held had the echoes come after the
+write-through (when they are dropped: ``Store.put``), and no pass follows. Anything else is
+news the pass did not plan from, and the job is planned again: a version the pass did not
+write (an older one too: a change between the snapshot and the write), a pod deleted that the
+pass left in place (a restart's graceful delete: its DELETED is what its next pass waits for),
+a pod found gone by a 404 (it went behind the pass's back).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from aitj.core.planner.types import ObjectKind, ObjectRef
+from aitj.core.wire import mapping
 
 
 @dataclass
@@ -26,3 +41,48 @@ class Written:
     gone_pods: list[str] = field(default_factory=list)
     owned: list[tuple[ObjectKind, Mapping[str, Any]]] = field(default_factory=list)
     gone_owned: list[ObjectRef] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """Seen: a watch event of a job or of one of its pods that kicked the job: the object's
+    uid, the version the event brought, and whether it was a deletion."""
+
+    uid: str
+    version: str
+    deleted: bool = False
+
+
+def pod_gone(meta: Mapping[str, Any]) -> bool:
+    """pod_gone: a pod whose metadata a call returned is gone once nothing holds it: deleted,
+    no finalizer left and no grace period to wait out (a graceful deletion stays until the
+    kubelet confirms it or the grace runs out)."""
+    return bool(
+        meta.get("deletionTimestamp")
+        and not meta.get("finalizers")
+        and not meta.get("deletionGracePeriodSeconds")
+    )
+
+
+def confirms(wrote: Iterable[Written], seen: Iterable[Seen]) -> bool:
+    """confirms: every event in ``seen`` echoes what the pass's calls returned (``wrote``): a
+    new version of the job or a pod at the version a call returned, or the deletion of a pod a
+    call left gone. False as soon as one does not (news, or an identity without a uid)."""
+    versions: set[tuple[str, str]] = set()
+    gone: set[str] = set()
+    for w in wrote:
+        for body in w.jobs:
+            versions.add(_identity(mapping(body.get("metadata"))))
+        for body in w.pods:
+            meta = mapping(body.get("metadata"))
+            versions.add(_identity(meta))
+            if pod_gone(meta):
+                gone.add(str(meta.get("uid") or ""))
+    return all(
+        s.uid and (s.uid in gone if s.deleted else s.version and (s.uid, s.version) in versions) for s in seen
+    )
+
+
+def _identity(meta: Mapping[str, Any]) -> tuple[str, str]:
+    """_identity: an object's uid and resourceVersion, as a call returned them."""
+    return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")

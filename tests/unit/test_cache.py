@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aitj.controller.cache import JOBS, NODES, OWNED_COLLECTIONS, PODS, InformerCache, owned_kind
+from aitj.controller.cache import JOBS, NODES, OWNED_COLLECTIONS, PODS, InformerCache, Kicked, owned_kind
 from aitj.controller.informer import (
     Action,
     Change,
@@ -23,7 +23,7 @@ from aitj.controller.informer import (
     continue_token,
     watch_action,
 )
-from aitj.controller.written import Written
+from aitj.controller.written import Seen, Written
 from aitj.core import api
 from aitj.core.observed import TRACKING_FINALIZER
 from aitj.core.planner.types import ObjectKind, ObjectRef, ObjectState
@@ -94,8 +94,19 @@ def change(kind: Kind[Any], type: str, obj: dict[str, Any]) -> list[Delta[Any]]:
 
 
 class Kicks(list[tuple[str, str]]):
-    def __call__(self, key: tuple[str, str]) -> None:
+    """Kicks: the jobs kicked, in order, and (``seen``) the events each kick came with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[Kicked] = []
+
+    def __call__(self, key: tuple[str, str], seen: Kicked) -> None:
         self.append(key)
+        self.seen.append(seen)
+
+    def clear(self) -> None:
+        super().clear()
+        self.seen.clear()
 
 
 def synced_cache(*pods: dict[str, Any]) -> tuple[InformerCache, Kicks]:
@@ -162,6 +173,39 @@ def test_what_a_watch_event_kicks(kind: Kind[Any], type: str, obj: dict[str, Any
     cache, kicks = synced_cache(pod("p-0", 10))
     cache.apply(kind, change(kind, type, obj))
     assert kicks == kicked
+
+
+@pytest.mark.parametrize(
+    ("kind", "type", "obj", "seen"),
+    [
+        pytest.param(
+            PODS, "MODIFIED", failed(pod("p-0", 11)), (Seen("uid-p-0", "11"),), id="a pod's change: the event"
+        ),
+        pytest.param(
+            PODS, "DELETED", pod("p-0", 12), (Seen("uid-p-0", "12", deleted=True),), id="a pod's deletion"
+        ),
+        pytest.param(JOBS, "MODIFIED", job(6), (Seen("uid-job", "6"),), id="the job's change"),
+        pytest.param(JOBS, "DELETED", job(6), None, id="the job's deletion: no echo to tell"),
+        pytest.param(NODES, "MODIFIED", node("n1", "Unknown", 2), None, id="a node's: none"),
+    ],
+)
+def test_a_kick_says_which_events_of_the_job_and_its_pods_made_it(
+    kind: Kind[Any], type: str, obj: dict[str, Any], seen: Kicked
+) -> None:
+    """What a running pass needs to tell its own echoes from news (written.confirms)."""
+    cache, kicks = synced_cache(pod("p-0", 10))
+    cache.apply(kind, change(kind, type, obj))
+    assert kicks == [KEY] and kicks.seen == [seen]
+
+
+def test_a_batch_s_events_of_one_job_kick_it_once_with_all_of_them() -> None:
+    cache, kicks = synced_cache(pod("p-0", 10), pod("p-1", 10))
+    cache.apply(
+        PODS, [*change(PODS, "MODIFIED", failed(pod("p-0", 11))), *change(PODS, "DELETED", pod("p-1", 12))]
+    )
+    assert kicks == [KEY] and kicks.seen == [(Seen("uid-p-0", "11"), Seen("uid-p-1", "12", deleted=True))]
+    cache.apply(PODS, [*change(PODS, "MODIFIED", failed(pod("p-0", 13))), *sync(PODS, pod("p-0", 14))])
+    assert kicks.seen[1:] == [None]  # a relist among them: any change, no echo to tell
 
 
 def test_only_the_deletion_of_an_owned_object_kicks() -> None:

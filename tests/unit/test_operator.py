@@ -5,6 +5,7 @@ and tests/e2e/test_leader_election.py."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import kopf
@@ -16,6 +17,7 @@ from aitj.controller.cache import Snapshot
 from aitj.controller.operator import Operator
 from aitj.controller.options import OperatorOptions
 from aitj.controller.reconciler import JobKey, Reconciler
+from aitj.controller.written import Seen
 
 KEY: JobKey = ("default", "job")
 
@@ -26,9 +28,11 @@ class Spawns(Reconciler):
     def __init__(self) -> None:
         super().__init__(_never(), lambda key: Snapshot(None), job_exists=lambda namespace, name: False)
         self.spawned: list[JobKey] = []
+        self.seen: list[Sequence[Seen] | None] = []
 
-    def spawn(self, key: JobKey) -> None:
+    def spawn(self, key: JobKey, seen: Sequence[Seen] | None = None) -> None:
         self.spawned.append(key)
+        self.seen.append(seen)
 
 
 def _never() -> Any:
@@ -52,3 +56,5 @@ def test_a_change_kicks_its_job_only_once_the_operator_acts() -> None:
     operator.acting = True
     operator.kick(KEY)
     assert reconciler.spawned == [KEY]
+    operator.kick(KEY, (Seen("uid-p", "12"),))  # what the cache saw goes along
+    assert reconciler.seen == [None, (Seen("uid-p", "12"),)]

@@ -32,7 +32,7 @@ from aitj.controller.executor import (
 )
 from aitj.controller.reconciler import PACED_PLAN_SECONDS, ErrorStage, JobKey, Reconciler, Sources
 from aitj.controller.retries import retry_after, retry_delay
-from aitj.controller.written import Written
+from aitj.controller.written import Seen, Written
 from aitj.core import naming
 from aitj.core.api import Job, JobStatus, Phase, RestartScope
 from aitj.core.observed import TRACKING_FINALIZER, PodView
@@ -232,6 +232,83 @@ def test_a_spawn_after_the_pass_ended_makes_a_pass_of_its_own() -> None:
 
     asyncio.run(run())
     assert len(planner.calls) == 2 and r.queue.depth() == 0
+
+
+# What a recovery's pass writes: the replacement created (q at 20), the victim released (p, gone
+# once released: force-deleted) and the job's status (7 -> 8).
+REPLACEMENT = {"kind": "Pod", "metadata": {"name": "q", "uid": "uid-q", "resourceVersion": "20"}}
+RELEASED = {
+    "kind": "Pod",
+    "metadata": {"name": "p", "uid": "uid-p", "resourceVersion": "21", "deletionTimestamp": "x"},
+}
+STATUS_WRITTEN = {"metadata": {"name": KEY[1], "uid": "uid-1", "resourceVersion": "8"}}
+
+
+class Writing(Recorder):
+    """Writing: a Recorder whose every pass's calls return what a recovery's pass writes."""
+
+    def execute(self, target: Target, plan: Plan) -> Sent:
+        sent = super().execute(target, plan)
+        sent.written.pods += [REPLACEMENT, RELEASED]
+        sent.written.jobs.append(STATUS_WRITTEN)
+        return sent
+
+
+@pytest.mark.parametrize(
+    ("kicks", "passes"),
+    [
+        pytest.param([(Seen("uid-q", "20"),)], 1, id="the replacement's ADDED: its own echo"),
+        pytest.param(
+            [(Seen("uid-q", "20"),), (Seen("uid-p", "22", deleted=True),), (Seen("uid-1", "8"),)],
+            1,
+            id="every echo of a recovery",
+        ),
+        pytest.param([(Seen("uid-q", "23"),)], 2, id="the replacement changed since it was made: news"),
+        pytest.param([(Seen("uid-r", "24", deleted=True),)], 2, id="another pod deleted: news"),
+        pytest.param(
+            [(Seen("uid-q", "20"), Seen("uid-1", "9"))], 2, id="an echo and the job changed by someone"
+        ),
+        pytest.param([(Seen("uid-q", "20"),), None], 2, id="an echo and a kick of any other kind (a node)"),
+        pytest.param([None], 2, id="a kick without events (a timer, the resync)"),
+    ],
+)
+def test_the_echoes_of_a_pass_s_own_writes_make_no_more_pass(
+    kicks: list[tuple[Seen, ...] | None], passes: int
+) -> None:
+    """The events that come while a pass runs mark it for one more pass, unless each only
+    echoes what its calls returned (written.confirms: table-tested in test_written.py)."""
+    rec = Writing()
+    rec.gate = threading.Event()
+    r, planner, _ = reconciler(rec, body())
+
+    async def run() -> None:
+        first = asyncio.ensure_future(r.kick(KEY))
+        await asyncio.sleep(0.05)  # the pass is now blocked in the executor
+        for seen in kicks:
+            r.spawn(KEY, seen)
+        rec.gate.set()  # type: ignore[union-attr]
+        await first
+
+    asyncio.run(run())
+    assert len(planner.calls) == passes
+    assert r._jobs[KEY].seen == [] and r._jobs[KEY].wrote == []  # nothing carried past the pass
+
+
+def test_an_event_during_a_pass_whose_calls_returned_none_of_it_makes_one_more_pass() -> None:
+    """The same event, during a pass whose calls returned something else: news."""
+    rec = Recorder()  # its calls return a pod found gone, nothing the event could echo
+    rec.gate = threading.Event()
+    r, planner, _ = reconciler(rec, body())
+
+    async def run() -> None:
+        first = asyncio.ensure_future(r.kick(KEY))
+        await asyncio.sleep(0.05)
+        r.spawn(KEY, (Seen("uid-q", "20"),))
+        rec.gate.set()  # type: ignore[union-attr]
+        await first
+
+    asyncio.run(run())
+    assert len(planner.calls) == 2
 
 
 @pytest.mark.parametrize(("takes", "paced"), [(0.0, False), (10 * PACED_PLAN_SECONDS, True)])
