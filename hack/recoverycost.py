@@ -18,10 +18,13 @@ event; the create, not the Running).
 
 The operator's CPU is read from ``/proc/<pid>/task/<tid>/stat`` (user + system ticks, per
 thread) before the first delete and 2.5 s after the last replacement runs (the last status
-write and its echo), so it holds the recoveries and nothing of the bring-up. Passes are the
-operator's ``aitj_reconcile_seconds_count`` (passes that reached the executor); plans are its
-``workqueue_work_duration_seconds_count`` (every pass: a snapshot and a plan, the ones held
-back for the status interval too). Thread names:
+write and its echo), so it holds the recoveries and nothing of the bring-up, nor the scrapes of
+its /metrics (read outside the window, as the bench's are: a scrape walks every pod). Passes are
+the operator's ``aitj_reconcile_seconds_count`` (passes that reached the executor; F13 divides
+by these), and, as "started", ``workqueue_work_duration_seconds_count`` (every pass, those
+held or sending nothing too). ``--record FILE``: ``py-spy record`` (raw collapsed stacks, by
+thread, non-blocking) over the same window, for where the time goes (it costs the operator
+CPU: not for figures). Thread names:
 from ``py-spy dump`` when py-spy is found (``--py-spy``, $PATH, /tmp/pyspy/bin), else (or with
 ``--no-py-spy``) from the line the operator logs on SIGUSR2 (``aitj.controller.runner``), else
 the thread's id; a pool's threads (``pass_0``, ``pass_1``, ...) are added up (``pass_*``). The
@@ -125,6 +128,26 @@ def thread_names(pid: int, log_path: Path, py_spy: str | None) -> tuple[dict[str
     return (names, "the operator's SIGUSR2 dump") if names else ({}, "none: thread ids")
 
 
+def start_record(py_spy: str | None, pid: int, path: str | None) -> subprocess.Popen[bytes] | None:
+    """start_record: ``py-spy record`` of ``pid`` into ``path`` (collapsed stacks, by thread),
+    until ``stop_record``; None without a path."""
+    if path is None:
+        return None
+    if py_spy is None:
+        raise SystemExit("--record needs py-spy")
+    command = [py_spy, "record", "--pid", str(pid), "--format", "raw", "--threads", "--nonblocking"]
+    recorder = subprocess.Popen([*command, "--output", path], stdout=subprocess.DEVNULL)
+    time.sleep(1)  # py-spy attaches
+    return recorder
+
+
+def stop_record(recorder: subprocess.Popen[bytes] | None) -> None:
+    """stop_record: py-spy writes its file on SIGINT."""
+    if recorder is not None:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(60)
+
+
 def group(name: str) -> str:
     """group: a pool's threads under one name (``pass_3`` -> ``pass_*``, ``list-pods`` kept)."""
     return re.sub(r"_\d+$", "_*", name)
@@ -148,6 +171,11 @@ class PodWatch:
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
+        while True:  # a watch that expired (410: a bring-up of thousands on a busy machine) starts again
+            with contextlib.suppress(client.ApiException):
+                self._watch()
+
+    def _watch(self) -> None:
         stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
             self.core.list_namespaced_pod, NS_OURS, _request_timeout=3600
         )
@@ -199,20 +227,18 @@ def cleanup(custom: client.CustomObjectsApi, pods: PodWatch, names: list[str], p
     for name in names:
         with contextlib.suppress(client.ApiException):  # gone already
             custom.delete_namespaced_custom_object(A.GROUP, A.VERSION, NS_OURS, A.PLURAL, name)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if not any(n.startswith(prefix) and k != "DELETED" for n, (k, _p, _d) in list(pods.state.items())):
             return
         time.sleep(0.5)
 
 
-PLANS = "workqueue_work_duration_seconds_count"
-
-
-def plans(metrics_text: str) -> float:
-    """plans: the passes the operator started so far (its work queue's items done), from the
-    text of its /metrics."""
-    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics_text.splitlines() if line.startswith(PLANS))
+def all_passes(metrics_text: str) -> float:
+    """all_passes: every pass started so far, those that sent nothing or were held too (the
+    count of ``workqueue_work_duration_seconds``; 0 when /metrics has none)."""
+    name = "workqueue_work_duration_seconds_count"
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics_text.splitlines() if line.startswith(name))
 
 
 def report(
@@ -220,10 +246,10 @@ def report(
     cpu: float,
     user_sys: tuple[float, float],
     n: int,
-    counts: tuple[float, int, float],
+    counts: tuple[float, float, int],
 ) -> None:
     """report: print the figures."""
-    passes_made, events, planned = counts
+    passes_made, started, events = counts
     print("operator CPU per recovery, ms, by thread:")
     for name, seconds in sorted(agg.items(), key=lambda kv: -kv[1]):
         if seconds > 0:
@@ -231,7 +257,8 @@ def report(
     print(
         f"{n} recoveries: operator CPU {1000 * cpu / n:.2f} ms per recovery "
         f"(user {1000 * user_sys[0] / n:.2f}, system {1000 * user_sys[1] / n:.2f}); "
-        f"passes {passes_made / n:.2f} (plans {planned / n:.2f}), pod events {events / n:.2f} per recovery; "
+        f"passes {passes_made / n:.2f} (started {started / n:.2f}), pod events {events / n:.2f} "
+        f"per recovery; CPU per pass {1000 * cpu / max(1.0, passes_made):.2f} ms; "
         f"{1000 * cpu / max(1, events):.2f} CPU-s per 1,000 pod events"
     )
 
@@ -246,6 +273,7 @@ def main() -> None:
     parser.add_argument("--recoveries", type=int, default=100)
     parser.add_argument("--py-spy", default=None, help="py-spy executable (for thread names)")
     parser.add_argument("--no-py-spy", action="store_true", help="names from the operator's SIGUSR2 dump")
+    parser.add_argument("--record", default=None, help="py-spy record's collapsed stacks of the window here")
     args = parser.parse_args()
 
     cluster = LocalCluster(args.cluster)
@@ -269,19 +297,27 @@ def main() -> None:
         total = args.jobs * args.trainers
         started = time.monotonic()
         while len(pods.running(prefix)) < total:
-            if time.monotonic() - started > 300 or operator.poll() is not None:
+            if time.monotonic() - started > 900 or operator.poll() is not None:
                 raise SystemExit(f"bring-up: {len(pods.running(prefix))} of {total} running")
             time.sleep(0.2)
         time.sleep(8)  # the bring-up's last status writes and their echoes
         py_spy = None if args.no_py_spy else find_py_spy(args.py_spy)
-        cpu0, user_sys0 = thread_cpu(operator.pid), process_cpu(operator.pid)
+        # The scrapes are outside the window (a scrape walks every pod of every job: tens of ms
+        # at 4,096), as the bench's are (aitj.tools.bench.large).
+        recorder = start_record(py_spy, operator.pid, args.record)  # attached before the window
         text0 = opmetrics.scrape(port)
-        passes0, events0, plans0 = opmetrics.passes(text0), pods.events, plans(text0)
+        cpu0, user_sys0 = thread_cpu(operator.pid), process_cpu(operator.pid)
+        events0 = pods.events
         latencies = recover(core, pods, prefix, (args.jobs, args.trainers), args.recoveries)
         time.sleep(2.5)  # the last status write and its echo
         cpu1, user_sys1 = thread_cpu(operator.pid), process_cpu(operator.pid)
+        stop_record(recorder)
         text1 = opmetrics.scrape(port)
-        counts = (opmetrics.passes(text1) - passes0, pods.events - events0, plans(text1) - plans0)
+        counts = (
+            opmetrics.passes(text1) - opmetrics.passes(text0),
+            all_passes(text1) - all_passes(text0),
+            pods.events - events0,
+        )
         tid_names, source = thread_names(operator.pid, log_path, py_spy)
         agg: collections.defaultdict[str, float] = collections.defaultdict(float)
         for tid, seconds in cpu1.items():
