@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -180,12 +181,15 @@ def teardown(s: Session, kind: str, n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--cluster", required=True)
-    parser.add_argument("--runs", default="ours,jc,jcsvc", help="comma-separated: ours, jc, jcsvc")
+    parser.add_argument(
+        "--runs", default="ours,jc,jcsvc", help="ours, ours-nopdb, jc, jcsvc, comma-separated"
+    )
     parser.add_argument("--trainers", type=int, default=4096)
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--tail", type=float, default=5.0, help="seconds sampled after all Running")
     parser.add_argument("--step", type=float, default=2.5, help="seconds per timeline row")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # each run as it ends
     print(f"operator code: {aitj.__file__}")
     cluster = LocalCluster(args.cluster)
     install_crd(cluster)
