@@ -578,3 +578,18 @@ def test_the_large_job_and_the_job_controllers_are_placed_on_the_large_pool() ->
     assert {k: theirs["spec"]["template"]["spec"][k] for k in placement} == placement
     assert "nodeSelector" not in peer.indexed_job("p1-0000", 1)["spec"]["template"]["spec"]
     assert workload.large_node(7) == "bench-large-7" and workload.NS_LARGE in workload.NAMESPACES
+
+
+def test_the_job_controllers_indexed_job_with_a_headless_service_has_the_operators_dns_contract() -> None:
+    """A Job made with_service: its pods in the subdomain of a headless Service that selects
+    them all and publishes them before Ready, as the operator's job Service does."""
+    job = peer.indexed_job("peer-large", 4096, workload.LARGE_POOL, with_service=True)
+    svc = peer.headless_service("peer-large")
+    assert job["spec"]["template"]["spec"]["subdomain"] == svc["metadata"]["name"] == "peer-large"
+    assert svc["metadata"]["namespace"] == job["metadata"]["namespace"] == workload.NS_PEER
+    assert svc["spec"] == {
+        "clusterIP": "None",
+        "selector": {workload.PEER_JOB: "peer-large"},
+        "publishNotReadyAddresses": True,
+    }
+    assert "subdomain" not in peer.indexed_job("peer-large", 4096)["spec"]["template"]["spec"]
