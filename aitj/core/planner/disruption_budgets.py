@@ -3,7 +3,8 @@
 
 Pure. A budget is rewritten when what it is observed to hold (its fingerprint,
 aitj.core.planner.objects) is not what the pods it should protect call for (a restart that
-stands, a scale), and made again when deleted by hand; ``status.disruptionBudgets``
+stands, a scale), and made again when deleted by hand (the operator lists budgets every 30 s
+rather than watching them, aitj.controller.cache.RELISTED: so within 30 s); ``status.disruptionBudgets``
 ({replica: minAvailable}) records what is wanted, for people, and decides only when the
 objects are not observed (``aitj explain``). A budget held by another is never written.
 ``part`` is one of each pass of a job that goes on; a job that finishes removes its budgets
