@@ -58,7 +58,7 @@ from aitj.controller.logs import log
 from aitj.controller.metrics import ErrorStage
 from aitj.controller.recovery_metrics import Recoveries
 from aitj.controller.retries import failure_reason, pass_failure, retry_after, retry_delay
-from aitj.controller.written import Seen, Written, confirms
+from aitj.controller.written import Seen, Written, returned_news
 from aitj.core import api
 from aitj.core.planner import failed_pass, lifecycle, resources
 from aitj.core.planner.failed_pass import FailureReason
@@ -182,11 +182,13 @@ class Reconciler:
 
     @staticmethod
     def _settle(state: JobState) -> None:
-        """_settle: the pass is over and written through; the events of the job and its pods
-        that came while it ran mark it for one more pass unless each only echoes what its
-        calls returned (``written.confirms``: then the cache holds what it would hold had they
-        come after the write-through, when they are dropped)."""
-        if state.seen and not confirms(state.wrote, state.seen):
+        """_settle: the pass is over and written through; any event of the job and its pods
+        that came while it ran marks it for one more pass, the echoes of its own writes too.
+        Telling those apart (``written.confirms``) is off: in CI it let others' changes go
+        unplanned (a pod failed by the kubelet, a scale-in, a suspension), where a call's
+        response or a patch that changed nothing returned another's change at a version the
+        pass then took for its own; see docs/operator.md, "A pass's own echoes"."""
+        if state.seen:
             state.dirty = True
         state.seen, state.wrote = [], []
 
@@ -303,6 +305,8 @@ class Reconciler:
         finally:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
             self._write(key, state, sent.written)
+        if returned_news(snap.pods, sent.written):  # others changed a pod since the snapshot
+            state.dirty = True
         self._recorded(key, target, plan, sent)
         if sent.status_written:
             state.status_written_at = asyncio.get_running_loop().time()

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from aitj.core.observed import PodView
 from aitj.core.planner.types import ObjectKind, ObjectRef
 from aitj.core.wire import mapping
 
@@ -67,7 +68,9 @@ def pod_gone(meta: Mapping[str, Any]) -> bool:
 def confirms(wrote: Iterable[Written], seen: Iterable[Seen]) -> bool:
     """confirms: every event in ``seen`` echoes what the pass's calls returned (``wrote``): a
     new version of the job or a pod at the version a call returned, or the deletion of a pod a
-    call left gone. False as soon as one does not (news, or an identity without a uid)."""
+    call left gone. False as soon as one does not (news, or an identity without a uid).
+    Not used by the reconciler now (``Reconciler._settle`` says why): unsound as it stands,
+    since a version a call returned may hold another's change."""
     versions: set[tuple[str, str]] = set()
     gone: set[str] = set()
     for w in wrote:
@@ -86,3 +89,50 @@ def confirms(wrote: Iterable[Written], seen: Iterable[Seen]) -> bool:
 def _identity(meta: Mapping[str, Any]) -> tuple[str, str]:
     """_identity: an object's uid and resourceVersion, as a call returned them."""
     return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+
+
+# What only others write into a pod (the kubelet, the scheduler, a person's delete): a call's
+# response can carry such a change made between the pass's snapshot and the call (the kubelet
+# failing the pod while the pass nudged it; a patch that changed nothing returns the pod as it
+# is now, at the very version of that change). Its watch event then looks like the echo of the
+# call (``confirms``), or is dropped as older than what the cache holds once written through:
+# ``returned_news`` says the pass must be followed by another.
+OTHERS_FIELDS = (
+    "phase",
+    "node_name",
+    "running_since",
+    "deleted_at",
+    "exit_code",
+    "exit_container",
+    "exit_at",
+    "disruption",
+    "disruption_at",
+    "reason",
+    "message",
+    "unschedulable",
+    "restarts",
+    "restart_exit",
+)
+
+
+def others_changed(old: PodView | None, new: PodView) -> bool:
+    """others_changed: the pod a call returned (``new``) differs from the one the cache held
+    (``old``, the same pod) in what only others write: news no pass has planned from. A pod the
+    cache did not hold (just created) or another pod of that name is not judged here."""
+    if old is None or old.uid != new.uid:
+        return False
+    return any(getattr(old, f) != getattr(new, f) for f in OTHERS_FIELDS)
+
+
+def returned_news(planned: Iterable[PodView], wrote: Written) -> bool:
+    """returned_news: a pod one of the pass's calls returned differs from the view the pass
+    planned from (``planned``) in what only others write (``others_changed``)."""
+    if not wrote.pods:
+        return False
+    before = {p.uid: p for p in planned}
+    for body in wrote.pods:
+        meta = mapping(body.get("metadata"))
+        old = before.get(str(meta.get("uid") or ""))
+        if old is not None and not pod_gone(meta) and others_changed(old, PodView.from_dict(body)):
+            return True
+    return False

@@ -7,11 +7,14 @@ How the reconciler uses it: tests/unit/test_reconciler.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from aitj.controller.written import Seen, Written, confirms, pod_gone
+from aitj.controller.written import Seen, Written, confirms, others_changed, pod_gone, returned_news
+from aitj.core.observed import PodView
 
 
 def obj(uid: str, rv: int, **meta: Any) -> dict[str, Any]:
@@ -101,3 +104,61 @@ def test_what_only_echoes_a_pass_s_writes(wrote: list[Written], seen: list[Seen]
 )
 def test_when_a_call_leaves_a_pod_gone(meta: dict[str, Any], gone: bool) -> None:
     assert pod_gone(meta) is gone
+
+
+BEFORE = PodView(name="p", uid="uid-p", phase="Running", node_name="n1")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "news"),
+    [
+        pytest.param(None, BEFORE, False, id="a pod the cache did not hold (created)"),
+        pytest.param(BEFORE, replace(BEFORE, uid="uid-q"), False, id="another pod of that name"),
+        pytest.param(BEFORE, replace(BEFORE, finalizers=()), False, id="its finalizer let go: the pass's"),
+        pytest.param(BEFORE, replace(BEFORE, hosts_annotation="d"), False, id="a nudge: the pass's"),
+        pytest.param(BEFORE, replace(BEFORE, ledger_annotation="l"), False, id="a ledger stamp: the pass's"),
+        pytest.param(
+            BEFORE, replace(BEFORE, phase="Failed", reason="Evicted"), True, id="failed by the kubelet"
+        ),
+        pytest.param(BEFORE, replace(BEFORE, exit_code=137), True, id="an exit code"),
+        pytest.param(BEFORE, replace(BEFORE, restarts=1), True, id="a container restarted"),
+        pytest.param(BEFORE, replace(BEFORE, node_name="n2"), True, id="bound elsewhere"),
+        pytest.param(
+            BEFORE, replace(BEFORE, deleted_at=datetime(2026, 11, 26, tzinfo=UTC)), True, id="deleted"
+        ),
+    ],
+)
+def test_what_a_call_s_response_brings_that_others_wrote(
+    old: PodView | None, new: PodView, news: bool
+) -> None:
+    assert others_changed(old, new) is news
+
+
+def pod_body(uid: str, rv: int, phase: str = "Running", **meta: Any) -> dict[str, Any]:
+    return {**obj(uid, rv, **meta), "spec": {"nodeName": "n1"}, "status": {"phase": phase}}
+
+
+PLANNED = [PodView.from_dict(pod_body("p", 10)), PodView.from_dict(pod_body("q", 10))]
+
+
+@pytest.mark.parametrize(
+    ("wrote", "news"),
+    [
+        pytest.param(Written(), False, id="no pod returned"),
+        pytest.param(
+            Written(pods=[pod_body("p", 12, annotations={"n": "1"})]), False, id="a nudge: the pass's"
+        ),
+        pytest.param(Written(pods=[pod_body("r", 12)]), False, id="a pod created: not planned from"),
+        pytest.param(
+            Written(pods=[pod_body("p", 11, "Failed")]),
+            True,
+            id="a patch that changed nothing returned the kubelet's failure",
+        ),
+        pytest.param(Written(pods=[pod_body("q", 12), pod_body("p", 13, "Failed")]), True, id="one of two"),
+        pytest.param(
+            Written(pods=[pod_body("p", 12, "Failed", **DELETING, finalizers=[])]), False, id="gone"
+        ),
+    ],
+)
+def test_what_a_pass_s_calls_returned_that_others_changed(wrote: Written, news: bool) -> None:
+    assert returned_news(PLANNED, wrote) is news
