@@ -9,15 +9,12 @@ cache does not import the executor to read what it is handed.
 A pass writes through when its calls are done, and the watch's echoes of its writes (the
 replacement's ADDED, the released pod's DELETED, the job's status) mostly come before that,
 while it runs. The cache kicks the job for each of them (``Seen``: it holds nothing newer yet),
-and the job would be planned once more for changes it made itself. ``confirms`` says when every
-such event only echoes what the pass wrote: the object at the very version a call returned,
-or a pod the pass's own call left with nothing holding it (``pod_gone``), deleted. Then the
-cache, once written through, holds what it would have held had the echoes come after the
-write-through (when they are dropped: ``Store.put``), and no pass follows. Anything else is
-news the pass did not plan from, and the job is planned again: a version the pass did not
-write (an older one too: a change between the snapshot and the write), a pod deleted that the
-pass left in place (a restart's graceful delete: its DELETED is what its next pass waits for),
-a pod found gone by a 404 (it went behind the pass's back).
+and the job is planned once more. ``confirms`` was to say when every such event only echoes
+what the pass wrote (the object at the very version a call returned, or a pod the pass's own
+call left with nothing holding it, deleted), so that no pass followed. It is not used
+(``Reconciler._settle``): a version a call returned may hold another's change, which it then
+passed off as an echo. ``returned_news`` is used: a pod a call returned that shows what only
+others write changed since the pass's snapshot makes one more pass.
 """
 
 from __future__ import annotations
@@ -91,7 +88,8 @@ def _identity(meta: Mapping[str, Any]) -> tuple[str, str]:
     return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
 
 
-# What only others write into a pod (the kubelet, the scheduler, a person's delete): a call's
+# What only others write into a pod (the kubelet, the scheduler, a person's delete; the
+# operator's own graceful delete sets ``deleted_at`` too, and costs one more pass): a call's
 # response can carry such a change made between the pass's snapshot and the call (the kubelet
 # failing the pod while the pass nudged it; a patch that changed nothing returns the pod as it
 # is now, at the very version of that change). Its watch event then looks like the echo of the
@@ -116,9 +114,9 @@ OTHERS_FIELDS = (
 
 
 def others_changed(old: PodView | None, new: PodView) -> bool:
-    """others_changed: the pod a call returned (``new``) differs from the one the cache held
-    (``old``, the same pod) in what only others write: news no pass has planned from. A pod the
-    cache did not hold (just created) or another pod of that name is not judged here."""
+    """others_changed: the pod a call returned (``new``) differs from the view the pass planned
+    from (``old``, the same pod) in what only others write: news no pass has planned from. A pod
+    not planned from (just created) or another pod of that name is not judged here."""
     if old is None or old.uid != new.uid:
         return False
     return any(getattr(old, f) != getattr(new, f) for f in OTHERS_FIELDS)
