@@ -15,8 +15,8 @@ every job once, then). After that a change kicks the job it concerns: any change
 a change of one of its pods that its view shows (a pod's Ready condition or IP changing alone
 plans nothing: the planner sees neither), the deletion of one of its owned objects, a change of
 a node's readiness (the jobs with a pod on it). A change the cache already holds kicks nothing.
-A kick of the job or its pod's event says which (``Seen``): a pass running then may be its
-writer, whose echoes make no more pass (aitj.controller.written).
+A kick of the job or its pod's event says which (``Seen``): a pass running then keeps it
+(one more pass follows it: aitj.controller.reconciler, ``_settle``).
 
 Write-through (``written``): what the operator's own calls returned (the job after its status
 write, a pod it created, deleted or released) is stored at once, so the next pass plans from
@@ -52,7 +52,7 @@ from aitj.core.render.gang import NEWEST
 from aitj.core.wire import mapping
 
 T = TypeVar("T")
-# A kick's cause: the job's and its pods' events (a running pass tells its echoes: written.confirms),
+# A kick's cause: the job's and its pods' events (a running pass keeps them: each makes one more pass),
 # or None for any other (a node, a relist, an owned object or the job deleted).
 Kicked = tuple[Seen, ...] | None
 

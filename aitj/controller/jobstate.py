@@ -16,7 +16,7 @@ from typing import Any
 
 from aitj.controller import sshkeys
 from aitj.controller.cache import JobKey
-from aitj.controller.written import Seen, Written
+from aitj.controller.written import Seen
 from aitj.core import api
 from aitj.core.observed import PodView
 from aitj.core.planner import plan as make_plan
@@ -41,9 +41,8 @@ class JobState:
     terminating: bool = False  # the namespace is being deleted: its pods are let go
     status_written_at: float | None = None  # loop time of the last status write (STATUS_INTERVAL)
     # The running pass's: the events of the job and its pods that came meanwhile (the cache's
-    # ``Seen``), and what its calls returned: the echoes alone make no more pass (``_settle``).
+    # ``Seen``): any makes one more pass (``_settle``).
     seen: list[Seen] = field(default_factory=list)
-    wrote: list[Written] = field(default_factory=list)
     parsed: tuple[Mapping[str, Any], api.Job] | None = None  # the last body parsed, and its Job: _triage
     # What the job's passes reuse of the last (aitj.core.planner.memo: cheaper, never different);
     # it goes with this state when the job is forgotten.

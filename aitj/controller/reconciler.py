@@ -169,7 +169,7 @@ class Reconciler:
                     self.queue.defer(key)
                     break
                 state.dirty = False
-                state.seen, state.wrote = [], []
+                state.seen = []
                 started = self.queue.get(key)
                 try:
                     await self._pass(key, state)
@@ -184,13 +184,13 @@ class Reconciler:
     def _settle(state: JobState) -> None:
         """_settle: the pass is over and written through; any event of the job and its pods
         that came while it ran marks it for one more pass, the echoes of its own writes too.
-        Telling those apart (``written.confirms``) is off: in CI it let others' changes go
-        unplanned (a pod failed by the kubelet, a scale-in, a suspension), where a call's
+        Telling those apart by the version a call returned was tried and dropped: in CI it let
+        others' changes go unplanned (a pod failed by the kubelet, a scale-in, a suspension), where a call's
         response or a patch that changed nothing returned another's change at a version the
         pass then took for its own; see docs/operator.md, "A pass's own echoes"."""
         if state.seen:
             state.dirty = True
-        state.seen, state.wrote = [], []
+        state.seen = []
 
     async def _pass(self, key: JobKey, state: JobState) -> None:
         """_pass: snapshot, triage, plan (with a key pair only when one is wanted), execute."""
@@ -304,7 +304,7 @@ class Reconciler:
                 sent = await self._run(self.executor.execute, target, plan)
         finally:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
-            self._write(key, state, sent.written)
+            self.written(key, sent.written)
         if returned_news(snap.pods, sent.written):  # others changed a pod since the snapshot
             state.dirty = True
         self._recorded(key, target, plan, sent)
@@ -386,15 +386,7 @@ class Reconciler:
         is None), and write through what its status write returned."""
         if report is None or body is None:
             return
-        self._write(
-            key, self._jobs.get(key), await self._run(self.executor.report, lifecycle.job_ref(body), report)
-        )
-
-    def _write(self, key: JobKey, state: JobState | None, w: Written) -> None:
-        """_write: hand what a pass's calls returned to the cache, and keep it for ``_settle``."""
-        if state is not None:
-            state.wrote.append(w)
-        self.written(key, w)
+        self.written(key, await self._run(self.executor.report, lifecycle.job_ref(body), report))
 
     def _requeue(self, key: JobKey, state: JobState, delay: float) -> None:
         """_requeue: pass the job again after ``delay`` seconds (the earlier deadline wins)."""

@@ -9,12 +9,10 @@ cache does not import the executor to read what it is handed.
 A pass writes through when its calls are done, and the watch's echoes of its writes (the
 replacement's ADDED, the released pod's DELETED, the job's status) mostly come before that,
 while it runs. The cache kicks the job for each of them (``Seen``: it holds nothing newer yet),
-and the job is planned once more. ``confirms`` was to say when every such event only echoes
-what the pass wrote (the object at the very version a call returned, or a pod the pass's own
-call left with nothing holding it, deleted), so that no pass followed. It is not used
-(``Reconciler._settle``): a version a call returned may hold another's change, which it then
-passed off as an echo. ``returned_news`` is used: a pod a call returned that shows what only
-others write changed since the pass's snapshot makes one more pass.
+and the job is planned once more. Telling those echoes from news by the version a call
+returned was tried and dropped (``Reconciler._settle``): that version may hold another's
+change, which it then passed off as an echo. ``returned_news``: a pod a call returned that
+shows what only others write changed since the pass's snapshot makes one more pass.
 """
 
 from __future__ import annotations
@@ -62,38 +60,12 @@ def pod_gone(meta: Mapping[str, Any]) -> bool:
     )
 
 
-def confirms(wrote: Iterable[Written], seen: Iterable[Seen]) -> bool:
-    """confirms: every event in ``seen`` echoes what the pass's calls returned (``wrote``): a
-    new version of the job or a pod at the version a call returned, or the deletion of a pod a
-    call left gone. False as soon as one does not (news, or an identity without a uid).
-    Not used by the reconciler now (``Reconciler._settle`` says why): unsound as it stands,
-    since a version a call returned may hold another's change."""
-    versions: set[tuple[str, str]] = set()
-    gone: set[str] = set()
-    for w in wrote:
-        for body in w.jobs:
-            versions.add(_identity(mapping(body.get("metadata"))))
-        for body in w.pods:
-            meta = mapping(body.get("metadata"))
-            versions.add(_identity(meta))
-            if pod_gone(meta):
-                gone.add(str(meta.get("uid") or ""))
-    return all(
-        s.uid and (s.uid in gone if s.deleted else s.version and (s.uid, s.version) in versions) for s in seen
-    )
-
-
-def _identity(meta: Mapping[str, Any]) -> tuple[str, str]:
-    """_identity: an object's uid and resourceVersion, as a call returned them."""
-    return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
-
-
 # What only others write into a pod (the kubelet, the scheduler, a person's delete; the
 # operator's own graceful delete sets ``deleted_at`` too, and costs one more pass): a call's
 # response can carry such a change made between the pass's snapshot and the call (the kubelet
 # failing the pod while the pass nudged it; a patch that changed nothing returns the pod as it
-# is now, at the very version of that change). Its watch event then looks like the echo of the
-# call (``confirms``), or is dropped as older than what the cache holds once written through:
+# is now, at the very version of that change). Its watch event may then be dropped as older
+# than what the cache holds once written through:
 # ``returned_news`` says the pass must be followed by another.
 OTHERS_FIELDS = (
     "phase",

@@ -276,7 +276,7 @@ def test_every_event_during_a_pass_makes_one_more_pass_its_own_echoes_too(
     kicks: list[tuple[Seen, ...] | None], passes: int
 ) -> None:
     """The events that come while a pass runs mark it for one more pass, the echoes of its own
-    writes too (written.confirms is off: Reconciler._settle says why)."""
+    writes too (Reconciler._settle says why)."""
     rec = Writing()
     rec.gate = threading.Event()
     r, planner, _ = reconciler(rec, body())
@@ -291,7 +291,7 @@ def test_every_event_during_a_pass_makes_one_more_pass_its_own_echoes_too(
 
     asyncio.run(run())
     assert len(planner.calls) == passes
-    assert r._jobs[KEY].seen == [] and r._jobs[KEY].wrote == []  # nothing carried past the pass
+    assert r._jobs[KEY].seen == []  # nothing carried past the pass
 
 
 def test_an_event_during_a_pass_whose_calls_returned_none_of_it_makes_one_more_pass() -> None:

@@ -1,9 +1,6 @@
-"""The decision that a pass's own echoes make no more pass (``written.confirms``), table-tested:
-an event of the job or of one of its pods that came while the pass ran is an echo only when it
-brings the very version one of the pass's calls returned, or deletes a pod a call left with
-nothing holding it. Everything else is news: a version the pass did not write (older or newer),
-a pod deleted that the pass left in place (a restart's graceful delete), a pod a 404 found gone.
-How the reconciler uses it: tests/unit/test_reconciler.py."""
+"""What a pass's calls returned, judged: a pod left with nothing holding it (``pod_gone``), and
+a pod returned showing what only others write changed since the pass's snapshot
+(``others_changed``, ``returned_news``: one more pass). Table-tested."""
 
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from aitj.controller.written import Seen, Written, confirms, others_changed, pod_gone, returned_news
+from aitj.controller.written import Written, others_changed, pod_gone, returned_news
 from aitj.core.observed import PodView
 
 
@@ -26,71 +23,6 @@ RELEASED = obj("p", 12, **DELETING, finalizers=[])  # a force-deleted pod's fina
 GRACEFUL = obj("p", 12, **DELETING, finalizers=[], deletionGracePeriodSeconds=30)  # the kubelet's still
 HELD = obj("p", 12, **DELETING, finalizers=["f"], deletionGracePeriodSeconds=0)  # a restart's delete
 CREATED = obj("q", 20)
-STATUS = obj("job", 7)
-RECOVERY = Written(jobs=[STATUS], pods=[RELEASED, CREATED])  # a recovery's pass: release, create, status
-
-
-@pytest.mark.parametrize(
-    ("wrote", "seen", "echoes"),
-    [
-        pytest.param([RECOVERY], [], True, id="nothing came"),
-        pytest.param([RECOVERY], [Seen("q", "20")], True, id="the replacement's ADDED"),
-        pytest.param([RECOVERY], [Seen("p", "13", deleted=True)], True, id="the released pod's DELETED"),
-        pytest.param([RECOVERY], [Seen("job", "7")], True, id="the status write's echo"),
-        pytest.param(
-            [RECOVERY],
-            [Seen("q", "20"), Seen("p", "13", deleted=True), Seen("job", "7")],
-            True,
-            id="all three",
-        ),
-        pytest.param(
-            [Written(pods=[CREATED]), Written(jobs=[STATUS])],
-            [Seen("q", "20"), Seen("job", "7")],
-            True,
-            id="writes of two calls of the pass (its report's status)",
-        ),
-        pytest.param([RECOVERY], [Seen("q", "21")], False, id="the replacement bound since: news"),
-        pytest.param(
-            [RECOVERY], [Seen("q", "19")], False, id="an older version: a change the pass did not see"
-        ),
-        pytest.param([RECOVERY], [Seen("job", "8")], False, id="the job changed by someone"),
-        pytest.param([RECOVERY], [Seen("r", "5")], False, id="another pod's change"),
-        pytest.param([RECOVERY], [Seen("r", "5", deleted=True)], False, id="another pod deleted"),
-        pytest.param(
-            [RECOVERY], [Seen("q", "20"), Seen("q", "21")], False, id="one echo and one news: news wins"
-        ),
-        pytest.param(
-            [Written(pods=[HELD])],
-            [Seen("p", "12"), Seen("p", "14", deleted=True)],
-            False,
-            id="a restart's graceful delete: its echo, then the DELETED it waits for",
-        ),
-        pytest.param([Written(pods=[HELD])], [Seen("p", "12")], True, id="the delete's echo alone"),
-        pytest.param(
-            [Written(pods=[GRACEFUL])],
-            [Seen("p", "14", deleted=True)],
-            False,
-            id="released during a graceful deletion: the kubelet's DELETED is news",
-        ),
-        pytest.param(
-            [Written(gone_pods=["name-p"])],
-            [Seen("p", "14", deleted=True)],
-            False,
-            id="a pod a 404 found gone went behind the pass's back",
-        ),
-        pytest.param([Written()], [Seen("q", "20")], False, id="a pass that wrote nothing"),
-        pytest.param([], [Seen("job", "7")], False, id="a pass that made no call"),
-        pytest.param([Written(pods=[obj("", 20)])], [Seen("", "20")], False, id="no uid: never an echo"),
-        pytest.param(
-            [Written(pods=[obj("q", 0) | {"metadata": {"uid": "q"}}])],
-            [Seen("q", "")],
-            False,
-            id="no version",
-        ),
-    ],
-)
-def test_what_only_echoes_a_pass_s_writes(wrote: list[Written], seen: list[Seen], echoes: bool) -> None:
-    assert confirms(wrote, seen) is echoes
 
 
 @pytest.mark.parametrize(
