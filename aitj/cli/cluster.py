@@ -58,6 +58,7 @@ def cluster_build(only: tuple[str, ...]) -> None:
     epilog=example(
         "aitj dev cluster up --name dev --nodes 3 --node-profile gpu",
         "aitj dev cluster up --name real --nodes 2 --node-profile cce --real-nodes 2",
+        "aitj dev cluster up --name perf --nodes 100 --node-profile cpu --node-status-seconds 300",
     ),
 )
 @cluster_name_option
@@ -87,6 +88,13 @@ def cluster_build(only: tuple[str, ...]) -> None:
     help="Seconds without a heartbeat before a node is marked Unknown (node-monitor-grace-period).",
 )
 @click.option(
+    "--node-status-seconds",
+    type=click.IntRange(min=1),
+    help="How often a simulated node posts its status while nothing in it changes "
+    "(a kubelet's nodeStatusReportFrequency, 300 in a real cluster and in make bench); "
+    "default: half the Lease's duration.",
+)
+@click.option(
     "--real-nodes",
     default=_DEFAULTS.real_nodes,
     show_default=True,
@@ -96,7 +104,13 @@ def cluster_build(only: tuple[str, ...]) -> None:
     "annotated for them land there (docs/real-nodes.md).",
 )
 def cluster_up(
-    name: str, nodes: int, node_profile: str, base_port: int, node_grace: int, real_nodes: int
+    name: str,
+    nodes: int,
+    node_profile: str,
+    base_port: int,
+    node_grace: int,
+    node_status_seconds: int | None,
+    real_nodes: int,
 ) -> None:
     """Start the local cluster in the background; prints the kubeconfig path last."""
     config = ClusterConfig(
@@ -105,6 +119,7 @@ def cluster_up(
         base_port=base_port,
         node_grace_seconds=node_grace,
         node_lease_seconds=max(4, min(40, node_grace // 2)),
+        node_status_seconds=node_status_seconds,
         real_nodes=real_nodes,
     )
     try:
