@@ -24,7 +24,9 @@ the operator's ``aitj_reconcile_seconds_count`` (passes that reached the executo
 by these), and, as "started", ``workqueue_work_duration_seconds_count`` (every pass, those
 held or sending nothing too). ``--record FILE``: ``py-spy record`` (raw collapsed stacks, by
 thread, non-blocking) over the same window, for where the time goes (it costs the operator
-CPU: not for figures). Thread names:
+CPU: not for figures). Non-blocking, a sample is where a thread is, running or not (the event
+loop's select is a fifth of its samples); with ``--gil`` only the thread holding the GIL is
+sampled, which is closer to where the CPU of Python goes. Thread names:
 from ``py-spy dump`` when py-spy is found (``--py-spy``, $PATH, /tmp/pyspy/bin), else (or with
 ``--no-py-spy``) from the line the operator logs on SIGUSR2 (``aitj.controller.runner``), else
 the thread's id; a pool's threads (``pass_0``, ``pass_1``, ...) are added up (``pass_*``). The
@@ -128,14 +130,19 @@ def thread_names(pid: int, log_path: Path, py_spy: str | None) -> tuple[dict[str
     return (names, "the operator's SIGUSR2 dump") if names else ({}, "none: thread ids")
 
 
-def start_record(py_spy: str | None, pid: int, path: str | None) -> subprocess.Popen[bytes] | None:
+def start_record(
+    py_spy: str | None, pid: int, path: str | None, gil: bool = False
+) -> subprocess.Popen[bytes] | None:
     """start_record: ``py-spy record`` of ``pid`` into ``path`` (collapsed stacks, by thread),
-    until ``stop_record``; None without a path."""
+    until ``stop_record``; None without a path. ``gil``: only the thread holding the GIL is
+    sampled (``--gil``)."""
     if path is None:
         return None
     if py_spy is None:
         raise SystemExit("--record needs py-spy")
     command = [py_spy, "record", "--pid", str(pid), "--format", "raw", "--threads", "--nonblocking"]
+    if gil:
+        command.append("--gil")
     recorder = subprocess.Popen([*command, "--output", path], stdout=subprocess.DEVNULL)
     time.sleep(1)  # py-spy attaches
     return recorder
@@ -274,6 +281,7 @@ def main() -> None:
     parser.add_argument("--py-spy", default=None, help="py-spy executable (for thread names)")
     parser.add_argument("--no-py-spy", action="store_true", help="names from the operator's SIGUSR2 dump")
     parser.add_argument("--record", default=None, help="py-spy record's collapsed stacks of the window here")
+    parser.add_argument("--gil", action="store_true", help="--record: only the thread holding the GIL")
     args = parser.parse_args()
 
     cluster = LocalCluster(args.cluster)
@@ -304,7 +312,7 @@ def main() -> None:
         py_spy = None if args.no_py_spy else find_py_spy(args.py_spy)
         # The scrapes are outside the window (a scrape walks every pod of every job: tens of ms
         # at 4,096), as the bench's are (aitj.tools.bench.large).
-        recorder = start_record(py_spy, operator.pid, args.record)  # attached before the window
+        recorder = start_record(py_spy, operator.pid, args.record, args.gil)  # attached before the window
         text0 = opmetrics.scrape(port)
         cpu0, user_sys0 = thread_cpu(operator.pid), process_cpu(operator.pid)
         events0 = pods.events

@@ -32,6 +32,7 @@ The one read the cache cannot answer, whether a job it no longer holds is really
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -65,6 +66,15 @@ class Snapshot:
     pods: Sequence[PodView] = ()
     nodes: Mapping[str, NodeView] = field(default_factory=dict)
     owned: Owned = field(default_factory=dict)
+    # ``pods`` by name (None: made from ``pods`` when read: ``by_name``)
+    named: Mapping[str, PodView] | None = None
+    # The pods at some (replica, index) slots, from the cache's index of them: the store as it
+    # is when called, so read before the pass first awaits (None: ``pods`` is searched).
+    at: Callable[[Collection[tuple[str, int]]], list[PodView]] | None = None
+
+    def by_name(self) -> Mapping[str, PodView]:
+        """by_name: ``pods`` by name."""
+        return self.named if self.named is not None else {p.name: p for p in self.pods}
 
 
 class Cache(Protocol):
@@ -162,6 +172,11 @@ def _by_label(item: Item[Any]) -> JobKey | None:
     return (item.namespace, job) if job else None
 
 
+def _slot(view: PodView) -> tuple[str, int] | None:
+    """_slot: a pod's (replica, index), as its labels say (None: it has none)."""
+    return (view.replica, view.index) if view.replica is not None and view.index is not None else None
+
+
 def _itself(item: Item[Any]) -> JobKey:
     """_itself: a job is its own key."""
     return (item.namespace, item.name)
@@ -174,7 +189,7 @@ class InformerCache:
     def __init__(self, kick: Callable[[JobKey, Kicked], None] = lambda _key, _seen: None) -> None:
         self.kick = kick
         self.jobs: Store[dict[str, Any]] = Store(_itself)
-        self.pods: Store[PodView] = Store(_by_label)
+        self.pods: Store[PodView] = Store(_by_label, _slot)
         self.nodes: Store[NodeView] = Store(lambda _item: None)
         self.owned: dict[ObjectKind, Store[ObjectState]] = {k: Store(_by_label) for k in OWNED_COLLECTIONS}
         self._stores: dict[str, Store[Any]] = {
@@ -233,7 +248,10 @@ class InformerCache:
             owned.update(
                 (ObjectRef(kind, name), item.value) for name, item in store.by_job.get(key, {}).items()
             )
-        return Snapshot(job.value if job else None, self.pods.of_job(key), nodes, owned)
+        # Two copies made in C (issue 26, F13: a pass of a job of thousands looped over its items).
+        named = self.pods.named(key)
+        at = functools.partial(self.pods.in_slots, key)
+        return Snapshot(job.value if job else None, list(named.values()), nodes, owned, named, at)
 
     def job_keys(self) -> list[JobKey]:
         """job_keys: every job in the cache (the resync kicks them all)."""

@@ -200,7 +200,7 @@ class Reconciler:
             return
         now = self.clock()
         # Replacements of restarts under way that run now end their recovery (metrics).
-        self.recoveries.seen(key, snap.body, snap.pods, now)
+        self.recoveries.seen(key, snap.body, snap.pods, now, snap.at)
         refused, state.refused = state.refused, None
         if state.terminating:  # nothing can be created in the namespace: let the pods go
             state.terminating = False
@@ -305,7 +305,7 @@ class Reconciler:
         finally:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
             self.written(key, sent.written)
-        if returned_news(snap.pods, sent.written):  # others changed a pod since the snapshot
+        if returned_news(snap.by_name(), sent.written):  # others changed a pod since the snapshot
             state.dirty = True
         self._recorded(key, target, plan, sent)
         if sent.status_written:

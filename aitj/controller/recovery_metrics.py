@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from structlog.typing import FilteringBoundLogger
@@ -102,8 +102,16 @@ class Recoveries:
                     pending[i] = recovery = Recovery(recovery.record, recovery.awaited, at, recovery.running)
                     _detected(recovery)
 
-    def seen(self, key: JobKey, body: Mapping[str, Any], pods: Sequence[PodView], now: dt.datetime) -> None:
-        """seen: the job as a pass sees it at ``now``; observes the recoveries it finishes."""
+    def seen(
+        self,
+        key: JobKey,
+        body: Mapping[str, Any],
+        pods: Sequence[PodView],
+        now: dt.datetime,
+        at: Callable[[Collection[tuple[str, int]]], list[PodView]] | None = None,
+    ) -> None:
+        """seen: the job as a pass sees it at ``now``; observes the recoveries it finishes.
+        ``at``: the job's pods at some slots (``Snapshot.at``), looked up rather than searched."""
         if key not in self._pending and key not in self._listing:
             return  # no recovery under way: nothing to observe, nothing to drop (most passes)
         with self._lock:
@@ -118,7 +126,7 @@ class Recoveries:
             desired = desired_replicas(body)
             # Only the pods a recovery waits on, and of those only the job's own: a pod that
             # only carries the job's labels ends nothing.
-            pods = own_pods(body, recovery_time.awaited_pods(pending, pods))
+            pods = own_pods(body, recovery_time.awaited_pods(pending, pods, at))
             left = []
             for recovery in pending:
                 later = recovery_time.advance(recovery, pods, now)

@@ -17,7 +17,7 @@ shows what only others write changed since the pass's snapshot makes one more pa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,15 +94,15 @@ def others_changed(old: PodView | None, new: PodView) -> bool:
     return any(getattr(old, f) != getattr(new, f) for f in OTHERS_FIELDS)
 
 
-def returned_news(planned: Iterable[PodView], wrote: Written) -> bool:
+def returned_news(planned: Mapping[str, PodView], wrote: Written) -> bool:
     """returned_news: a pod one of the pass's calls returned differs from the view the pass
-    planned from (``planned``) in what only others write (``others_changed``)."""
+    planned from (``planned``, by name: looked up, not searched) in what only others write
+    (``others_changed``, which judges only the very pod: the same uid)."""
     if not wrote.pods:
         return False
-    before = {p.uid: p for p in planned}
     for body in wrote.pods:
         meta = mapping(body.get("metadata"))
-        old = before.get(str(meta.get("uid") or ""))
+        old = planned.get(str(meta.get("name") or ""))
         if old is not None and not pod_gone(meta) and others_changed(old, PodView.from_dict(body)):
             return True
     return False

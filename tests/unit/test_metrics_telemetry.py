@@ -4,12 +4,14 @@ GPU count of a pod template. Restarts are made by the real planner on the test d
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from aitj.core.api import JobStatus, Phase, RestartScope
+from aitj.core.observed import PodView
 from aitj.core.planner.ledger import Ledger
 from aitj.core.planner.types import Plan
 from aitj.core.render import gpus
@@ -220,6 +222,17 @@ def test_a_recovery_looks_only_at_the_pods_it_waits_on() -> None:
     replica = recovery_time.begin(restart(whole).restarts[0], whole.job, ledger(whole))
     assert {p.replica for p in recovery_time.awaited_pods([replica], views(whole))} == {"trainer"}
     assert recovery_time.awaited_pods([], views(cluster)) == []
+    # looked up by slot (the cache's index): the same pods; a wider restart still searches them all
+    asked: list[set[tuple[str, int]]] = []
+
+    def lookup(slots: Collection[tuple[str, int]]) -> list[PodView]:
+        asked.append(set(slots))
+        return [p for p in views(cluster) if (p.replica, p.index) in slots]
+
+    assert recovery_time.awaited_pods([pod], views(cluster), lookup) == looked
+    assert asked == [{("trainer", 1)}]
+    wide = recovery_time.awaited_pods([replica], views(whole), lookup)
+    assert wide == recovery_time.awaited_pods([replica], views(whole)) and len(asked) == 1
 
 
 def test_a_pod_restart_needs_no_ledger_and_a_wider_one_is_refused_without_it() -> None:

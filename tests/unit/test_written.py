@@ -70,7 +70,7 @@ def pod_body(uid: str, rv: int, phase: str = "Running", **meta: Any) -> dict[str
     return {**obj(uid, rv, **meta), "spec": {"nodeName": "n1"}, "status": {"phase": phase}}
 
 
-PLANNED = [PodView.from_dict(pod_body("p", 10)), PodView.from_dict(pod_body("q", 10))]
+PLANNED = {v.name: v for v in (PodView.from_dict(pod_body("p", 10)), PodView.from_dict(pod_body("q", 10)))}
 
 
 @pytest.mark.parametrize(
@@ -81,6 +81,18 @@ PLANNED = [PodView.from_dict(pod_body("p", 10)), PodView.from_dict(pod_body("q",
             Written(pods=[pod_body("p", 12, annotations={"n": "1"})]), False, id="a nudge: the pass's"
         ),
         pytest.param(Written(pods=[pod_body("r", 12)]), False, id="a pod created: not planned from"),
+        pytest.param(
+            Written(
+                pods=[
+                    {
+                        **pod_body("p2", 11, "Failed"),
+                        "metadata": {**obj("p2", 11)["metadata"], "name": "name-p"},
+                    }
+                ]
+            ),
+            False,
+            id="another pod of a planned one's name (created again): not planned from",
+        ),
         pytest.param(
             Written(pods=[pod_body("p", 11, "Failed")]),
             True,
