@@ -2,7 +2,7 @@
 """Where a large bring-up's time and CPU go, process by process (issue 26, F10 and F12).
 
 Usage (from a worktree, so that the operator started is that worktree's code):
-    aitj dev cluster up --name mine --nodes 0 --node-profile cpu --base-port 16700
+    aitj dev cluster up --name mine --nodes 0 --node-profile cpu --base-port 16700 --node-status-seconds 300
     PYTHONPATH=$PWD .venv/bin/python hack/bringupcost.py --cluster mine --runs ours,jc,jcsvc,ours
 
 Each run brings up one job of ``--trainers`` pods on a pool of ``--nodes`` kwok nodes of its

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The operator's CPU per recovery, by thread (issue 26, F6), on a local control plane.
 
-Usage (from a worktree, so that the operator started is that worktree's code):
-    aitj dev cluster up --name mine
+Usage (from a worktree, so that the operator started is that worktree's code; the nodes post
+their status as make bench's do):
+    aitj dev cluster up --name mine --nodes 40 --node-profile cpu --node-status-seconds 300
     PYTHONPATH=$PWD .venv/bin/python hack/recoverycost.py --cluster mine
     PYTHONPATH=$PWD .venv/bin/python hack/recoverycost.py --cluster mine --jobs 1 --recoveries 300
 
