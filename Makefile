@@ -178,7 +178,8 @@ chaos: build-cluster
 # replicas edits, one every 20 s): the operator's invariants from the command's watch, and the
 # training's from its launcher's log (it steps past where it was within 60 s of every fault
 # and never starts again from step 0). Writes chaos-real/ (chaos.json, timeline.png: samples
-# per second with each fault marked). A one-minute version runs in make test.
+# per second with each fault marked; launcher, operator, job and events *.log, git-ignored).
+# A one-minute version runs in make test.
 chaos-real: build-cluster
 	AITJ_CHAOS_REAL_DURATION=$(or $(DURATION),600) AITJ_CHAOS_REAL_INTERVAL=20 AITJ_CHAOS_REAL_SCALE_IN_GRACE=60 \
 	  AITJ_CHAOS_REAL_OUT=$(CURDIR)/chaos-real \

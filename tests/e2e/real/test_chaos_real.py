@@ -6,7 +6,9 @@ status and report are what is asserted.
 
 In ``make test`` it runs a short schedule (AITJ_CHAOS_REAL_DURATION, default 45 s: three
 faults); ``make chaos-real`` runs it for ten minutes and keeps the report and the timeline
-picture (samples per second with each fault marked) in AITJ_CHAOS_REAL_OUT.
+picture (samples per second with each fault marked) in AITJ_CHAOS_REAL_OUT. Either keeps the
+launcher's and the operator's logs, the job and its events there too (``keep``; in make test's
+run, pytest's temporary directory).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 
 from tests.clusters import KubeCluster
 from tests.e2e.real.test_training_recovery import COMMAND
-from tests.e2e.real.training import run_chaos, started
+from tests.e2e.real.training import Training, run_chaos, started
 from tests.jobs import Doc, seed_variant, set_path
 from tests.operator_process import OperatorProcess
 
@@ -60,6 +62,23 @@ def chaos_ready(doc: Doc) -> None:
 # until Gloo gives up (the seed's 300 s) breaks it; re-forming takes seconds.
 PROGRESS_BOUND = 60
 
+
+def keep(cluster: KubeCluster, ns: str, run: Training, operator: OperatorProcess, out: Path) -> None:
+    """keep writes what explains a run into ``out``, passed or failed, as ``*.log`` files (which
+    git ignores): the launcher's log (the training's steps and Horovod's re-formings, the
+    workers' output among them), the operator's log so far (pytest keeps its temporary
+    directories for three runs only), the job as the API holds it (YAML: status, conditions,
+    host list) and the namespace's events. A failed "training progresses" is explained by
+    these, not by the report alone."""
+    (out / "launcher.log").write_text(run.log())
+    (out / "operator.log").write_text(operator.logs())
+    for name, args in (
+        ("job.log", ("get", "aitrainingjobs", "-n", ns, "-o", "yaml")),
+        ("events.log", ("get", "events", "-n", ns, "--sort-by=.lastTimestamp", "-o", "wide")),
+    ):
+        (out / name).write_text(cluster.kubectl(*args, check=False).stdout)
+
+
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900 + 2 * DURATION)]
 
 
@@ -70,7 +89,7 @@ def test_the_seed_training_keeps_progressing_through_a_chaos_schedule(
     command = set_path(
         "spec.replicaSpecs.launcher.template.spec.containers.0.command", ["/bin/bash", "-c", COMMAND]
     )
-    started(
+    run = started(
         real_cluster,
         ns,
         seed_variant("chaos", command=command, chaos=chaos_ready),
@@ -86,7 +105,10 @@ def test_the_seed_training_keeps_progressing_through_a_chaos_schedule(
         *("--progress", "--progress-bound", str(PROGRESS_BOUND)),
         *("--timeline", str(out / "timeline.png")),
     ]
-    report = run_chaos(args, out / "chaos.json")
+    try:
+        report = run_chaos(args, out / "chaos.json")
+    finally:
+        keep(real_cluster, ns, run, real_operator, out)
     assert report["faults"] >= min(len(KINDS), int(DURATION // INTERVAL)) - 1, report["faults_by_kind"]
     (training,) = report["training"].values()
     assert training["stepped_past"] == training["faults"] == report["faults"], training
