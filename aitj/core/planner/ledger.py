@@ -19,11 +19,12 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from aitj.core.api import JobStatus, RestartLedger
 from aitj.core.observed import PodView
+from aitj.core.planner.ledger_index import LazyIndices, patched
 from aitj.core.planner.ledger_records import record_entry as record_entry  # its readers import it from here
 from aitj.core.planner.ledger_records import record_from_json as record_from_json
 from aitj.core.planner.ledger_records import record_to_json as record_to_json
@@ -123,31 +124,27 @@ class ReplicaHistory:
         """merged: the merge of all ``histories`` at once (one sort, not one per pair)."""
         if len(histories) == 1:
             return histories[0]
-        base = max(histories, key=lambda h: len(h.indices))
-        indices, by_index, changed = _merged_indices(base, [h for h in histories if h is not base])
+        base = max(histories, key=lambda h: len(h._by_index))
+        others = [h for h in histories if h is not base]
         every = [r for h in histories for r in h.records]
         records: dict[tuple[str, int, int], RestartRecord] = {}
         for r in sorted(every, key=lambda r: format_time(r.time), reverse=True):
             records[r.key] = r  # one pass decides a restart; the earliest copy wins all the same
-        out = ReplicaHistory(
-            max(h.epoch for h in histories),
-            indices,
-            tuple(records[k] for k in sorted(records)),
-            merge_rules(h.rules for h in histories),
-            merge_excluded(h.excluded for h in histories),
-        )
-        if by_index is not None:  # the same indices as base's, in the same places
-            out.__dict__["_by_index"], out.__dict__["_places"] = by_index, base._places
-            if "restart_count" in base.__dict__:  # by delta: a restart decided asks for it
-                moved = sum(by_index[i].restarts - base._by_index[i].restarts for i in changed)
-                out.__dict__["restart_count"] = base.restart_count + moved
-            out.derived(base, changed)
-        return out
-
-    @once
-    def _places(self) -> dict[int, int]:
-        # Where each index is in ``indices``: a merge into a large history patches it there.
-        return {i: k for k, (i, _) in enumerate(self.indices)}
+        meta: dict[str, Any] = {
+            "epoch": max(h.epoch for h in histories),
+            "records": tuple(records[k] for k in sorted(records)),
+            "rules": merge_rules(h.rules for h in histories),
+            "excluded": merge_excluded(h.excluded for h in histories),
+        }
+        joined = _joined(base, others)
+        if joined is not None:  # base's indices: its records patched where others' join moved them
+            out: ReplicaHistory = patched(base, joined, **meta)
+            return out.derived(base, joined)
+        merged = dict(base.indices)
+        for h in others:
+            for i, record in h.indices:
+                merged[i] = merged[i].merge(record) if i in merged else record
+        return ReplicaHistory(indices=tuple(sorted(merged.items())), **meta)
 
     @once
     def _rules_by_index(self) -> dict[int, dict[str, RuleHistory]]:
@@ -187,12 +184,9 @@ class ReplicaHistory:
 
     def same_indices(self, **changes: Any) -> ReplicaHistory:
         """same_indices: this history with ``changes`` to its epoch, records, rules or
-        exclusions, its index records as they are: what was found of them (their dict, places
+        exclusions, its index records as they are: what was found of them (their dict
         and restart count) is kept, and its status form is patched from this one's."""
-        out = replace(self, **changes)
-        for key in ("_by_index", "_places", "restart_count"):
-            if key in self.__dict__:
-                out.__dict__[key] = self.__dict__[key]
+        out: ReplicaHistory = patched(self, {}, **changes)
         return out.derived(self, ())
 
     def derived(self, parent: ReplicaHistory, changed: Iterable[int]) -> ReplicaHistory:
@@ -208,6 +202,10 @@ class ReplicaHistory:
     def restart_count(self) -> int:
         # Each restart decided in a pass asks (policy's restartLimit): summed once per history.
         return sum(record.restarts for _, record in self.indices)
+
+
+# Histories patched without their tuple (ledger_index.patched) sort it when it is read.
+setattr(ReplicaHistory, "indices", LazyIndices())  # noqa: B010 (the dataclass's default is its own)
 
 
 @dataclass(frozen=True)
@@ -380,25 +378,19 @@ def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
     )
 
 
-def _merged_indices(
-    base: ReplicaHistory, others: Sequence[ReplicaHistory]
-) -> tuple[tuple[tuple[int, IndexHistory], ...], dict[int, IndexHistory] | None, set[int]]:
-    """_merged_indices: ``base``'s index records joined with ``others``' (order-free), and, when
-    the indices are base's (then base's are patched), their dict and those that changed."""
-    if all(i in base._by_index for h in others for i, _ in h.indices):
-        items, by_index, places, changed = list(base.indices), dict(base._by_index), base._places, set()
-        for h in others:
-            for i, record in h.indices:
-                joined = by_index[i].merge(record)
-                if joined is not by_index[i]:
-                    by_index[i], items[places[i]] = joined, (i, joined)
-                    changed.add(i)
-        return tuple(items), by_index, changed
-    merged = dict(base.indices)
+def _joined(base: ReplicaHistory, others: Sequence[ReplicaHistory]) -> dict[int, IndexHistory] | None:
+    """_joined: when ``others``' indices are all ``base``'s, the records of those whose join
+    with ``others``' (order-free) is not base's; None when they are not."""
+    by_index = base._by_index
+    if not all(i in by_index for h in others for i, _ in h.indices):
+        return None
+    joined: dict[int, IndexHistory] = {}
     for h in others:
         for i, record in h.indices:
-            merged[i] = merged[i].merge(record) if i in merged else record
-    return tuple(sorted(merged.items())), None, set()
+            had = joined.get(i) or by_index[i]
+            if (merged := had.merge(record)) is not had:
+                joined[i] = merged
+    return joined
 
 
 def _restart_pair(pair: object) -> tuple[int, int] | None:

@@ -11,7 +11,6 @@ is an unchanged index's record.
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -26,6 +25,7 @@ from aitj.core.planner.ledger import (
     _replica_history,
     _restart_pair,
 )
+from aitj.core.planner.ledger_index import patched
 from aitj.core.wire import as_int, as_list, mapping
 
 # Per replica name, the indices whose records may differ from the last pass's; a replica not in
@@ -147,40 +147,15 @@ def _record(fields: Mapping[str, Mapping[int, Any]], i: int) -> IndexHistory | N
 
 def with_records(history: ReplicaHistory, records: Mapping[int, IndexHistory | None]) -> ReplicaHistory:
     """with_records: ``history`` with the records of some indices replaced (None: removed); a
-    record equal to the one it replaces keeps that object, and the others stay where they were.
-    What ``history`` found of its indices (their dict, places, restart count) is patched too."""
-    if all(record is history._by_index.get(i) for i, record in records.items()):
+    record equal to the one it replaces keeps that object (and ``history`` is kept when every
+    one does). Its index records are shared, not copied (``ledger_index.patched``): a patch
+    costs the indices it changes, not the replica's."""
+    by_index = history._by_index
+    changed = {i: record for i, record in records.items() if record != by_index.get(i)}
+    if not changed:
         return history
-    by_index, items = dict(history._by_index), list(history.indices)
-    places: dict[int, int] | None = history.__dict__.get("_places")
-    count: int | None = history.__dict__.get("restart_count")
-    for i, record in sorted(records.items()):
-        had = by_index.get(i)
-        if record == had:
-            continue
-        if count is not None:
-            count += (record.restarts if record else 0) - (had.restarts if had else 0)
-        if record is None:
-            del by_index[i]
-            items.pop(bisect.bisect_left(items, i, key=_index))
-            places = None
-        elif had is None:
-            by_index[i] = record
-            bisect.insort(items, (i, record), key=_index)
-            places = None
-        else:
-            by_index[i] = record
-            items[bisect.bisect_left(items, i, key=_index) if places is None else places[i]] = (i, record)
-    out = replace(history, indices=tuple(items))
-    out.__dict__["_by_index"] = by_index
-    for key, value in (("_places", places), ("restart_count", count)):
-        if value is not None:
-            out.__dict__[key] = value
+    out: ReplicaHistory = patched(history, changed)
     return out.derived(history, records)
-
-
-def _index(item: tuple[int, IndexHistory]) -> int:
-    return item[0]
 
 
 def _remeta(history: ReplicaHistory, meta: ReplicaHistory) -> ReplicaHistory:
@@ -323,7 +298,7 @@ def _seen_patched_ledger(
             gens = generations.get((name, i))
             records[i] = IndexHistory(seen=max(gens)) if gens else None
         histories[name] = with_records(histories[name], records)
-        if not histories[name].indices:
+        if not histories[name]._by_index:
             return seen, None
     return Ledger(tuple(sorted(histories.items()))), {name: set(i) for name, i in touched.items()}
 

@@ -41,8 +41,9 @@ what the job holds:
   resurvey redid (``listing.relisted``) while none waits; their texts (``discovery_texts``).
 
 Beside it, the objects themselves keep what was found of them: a ledger's history its index
-dict, places, restart count and status form (``ReplicaHistory.wire``, patched from the history
-it was patched from), the discovery lists their pod names and digest. docs/operator.md, "Large
+records (shared with the history it was patched from: ``ledger_index``), restart count and
+status form (``ReplicaHistory.wire``, patched from the history it was patched from), the
+discovery lists their pod names and digest. docs/operator.md, "Large
 jobs: the planner's memo", has the figures.
 
 Nothing in it is a decision: a pass with an empty Memo decides the same, only slower. A Memo
