@@ -179,7 +179,7 @@ chaos: build-cluster
 # training's from its launcher's log (it steps past where it was within 60 s of every fault
 # and never starts again from step 0). Writes chaos-real/ (chaos.json, timeline.png: samples
 # per second with each fault marked; launcher, operator, job and events *.log, git-ignored).
-# A one-minute version runs in make test.
+# A 45-second version (three faults, 15 s apart) runs in make test.
 chaos-real: build-cluster
 	AITJ_CHAOS_REAL_DURATION=$(or $(DURATION),600) AITJ_CHAOS_REAL_INTERVAL=20 AITJ_CHAOS_REAL_SCALE_IN_GRACE=60 \
 	  AITJ_CHAOS_REAL_OUT=$(CURDIR)/chaos-real \

@@ -98,8 +98,6 @@ def returned_news(planned: Mapping[str, PodView], wrote: Written) -> bool:
     """returned_news: a pod one of the pass's calls returned differs from the view the pass
     planned from (``planned``, by name: looked up, not searched) in what only others write
     (``others_changed``, which judges only the very pod: the same uid)."""
-    if not wrote.pods:
-        return False
     for body in wrote.pods:
         meta = mapping(body.get("metadata"))
         old = planned.get(str(meta.get("name") or ""))
