@@ -4,6 +4,9 @@
 Usage (from a worktree, so that the operator started is that worktree's code):
     aitj dev cluster up --name mine --nodes 0 --node-profile cpu --base-port 16700 --node-status-seconds 300
     PYTHONPATH=$PWD .venv/bin/python hack/bringupcost.py --cluster mine --runs ours,jc,jcsvc,ours
+    # F10's shape: 125 jobs of 8 on 40 nodes, the jobs created one call after another
+    PYTHONPATH=$PWD .venv/bin/python hack/bringupcost.py --cluster mine --jobs 125 --trainers 8 \
+        --nodes 40 --step 0.5 --runs jc,ours,jc,ours
 
 Each run brings up one job of ``--trainers`` pods on a pool of ``--nodes`` kwok nodes of its
 own (the bench's F12: ``aitj.tools.bench.workload``), times it to all Running on the harness's
@@ -16,6 +19,15 @@ plugin that uses them), ``ours-nopdb`` (the operator's job without its PodDisrup
 Every half second it reads the CPU seconds (/proc/<pid>/stat: ``procstat.cpu_seconds``) of
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, the operator and itself
 (its watch of every pod), and the job's pods created, scheduled (spec.nodeName) and Running.
+With ``--jobs`` N above 1 (F10's shape), each run is N jobs of ``--trainers`` (``job-*``, the
+bench's AITrainingJob in its namespace, or Indexed Jobs) on a pool of general nodes
+(``bench-node-*``, untainted), and the report adds when each job's first pod was seen after
+its create call and how far apart the harness's create calls were, the operator's status
+writes per job as its watch saw them (three jobs' in full), and the pods' managedFields by
+manager, operation and subresource (who wrote them: a PATCH of pods counted by the apiserver
+is named there). ``--pprof S`` saves the apiserver's CPU profile of each run's first S
+seconds (the apiserver must run with --profiling=true, which ``aitj dev cluster up`` turns
+off; docs/bench.md, "Bring-up (F10, F12)", says how it was restarted with it).
 It prints, per run, each process's CPU over the bring-up (create call to all Running) and over
 ``--tail`` seconds after, the apiserver's requests over the same span by resource
 (``apimetrics``), and the timeline. The operator runs through every run (it idles in the Job
@@ -26,15 +38,26 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
+import re
+import signal
+import ssl
 import sys
 import threading
 import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import orjson
 from kubernetes.client.exceptions import ApiException
 
 import aitj
+from aitj.controller.kubeclient import release
 from aitj.core import api
 from aitj.core.render.pdb import ANNOTATION_MAX_UNAVAILABLE
 from aitj.devcluster.cluster import LocalCluster
@@ -43,15 +66,19 @@ from aitj.tools.bench import apimetrics, peer, procstat
 from aitj.tools.bench import scenarios as sc
 from aitj.tools.bench.large import _wait_quiet
 from aitj.tools.bench.session import Session
-from aitj.tools.bench.watcher import Watcher
+from aitj.tools.bench.watcher import Expectation, Watcher
 from aitj.tools.bench.workload import (
     LARGE_POOL,
     NS_LARGE,
+    NS_OURS,
     NS_PEER,
+    TRAINERS,
     add_nodes,
     large_job,
     large_node,
     pod_classes,
+    slot,
+    training_job,
     wait_nodes_ready,
 )
 from aitj.tools.demo import install_crd
@@ -104,31 +131,241 @@ class Timeline:
         return {name: b[name] - a[name] for name in a}
 
 
-def run_one(s: Session, kind: str, n: int, pids: dict[str, int], tail: float, step: float) -> None:
-    """run_one: one bring-up of ``kind``, printed, then torn down."""
-    ns = NS_LARGE if kind.startswith("ours") else NS_PEER
+@dataclass(frozen=True)
+class Shape:
+    """Shape: ``jobs`` jobs of ``trainers`` pods each (one job: F12's shape, on the large pool;
+    many: F10's, ``job-*`` on the general nodes)."""
+
+    jobs: int
+    trainers: int
+
+    @property
+    def pods(self) -> int:
+        return self.jobs * self.trainers
+
+    @property
+    def many(self) -> bool:
+        return self.jobs > 1
+
+    def names(self) -> list[str]:
+        return [f"job-{i:04d}" for i in range(self.jobs)]
+
+    def namespace(self, kind: str) -> str:
+        if not kind.startswith("ours"):
+            return NS_PEER
+        return NS_OURS if self.many else NS_LARGE
+
+
+class FirstPods(Expectation):
+    """FirstPods: when the first pod of each job of ``ns`` was seen (never done: forgotten)."""
+
+    def __init__(self, ns: str) -> None:
+        super().__init__()
+        self.ns = ns
+        self.first: dict[str, float] = {}
+
+    def feed(self, etype: str, obj: Obj, counts: Counter[str], now: float) -> bool:
+        key = slot(obj) if etype == "ADDED" else None
+        if key is not None and key[0] == self.ns:
+            self.first.setdefault(key[1], now)
+        return False
+
+
+class StatusWrites(Expectation):
+    """StatusWrites: each status the watch saw of the jobs of NS_OURS, as (time, phase, running
+    pods) per job (never done: forgotten)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: dict[str, list[tuple[float, str, int]]] = {}
+
+    def feed(self, etype: str, obj: Obj, counts: Counter[str], now: float) -> bool:
+        status = obj.get("status") or {}
+        if etype == "MODIFIED" and status:
+            replicas = (status.get("replicaStatuses") or {}).values()
+            running = sum((r or {}).get("running") or 0 for r in replicas)
+            name = obj["metadata"]["name"]
+            self.seen.setdefault(name, []).append((now, status.get("phase") or "", running))
+        return False
+
+
+def ours_body(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """ours_body: ``body``, its PodDisruptionBudgets opted out of for ``ours-nopdb``."""
+    if kind == "ours-nopdb":
+        body["metadata"]["annotations"] = {ANNOTATION_MAX_UNAVAILABLE: "none"}
+    return body
+
+
+def creator(s: Session, kind: str, shape: Shape, called: dict[str, float]) -> Callable[[], None]:
+    """creator: the create calls of a run of ``kind``, one after another (each job's time of
+    call in ``called``)."""
     core = s.core if kind == "jcsvc" else None
 
     def create() -> None:
-        if kind.startswith("ours"):
-            body = large_job(n)
-            if kind == "ours-nopdb":  # the job's PodDisruptionBudgets opted out of
-                body["metadata"]["annotations"] = {ANNOTATION_MAX_UNAVAILABLE: "none"}
-            s.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, NS_LARGE, api.PLURAL, body)
-        else:
-            peer.create_jobs(s.batch, ["peer-large"], n, LARGE_POOL, core=core)
+        if not shape.many:
+            called[f"large-{shape.trainers}"] = time.monotonic()
+            if kind.startswith("ours"):
+                body = ours_body(kind, large_job(shape.trainers))
+                s.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, NS_LARGE, api.PLURAL, body)
+            else:
+                peer.create_jobs(s.batch, ["peer-large"], shape.trainers, LARGE_POOL, core=core)
+            return
+        for name in shape.names():
+            called[name] = time.monotonic()
+            if kind.startswith("ours"):
+                body = ours_body(kind, training_job(name, TRAINERS))
+                release(
+                    s.custom.create_namespaced_custom_object(
+                        api.GROUP, api.VERSION, NS_OURS, api.PLURAL, body, _preload_content=False
+                    )
+                )
+            else:
+                peer.create_jobs(s.batch, [name], shape.trainers, core=core)
+
+    return create
+
+
+def profile_apiserver(cluster: LocalCluster, seconds: float, out: Path) -> threading.Thread:
+    """profile_apiserver: a thread that writes the apiserver's CPU profile of the next
+    ``seconds`` to ``out`` (its /debug/pprof: only when it runs with --profiling=true, which
+    ``aitj dev cluster up`` turns off; read with ``go tool pprof``)."""
+
+    def fetch() -> None:
+        ctx = ssl.create_default_context(cafile=str(cluster.pki / "ca.crt"))
+        ctx.load_cert_chain(str(cluster.pki / "admin.crt"), str(cluster.pki / "admin.key"))
+        url = f"{cluster.apiserver.server}/debug/pprof/profile?seconds={seconds:.0f}"
+        with urllib.request.urlopen(url, context=ctx, timeout=seconds + 30) as resp:
+            out.write_bytes(resp.read())
+
+    thread = threading.Thread(target=fetch, daemon=True)
+    thread.start()
+    return thread
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """thread_cpu: CPU seconds of each live thread of ``pid``, by thread id (as recoverycost)."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):  # the thread ended meanwhile
+            out[tid] = procstat.parse_stat(Path(f"/proc/{pid}/task/{tid}/stat").read_text())
+    return out
+
+
+def thread_names(pid: int, log_path: Path) -> dict[str, str]:
+    """thread_names: thread id -> name, from the line the operator logs on SIGUSR2 (as
+    recoverycost's ``names_by_signal``), pools under one name (``pass_3`` -> ``pass_*``)."""
+    size = log_path.stat().st_size
+    os.kill(pid, signal.SIGUSR2)
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        with log_path.open("rb") as f:
+            f.seek(size)
+            tail = f.read().decode(errors="replace")
+        found = [line for line in tail.splitlines() if "thread names" in line]
+        if found:
+            pairs = re.findall(r"['\"]?(\d+)['\"]?: ?['\"]([^'\"]*)['\"]", found[-1])
+            return {tid: re.sub(r"_\d+$", "_*", name) for tid, name in pairs}
+    return {}
+
+
+def report_threads(s: Session, before: dict[str, float], after: dict[str, float], pods: int) -> None:
+    """report_threads: the operator's CPU over the bring-up by thread (pools together), a pod."""
+    assert s.operator is not None
+    names = thread_names(s.operator.pid, s.cluster.logs / "operator.log")
+    by: dict[str, float] = {}
+    for tid, cpu in after.items():
+        name = names.get(tid, f"thread {tid}")
+        by[name] = by.get(name, 0.0) + cpu - before.get(tid, 0.0)
+    ranked = sorted(by.items(), key=lambda kv: -kv[1])
+    parts = ", ".join(f"{name} {1000 * v / pods:.2f}" for name, v in ranked if v >= 0.01)
+    print(f"the operator's CPU a pod by thread (ms; threads that ended not counted): {parts}")
+
+
+def run_one(s: Session, kind: str, shape: Shape, pids: dict[str, int], opts: argparse.Namespace) -> None:
+    """run_one: one bring-up of ``kind``, printed, then torn down."""
+    ns, tail, step = shape.namespace(kind), opts.tail, opts.step
+    called: dict[str, float] = {}
+    create = creator(s, kind, shape, called)
 
     def metrics() -> dict[apimetrics.Key, float]:
         return apimetrics.request_counts(str(s.cluster.apiserver.request("GET", "/metrics")))
 
     before = metrics()
+    firsts = s.pods.expect(FirstPods(ns))
+    writes = s.jobs.expect(StatusWrites())
+    profiler = None
+    if opts.pprof:
+        opts.runs_done = getattr(opts, "runs_done", 0) + 1
+        out = Path(opts.pprof_dir) / f"apiserver-{opts.runs_done}-{kind}.pprof"
+        profiler = profile_apiserver(s.cluster, opts.pprof, out)
+    assert s.operator is not None
+    threads = thread_cpu(s.operator.pid)
     with Timeline(s, pids, ns) as tl:
         start = tl.rows[0][0]
-        took, end = sc.bring_up(s, ns, create, n, 600)
+        took, end = sc.bring_up(s, ns, create, shape.pods, 600)
+        threads_after = thread_cpu(s.operator.pid)
         requests = apimetrics.diff(before, metrics())
         time.sleep(tail)
-    report(kind, (n, took), tl, (start, end, tail), requests, step)
-    teardown(s, kind, n)
+    s.pods.forget(firsts)
+    s.jobs.forget(writes)
+    if profiler is not None:
+        profiler.join()
+    report(kind, (shape.pods, took), tl, (start, end, tail), requests, step)
+    if kind.startswith("ours"):
+        report_threads(s, threads, threads_after, shape.pods)
+    if shape.many:
+        report_jobs(start, called, firsts.first)
+        if kind.startswith("ours"):
+            report_writes(called, writes.seen)
+    report_managers(s, ns)
+    teardown(s, kind, shape)
+
+
+def report_jobs(start: float, called: dict[str, float], first: dict[str, float]) -> None:
+    """report_jobs: each job's create call and first pod seen, from the run's start."""
+    lags = sorted(first[n] - called[n] for n in called if n in first)
+    if not lags:
+        return
+    times = sorted(called.values())
+    gaps = sorted(b - a for a, b in itertools.pairwise(times))
+    pick = [lags[min(len(lags) - 1, int(q * len(lags)))] for q in (0.5, 0.9, 0.99)]
+    print(
+        f"jobs: create calls {min(called.values()) - start:.2f} to {max(called.values()) - start:.2f} s;"
+        f" first pods seen {min(first.values()) - start:.2f} to {max(first.values()) - start:.2f} s"
+        f" ({len(first)} of {len(called)}); call -> first pod p50/p90/p99/max"
+        f" {' / '.join(f'{1000 * v:.0f}' for v in (*pick, lags[-1]))} ms; a create call (the harness's,"
+        f" one after another) p50/p90 {1000 * gaps[len(gaps) // 2]:.0f}"
+        f" / {1000 * gaps[int(0.9 * len(gaps))]:.0f} ms"
+    )
+
+
+def report_writes(called: dict[str, float], seen: dict[str, list[tuple[float, str, int]]]) -> None:
+    """report_writes: the jobs' status writes as the watch saw them (a MODIFIED event with a
+    status: the operator's writes, as nothing else writes a job), and three jobs' in full."""
+    per_job = sorted(len(v) for v in seen.values())
+    if not per_job:
+        return
+    print(
+        f"status versions seen: {sum(per_job)} for {len(per_job)} jobs; per job min/p50/max"
+        f" {per_job[0]} / {per_job[len(per_job) // 2]} / {per_job[-1]}"
+    )
+    for name in sorted(seen)[:: max(1, len(seen) // 3)][:3]:
+        steps = ", ".join(f"{t - called[name]:.2f} s {phase} {run}" for t, phase, run in seen[name])
+        print(f"  {name} (from its create call): {steps}")
+
+
+def report_managers(s: Session, ns: str) -> None:
+    """report_managers: the pods' managedFields entries by manager, operation, subresource."""
+    response = s.core.list_namespaced_pod(ns, _preload_content=False)
+    pods = orjson.loads(response.data)["items"]
+    tally: Counter[tuple[str, str, str]] = Counter()
+    for pod in pods:
+        for f in pod["metadata"].get("managedFields") or []:
+            tally[(f.get("manager", ""), f.get("operation", ""), f.get("subresource", ""))] += 1
+    print(f"managedFields of the {len(pods)} pods (manager, operation, subresource: pods):")
+    for (manager, op, sub), v in tally.most_common():
+        print(f"  {manager} {op} {sub or '-'}: {v}")
 
 
 def report(
@@ -163,17 +400,15 @@ def report(
             last = row
 
 
-def teardown(s: Session, kind: str, n: int) -> None:
-    """teardown: the run's job deleted and its pods gone, then the operator quiet."""
+def teardown(s: Session, kind: str, shape: Shape) -> None:
+    """teardown: the run's jobs deleted and their pods gone, then the operator quiet."""
+    ns = shape.namespace(kind)
     if kind.startswith("ours"):
         with contextlib.suppress(ApiException):
-            s.custom.delete_namespaced_custom_object(
-                api.GROUP, api.VERSION, NS_LARGE, api.PLURAL, f"large-{n}"
-            )
-        s.pods.wait_until(lambda w: w.count(f"{NS_LARGE}/all") == 0, 600, "the operator's pods gone")
+            s.custom.delete_collection_namespaced_custom_object(api.GROUP, api.VERSION, ns, api.PLURAL)
     else:
         peer.delete_jobs(s.batch, s.core)
-        s.pods.wait_until(lambda w: w.count(f"{NS_PEER}/all") == 0, 600, "the Job controller's pods gone")
+    s.pods.wait_until(lambda w: w.count(f"{ns}/all") == 0, 600, f"the pods of {ns} gone")
     _wait_quiet(s)
     time.sleep(5)  # kcm's and etcd's own tail (endpoints, compaction)
 
@@ -184,10 +419,15 @@ def main() -> None:
     parser.add_argument(
         "--runs", default="ours,jc,jcsvc", help="ours, ours-nopdb, jc, jcsvc, comma-separated"
     )
-    parser.add_argument("--trainers", type=int, default=4096)
+    parser.add_argument("--trainers", type=int, default=4096, help="pods per job")
+    parser.add_argument("--jobs", type=int, default=1, help="jobs per run (more than 1: F10's shape)")
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--tail", type=float, default=5.0, help="seconds sampled after all Running")
     parser.add_argument("--step", type=float, default=2.5, help="seconds per timeline row")
+    parser.add_argument(
+        "--pprof", type=float, default=0, help="seconds of the apiserver's CPU profile from each create on"
+    )
+    parser.add_argument("--pprof-dir", default="/tmp", help="where the profiles go")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # each run as it ends
     print(f"operator code: {aitj.__file__}")
@@ -195,12 +435,17 @@ def main() -> None:
     install_crd(cluster)
     s = Session(cluster, print)
     s.pods = Watcher(s.pods.lister, classify, "pods")
-    for ns in (NS_LARGE, NS_PEER):
+    shape = Shape(args.jobs, args.trainers)
+    for ns in (NS_LARGE, NS_PEER, NS_OURS):
         with contextlib.suppress(ApiException):
             s.core.create_namespace({"metadata": {"name": ns}})
     nodes = {n["metadata"]["name"] for n in cluster.apiserver.nodes()}
-    pool = [large_node(i) for i in range(args.nodes)]
-    add_nodes(cluster, [p for p in pool if p not in nodes], pool=LARGE_POOL)
+    if shape.many:  # untainted, as the bench's general nodes
+        pool = [f"bench-node-{i}" for i in range(args.nodes)]
+        add_nodes(cluster, [p for p in pool if p not in nodes])
+    else:
+        pool = [large_node(i) for i in range(args.nodes)]
+        add_nodes(cluster, [p for p in pool if p not in nodes], pool=LARGE_POOL)
     wait_nodes_ready(cluster, len(nodes | set(pool)), timeout=300)
     time.sleep(3)  # the namespaces' service accounts
     s.start_watches()
@@ -212,7 +457,7 @@ def main() -> None:
     pids |= {"operator": s.operator.pid, "harness": os.getpid()}
     try:
         for kind in args.runs.split(","):
-            run_one(s, kind, args.trainers, pids, args.tail, args.step)
+            run_one(s, kind, shape, pids, args)
     finally:
         s.close()
 
