@@ -18,7 +18,8 @@ victim to be gone too, its finalizer released, the last call of the recovery's p
 watch of the namespace's pods counts the pod events and dates each replacement's ADDED event
 (latency: from the delete call to that event; the create, not the Running).
 
-Where a recovery's time goes: the operator runs with ``AITJ_LOG_LEVEL=debug``, whose "pass
+Where a recovery's time goes: the operator runs with ``AITJ_LOG_LEVEL=debug`` (unless the
+variable is set: ``info`` to time the operator without its debug lines), whose "pass
 timed" lines (``aitj.controller.passtrace``) stamp each pass; each trial is split, from the pass
 that created its replacement, into the delete to the operator reading its event (the apiserver
 and the watch), the wait for the job's pass in flight (``busy``), the rest of the wait (its
@@ -265,7 +266,8 @@ def trial_stages(deleted: float, added: float, passes: list[dict[str, str]]) -> 
         return None
     p, f = passes[i], {k: float(v) for k, v in passes[i].items() if re.fullmatch(r"[-\d.]+", v)}
     read = min((r for r in map(float, p["reads"].split(",")) if r >= deleted), default=f["read"])
-    before = float(passes[i - 1]["ended"]) if i else 0.0
+    prev = next((q for q in reversed(passes[:i]) if q["job"] == p["job"]), None)  # the job's pass before
+    before = float(prev["ended"]) if prev is not None else 0.0
     busy = max(0.0, min(before, f["started"]) - read)
     ms = {"watch": read - deleted, "busy": busy, "start": f["started"] - read - busy}
     ms = {k: 1000 * v for k, v in ms.items()}
@@ -275,7 +277,7 @@ def trial_stages(deleted: float, added: float, passes: list[dict[str, str]]) -> 
     ms["plan_cpu"] = f["plan_cpu_ms"]
     ms["paced"] = float(p["paced"] == "True")
     ms["gc2"] = float(p["gcs"].split("/")[-1])
-    ms["after_status"] = float(i > 0 and passes[i - 1]["status"] == "True" and before > read)
+    ms["after_status"] = float(prev is not None and prev["status"] == "True" and before > read)
     return ms
 
 
@@ -371,7 +373,7 @@ def main() -> None:
     with contextlib.suppress(client.ApiException):  # there already
         core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS_OURS)))
     print(f"operator code: {Path(aitj.__file__).parent} (PYTHONPATH={os.environ.get('PYTHONPATH', '')})")
-    os.environ["AITJ_LOG_LEVEL"] = "debug"  # its "pass timed" lines (start_operator passes the environment)
+    os.environ.setdefault("AITJ_LOG_LEVEL", "debug")  # "pass timed" lines (start_operator passes the env)
     port = free_port()
     operator, log_path = start_operator(cluster, metrics_port=port)
     prefix = f"rc{os.getpid()}-"
