@@ -12,10 +12,19 @@ How it measures. It starts ``aitj run`` against the cluster (``aitj.tools.demo.s
 runs; the path is printed), creates ``--jobs`` jobs of ``--trainers`` trainers (the bench's
 job, ``aitj.tools.bench.workload``: restarted on a force delete), waits until every pod runs
 and 8 s more for the bring-up's tail, then force-deletes ``--recoveries`` trainers one at a
-time, round-robin over the jobs, each time waiting for the victim to be gone and its
-replacement to be Running before the next. Its own watch of the namespace's pods counts the
-pod events and dates each replacement's ADDED event (latency: from the delete call to that
-event; the create, not the Running).
+time, round-robin over the jobs, each time waiting for the victim to be marked deleted and its
+replacement to be Running before the next (as the bench's F1 and F12 do; ``--settle``: for the
+victim to be gone too, its finalizer released, the last call of the recovery's pass). Its own
+watch of the namespace's pods counts the pod events and dates each replacement's ADDED event
+(latency: from the delete call to that event; the create, not the Running).
+
+Where a recovery's time goes: the operator runs with ``AITJ_LOG_LEVEL=debug`` (unless the
+variable is set: ``info`` to time the operator without its debug lines), whose "pass
+timed" lines (``aitj.controller.passtrace``) stamp each pass; each trial is split, from the pass
+that created its replacement, into the delete to the operator reading its event (the apiserver
+and the watch), the wait for the job's pass in flight (``busy``), the rest of the wait (its
+pace, the loop), the snapshot and plan, the hand-off to a pass thread, the calls to the create
+answered, and that to the harness's ADDED event; quantiles of each and the slowest trials.
 
 The operator's CPU is read from ``/proc/<pid>/task/<tid>/stat`` (user + system ticks, per
 thread) before the first delete and 2.5 s after the last replacement runs (the last status
@@ -192,7 +201,7 @@ class PodWatch:
             self.events += 1
             self.state[pod.metadata.name] = (event["type"], pod.status.phase, pod.metadata.deletion_timestamp)
             if event["type"] == "ADDED":
-                self.added.setdefault(pod.metadata.name, time.perf_counter())
+                self.added.setdefault(pod.metadata.name, time.time())
 
     def running(self, prefix: str) -> list[str]:
         """running: the pods of this run that run and are not being deleted, by name."""
@@ -204,10 +213,11 @@ class PodWatch:
 
 
 def recover(
-    core: client.CoreV1Api, pods: PodWatch, prefix: str, shape: tuple[int, int], n: int
-) -> list[float]:
+    core: client.CoreV1Api, pods: PodWatch, prefix: str, shape: tuple[int, int], n: int, settle: bool = False
+) -> list[tuple[float, float]]:
     """recover: ``n`` force deletes one at a time, round-robin over the jobs (``shape``: jobs,
-    trainers each), a different trainer each round; the latency of each replacement's create."""
+    trainers each), a different trainer each round; when each delete was sent and when its
+    replacement's ADDED event came (wall clock, as the operator's "pass timed" lines)."""
     jobs, trainers = shape
     total = jobs * trainers
     latencies = []
@@ -215,19 +225,84 @@ def recover(
         running = pods.running(prefix)  # sorted: each job's trainers together
         victim = running[(i * trainers + (i // jobs) % trainers) % len(running)]
         before = set(pods.state)
-        started = time.perf_counter()
+        started = time.time()
         core.delete_namespaced_pod(victim, NS_OURS, body=client.V1DeleteOptions(grace_period_seconds=0))
         deadline = time.monotonic() + 60
         while True:
             new = [name for name in list(pods.state) if name not in before and name.startswith(prefix)]
             now_running = pods.running(prefix)
-            if new and victim not in now_running and len(now_running) == total:
+            gone = not settle or pods.state.get(victim, ("",))[0] == "DELETED"  # released: the pass ended
+            if new and victim not in now_running and len(now_running) == total and gone:
                 break
             if time.monotonic() > deadline:
                 raise SystemExit(f"recovery {i}: {victim} not replaced within 60 s")
             time.sleep(0.002)
-        latencies.append(pods.added[new[0]] - started)
+        latencies.append((started, pods.added[new[0]]))
     return latencies
+
+
+def pass_lines(log_path: Path, since: float) -> list[dict[str, str]]:
+    """pass_lines: the operator's "pass timed" lines (``aitj run --log-level debug``,
+    ``aitj.controller.passtrace``: every pass that reached the executor) begun at ``since`` or
+    later, in order."""
+    out = []
+    for line in log_path.read_text(errors="replace").splitlines():
+        if "pass timed" in line:
+            fields = dict(re.findall(r"(\w+)=(\S+)", line))
+            if float(fields.get("started", 0)) >= since:
+                out.append(fields)
+    return sorted(out, key=lambda p: float(p["started"]))
+
+
+def trial_stages(deleted: float, added: float, passes: list[dict[str, str]]) -> dict[str, float] | None:
+    """trial_stages: one recovery's ms, from the pass that created its replacement (the first
+    whose create was answered after the delete): the delete to its event read by the operator
+    (the apiserver and the watch: the first kick of the pass read after the delete), then
+    waiting for the job's pass in flight before it (``busy``), then for the rest of the start
+    (the pace, the loop), the snapshot and plan, the hand-off to a pass thread, the calls to
+    the create answered, and that to the harness's ADDED event."""
+    i = next((i for i, p in enumerate(passes) if int(p["pods"]) and float(p["created"]) >= deleted), None)
+    if i is None:
+        return None
+    p, f = passes[i], {k: float(v) for k, v in passes[i].items() if re.fullmatch(r"[-\d.]+", v)}
+    read = min((r for r in map(float, p["reads"].split(",")) if r >= deleted), default=f["read"])
+    prev = next((q for q in reversed(passes[:i]) if q["job"] == p["job"]), None)  # the job's pass before
+    before = float(prev["ended"]) if prev is not None else 0.0
+    busy = max(0.0, min(before, f["started"]) - read)
+    ms = {"watch": read - deleted, "busy": busy, "start": f["started"] - read - busy}
+    ms = {k: 1000 * v for k, v in ms.items()}
+    ms |= {"plan": f["plan_ms"], "to_thread": f["to_thread_ms"], "create": f["create_ms"]}
+    ms["added"] = 1000 * (added - f["created"])
+    ms["total"] = 1000 * (added - deleted)
+    ms["plan_cpu"] = f["plan_cpu_ms"]
+    ms["paced"] = float(p["paced"] == "True")
+    ms["gc2"] = float(p["gcs"].split("/")[-1])
+    ms["after_status"] = float(prev is not None and prev["status"] == "True" and before > read)
+    return ms
+
+
+def decompose(trials: list[tuple[float, float]], passes: list[dict[str, str]]) -> None:
+    """decompose: each trial's stages (``trial_stages``); quantiles of each, the slowest."""
+    rows = [r for deleted, added in trials if (r := trial_stages(deleted, added, passes)) is not None]
+    if not rows:
+        print("no 'pass timed' lines (the operator's code has none, or its log level is not debug)")
+        return
+    rows.sort(key=lambda r: r["total"])
+
+    def q(values: list[float], f: float) -> float:
+        values = sorted(values)
+        return values[min(len(values) - 1, int(f * len(values)))]
+
+    print(f"stages of {len(rows)} recoveries, ms: p50 / p90 / p99 / mean (each stage on its own)")
+    for name in ("watch", "busy", "start", "plan", "to_thread", "create", "added", "total", "plan_cpu"):
+        vals = [r[name] for r in rows]
+        mean = sum(vals) / len(vals)
+        print(f"  {name:10} {q(vals, 0.5):7.2f} {q(vals, 0.9):7.2f} {q(vals, 0.99):7.2f} {mean:7.2f}")
+    for name in ("paced", "gc2", "after_status"):
+        print(f"  {name}: {sum(r[name] for r in rows):.0f} of {len(rows)}")
+    print("slowest 5 %, and the median:")
+    for r in [*rows[-max(1, len(rows) // 20) :], rows[len(rows) // 2]]:
+        print("  " + " ".join(f"{k} {v:.1f}" for k, v in r.items()))
 
 
 def cleanup(custom: client.CustomObjectsApi, pods: PodWatch, names: list[str], prefix: str) -> None:
@@ -283,6 +358,12 @@ def main() -> None:
     parser.add_argument("--no-py-spy", action="store_true", help="names from the operator's SIGUSR2 dump")
     parser.add_argument("--record", default=None, help="py-spy record's collapsed stacks of the window here")
     parser.add_argument("--gil", action="store_true", help="--record: only the thread holding the GIL")
+    parser.add_argument(
+        "--settle",
+        action="store_true",
+        help="before the next delete, wait for the victim to be gone too (its finalizer released: the "
+        "last step of the recovery's pass), so that no delete meets the job's last recovery pass in flight",
+    )
     args = parser.parse_args()
 
     cluster = LocalCluster(args.cluster)
@@ -292,6 +373,7 @@ def main() -> None:
     with contextlib.suppress(client.ApiException):  # there already
         core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS_OURS)))
     print(f"operator code: {Path(aitj.__file__).parent} (PYTHONPATH={os.environ.get('PYTHONPATH', '')})")
+    os.environ.setdefault("AITJ_LOG_LEVEL", "debug")  # "pass timed" lines (start_operator passes the env)
     port = free_port()
     operator, log_path = start_operator(cluster, metrics_port=port)
     prefix = f"rc{os.getpid()}-"
@@ -317,7 +399,8 @@ def main() -> None:
         text0 = opmetrics.scrape(port)
         cpu0, user_sys0 = thread_cpu(operator.pid), process_cpu(operator.pid)
         events0 = pods.events
-        latencies = recover(core, pods, prefix, (args.jobs, args.trainers), args.recoveries)
+        trials = recover(core, pods, prefix, (args.jobs, args.trainers), args.recoveries, args.settle)
+        latencies = [added - deleted for deleted, added in trials]
         time.sleep(2.5)  # the last status write and its echo
         cpu1, user_sys1 = thread_cpu(operator.pid), process_cpu(operator.pid)
         stop_record(recorder)
@@ -340,8 +423,10 @@ def main() -> None:
         n = len(latencies)
         print(
             f"replacement created: p50 {1000 * latencies[n // 2]:.1f} ms, "
-            f"p90 {1000 * latencies[min(n - 1, int(n * 0.9))]:.1f} ms"
+            f"p90 {1000 * latencies[min(n - 1, int(n * 0.9))]:.1f} ms, "
+            f"p99 {1000 * latencies[min(n - 1, int(n * 0.99))]:.1f} ms"
         )
+        decompose(trials, pass_lines(log_path, trials[0][0]))
     finally:
         cleanup(custom, pods, names, prefix)
         operator.terminate()

@@ -67,6 +67,14 @@ from aitj.controller import leader
 @node_signal_options
 @click.option("--json-logs", is_flag=True, help="Log JSON lines instead of key=value text.")
 @click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+    envvar="AITJ_LOG_LEVEL",
+    help="The least level logged; debug adds a line per pass that created pods, with where its time went.",
+)
+@click.option(
     "--liveness",
     metavar="URL",
     help="Serve kopf's health endpoint at URL, e.g. http://0.0.0.0:8081/healthz (default: off).",
@@ -122,6 +130,7 @@ def run_operator(
     node_fault_conditions: tuple[str, ...],
     node_fault_taints: tuple[str, ...],
     json_logs: bool,
+    log_level: str,
     liveness: str | None,
     leader_elect: bool,
     leader_election_namespace: str | None,
@@ -155,6 +164,7 @@ def run_operator(
         priority_classes=priority_class_map(priority_classes),
         node_signals=node_signals(node_fault_conditions, node_fault_taints),
         json_logs=json_logs,
+        log_level=log_level.upper(),
         liveness=liveness,
         election=election,
     )

@@ -41,6 +41,7 @@ from typing import Any, Generic, TypeVar
 import orjson
 from kubernetes import client
 
+from aitj.controller import passtrace
 from aitj.controller.kubeclient import raw_get, raw_request
 from aitj.controller.logs import log
 from aitj.core.api import LABEL_PREFIX
@@ -188,6 +189,7 @@ class Informer(Generic[T]):
         self._stop = threading.Event()
         self._pending: collections.deque[Delta[T]] = collections.deque()
         self._scheduled = False
+        self._read = 0.0  # when the event that scheduled the pending hand-over was read (passtrace)
         # Deltas posted (this thread) and handed to the sink (the loop): while they differ, what
         # the sink holds is behind this watch (a relist not yet applied), and no event is
         # taken for a known one.
@@ -356,7 +358,7 @@ class Informer(Generic[T]):
         self._pending.append(delta)
         self._posted += 1
         if wake and not self._scheduled and self._loop is not None:
-            self._scheduled = True
+            self._scheduled, self._read = True, passtrace.now()
             try:
                 self._loop.call_soon_threadsafe(self._drain)
             except RuntimeError:  # the loop is closed: the operator is stopping
@@ -369,7 +371,11 @@ class Informer(Generic[T]):
         while self._pending:
             batch.append(self._pending.popleft())
         if batch and not self._stop.is_set():
-            self.sink(self.kind, batch)
+            passtrace.HANDING.read, passtrace.HANDING.drained = self._read, passtrace.now()
+            try:
+                self.sink(self.kind, batch)
+            finally:
+                passtrace.HANDING.read = passtrace.HANDING.drained = 0.0
         self._applied += len(batch)
 
     def flush(self) -> None:

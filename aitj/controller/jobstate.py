@@ -16,6 +16,7 @@ from typing import Any
 
 from aitj.controller import sshkeys
 from aitj.controller.cache import JobKey
+from aitj.controller.passtrace import Trace
 from aitj.controller.written import Seen
 from aitj.core import api
 from aitj.core.observed import PodView
@@ -43,6 +44,9 @@ class JobState:
     # The running pass's: the events of the job and its pods that came meanwhile (the cache's
     # ``Seen``): any makes one more pass (``_settle``).
     seen: list[Seen] = field(default_factory=list)
+    # Where the next pass's time goes, from its first kick (``trace``), and the running pass's.
+    trace: Trace = field(default_factory=Trace)
+    tracing: Trace = field(default_factory=Trace)
     parsed: tuple[Mapping[str, Any], api.Job] | None = None  # the last body parsed, and its Job: _triage
     # What the job's passes reuse of the last (aitj.core.planner.memo: cheaper, never different);
     # it goes with this state when the job is forgotten.

@@ -204,6 +204,11 @@ CATALOGUE: tuple[Family, ...] = (
     Family(
         "aitj_reconcile_errors_total", Kind.COUNTER, "Passes that failed and will be retried.", ("stage",)
     ),
+    Family(
+        "aitj_paced_passes_total",
+        Kind.COUNTER,
+        "Passes that waited for their job's pace (its last plan took 5 ms of CPU or more).",
+    ),
     # Per job, like every family with a ``replica`` label: the replica name is the user's to
     # choose, so its series go with the job (``forget_job``), never piling up on /metrics.
     Family("aitj_pods_created_total", Kind.COUNTER, "Pods created, by replica type.", (*JOB, "replica")),
@@ -298,6 +303,7 @@ SCALING_OPERATIONS = _counter("aitj_scaling_operations_total")
 LOST_GPU_SECONDS = _counter("aitj_lost_gpu_seconds_total")
 RECONCILE_SECONDS = _histogram("aitj_reconcile_seconds", RECONCILE_BUCKETS)
 RECONCILE_ERRORS = _counter("aitj_reconcile_errors_total")
+PACED_PASSES = _counter("aitj_paced_passes_total")
 PODS_CREATED = _counter("aitj_pods_created_total")
 PODS_DELETED = _counter("aitj_pods_deleted_total")
 WORKQUEUE_DEPTH = _gauge("workqueue_depth")

@@ -24,8 +24,9 @@ class OperatorOptions:
     ``namespaces`` operated in (empty: all); ``metrics``: where and how /metrics is served
     (``aitj.controller.metrics_server``); ``priority_classes``: job priority -> PriorityClass
     name; ``node_signals``: the node conditions and taints that are node failures;
-    ``json_logs``; ``liveness``: the URL of kopf's health endpoint (None: off); ``election``:
-    the Lease to hold before acting (None: act at once, the only replica)."""
+    ``json_logs``; ``log_level`` (the least level logged); ``liveness``: the URL of kopf's
+    health endpoint (None: off); ``election``: the Lease to hold before acting (None: act at
+    once, the only replica)."""
 
     kubeconfig: Path | None = None
     namespaces: tuple[str, ...] = ()
@@ -33,5 +34,6 @@ class OperatorOptions:
     priority_classes: Mapping[str, str] = field(default_factory=dict, hash=False)
     node_signals: NodeSignals = DEFAULT_SIGNALS
     json_logs: bool = False
+    log_level: str = "INFO"
     liveness: str | None = None
     election: ElectionConfig | None = None

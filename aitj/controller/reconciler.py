@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from aitj.controller import clientmetrics, metrics
+from aitj.controller import clientmetrics, metrics, passtrace
 from aitj.controller.cache import JobKey, Snapshot
 from aitj.controller.executor import (
     Executor,
@@ -56,6 +56,7 @@ from aitj.controller.executor import (
 from aitj.controller.jobstate import JobState, Sources, new_keys
 from aitj.controller.logs import log
 from aitj.controller.metrics import ErrorStage
+from aitj.controller.passtrace import Trace
 from aitj.controller.recovery_metrics import Recoveries
 from aitj.controller.retries import failure_reason, pass_failure, retry_after, retry_delay
 from aitj.controller.written import Seen, Written, returned_news
@@ -165,12 +166,16 @@ class Reconciler:
             while state.dirty and not self.closing:
                 wait = max(state.retry_at, state.paced_until) - asyncio.get_running_loop().time()
                 if wait > 0:  # backing off or paced: the kick is served when the wait is over
+                    state.trace.paced |= state.paced_until > state.retry_at
                     self._requeue(key, state, wait)
                     self.queue.defer(key)
                     break
                 state.dirty = False
                 state.seen = []
                 started = self.queue.get(key)
+                state.tracing, state.trace = state.trace, Trace()
+                if state.tracing.start():  # it waited for the job's pace
+                    metrics.PACED_PASSES.inc()
                 try:
                     await self._pass(key, state)
                 except Exception as e:  # a bug, or an input the core cannot take:
@@ -235,6 +240,7 @@ class Reconciler:
         """_pace: after a plan that took ``planned`` seconds of CPU, PACED_PLAN_SECONDS or more,
         the job's next plan starts no sooner than twice that after this one ended (its calls, on
         the pass pool, count towards the wait: they leave the loop free)."""
+        state.tracing.planned, state.tracing.plan_cpu = passtrace.now(), planned
         if planned >= PACED_PLAN_SECONDS:
             state.paced_until = asyncio.get_running_loop().time() + 2 * planned
 
@@ -301,10 +307,12 @@ class Reconciler:
         sent = Sent()
         try:
             if sends(plan):  # most passes of a quiet job send nothing: no thread for those
-                sent = await self._run(self.executor.execute, target, plan)
+                sent = await self._run(self._traced, state.tracing, target, plan)
         finally:
             metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
             self.written(key, sent.written)
+        created = min(c.at for c in sent.created).timestamp() if sent.created else passtrace.now()
+        state.tracing.logged(key[0], key[1], created, len(sent.created), sent.status_written)
         if returned_news(snap.by_name(), sent.written):  # others changed a pod since the snapshot
             state.dirty = True
         self._recorded(key, target, plan, sent)
@@ -331,6 +339,11 @@ class Reconciler:
             if plan.requeue_after is not None:
                 self._requeue(key, state, max(MIN_REQUEUE_SECONDS, plan.requeue_after))
             await self._report(key, failed_pass.on_success(pass_failure(snap.body)), snap.body)
+
+    def _traced(self, trace: Trace, target: Target, plan: Plan) -> Sent:
+        """_traced (on a pass thread): ``executor.execute``, the thread's start stamped."""
+        trace.began, trace.steps = passtrace.now(), passtrace.begin()
+        return self.executor.execute(target, plan)
 
     def _fails_job(self, snap: Snapshot, refusal: PodRefusal) -> bool:
         """_fails_job: the refused create fails the job (``lifecycle.plan_refused`` has a Plan
@@ -416,6 +429,7 @@ class Reconciler:
         state = self._jobs.get(key) or self._jobs.setdefault(key, JobState())
         if self.closing or state.queued:
             return
+        state.trace.kick(state.lock.locked())
         if state.lock.locked():
             self.queue.add(key)
             if seen is None:

@@ -24,7 +24,7 @@ def run(
     """run blocks, operating as ``options`` say until stopped: on their namespaces (all when
     none); with ``liveness`` kopf serves its health endpoint there; with ``election`` it acts
     only while it holds that Lease (``aitj.controller.leader``)."""
-    configure(json=options.json_logs)
+    configure(json=options.json_logs, level=options.log_level)
     # Full collections look at what came since the last one, not at every object the operator
     # holds: a recovery that meets one waits less (aitj.controller.gcpauses).
     gcpauses.install()

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
+from prometheus_client import REGISTRY
 
 from aitj.controller.cache import Snapshot
 from aitj.controller.executor import (
@@ -317,17 +318,22 @@ def test_a_kick_after_a_long_plan_waits_twice_as_long(takes: float, paced: bool)
     no sooner than twice that long after; a job of quick plans is planned again at once."""
     rec = Recorder()
     r, planner, _ = reconciler(rec, body(), plan_takes=takes)
+    counted = REGISTRY.get_sample_value("aitj_paced_passes_total") or 0.0
 
     async def run() -> list[int]:
         await r.kick(KEY)
         ended = time.monotonic()
         await r.kick(KEY)  # a pod event right after the pass
+        await r.kick(KEY)  # and another: paced, both wait for the same pass
         seen = [len(planner.calls)]
         await asyncio.sleep(max(0.0, ended + 3 * takes - time.monotonic()))
         seen.append(len(planner.calls))
         return seen
 
-    assert asyncio.run(run()) == ([1, 2] if paced else [2, 2])
+    assert asyncio.run(run()) == ([1, 2] if paced else [3, 3])
+    # The pass that waited is counted once, however many kicks waited with it.
+    assert (REGISTRY.get_sample_value("aitj_paced_passes_total") or 0.0) - counted == (1 if paced else 0)
+    assert r._jobs[KEY].tracing.paced is paced
 
 
 def test_a_job_gone_from_the_cache_is_forgotten_without_planning() -> None:

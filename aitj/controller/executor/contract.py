@@ -7,10 +7,12 @@ stop early. The contract itself is written in the package docstring (``aitj.cont
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from aitj.controller import passtrace
 from aitj.controller.written import Written
 from aitj.core.api import JobStatus
 from aitj.core.planner.failed_pass import Report
@@ -110,7 +112,9 @@ def walk(plan: Plan, sink: PlanSink, skip: Collection[str] = ()) -> None:
 def _step(skip: Collection[str], name: str, part: T | None, send: Callable[[T], None]) -> None:
     """_step: one step of ``walk``: ``send(part)`` unless it is empty or skipped."""
     if name not in skip and part is not None and part != ():
+        began = time.time()
         send(part)
+        passtrace.step(name, began)
 
 
 def sends(plan: Plan) -> bool:

@@ -230,9 +230,11 @@ _FLEET_BOARD = Dashboard(
                             "sum by (stage) (rate(aitj_reconcile_errors_total[$__rate_interval]))",
                             "errors {{stage}}",
                         ),
+                        Query("sum(rate(aitj_paced_passes_total[$__rate_interval]))", "paced"),
                     ),
-                    "Reconcile passes per second, and failed passes by stage (stale: planned "
-                    "again at once; execute: an API call failed, retried with backoff).",
+                    "Reconcile passes per second, failed passes by stage (stale: planned "
+                    "again at once; execute: an API call failed, retried with backoff), and "
+                    "passes that waited for their job's pace (a large job's last plan was long).",
                     unit="ops",
                     width=8,
                 ),
