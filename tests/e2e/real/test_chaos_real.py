@@ -48,7 +48,11 @@ def chaos_ready(doc: Doc) -> None:
     - in make test, a scale-in grace of SCALE_IN_GRACE (10 s), not the default 60 s: the
       launcher reads the host list within about a second and Horovod re-forms without the
       trainers let go in about 3.3 s (docs/bench.md), so they still leave cleanly, but 60 s of
-      them held the short run's settling for a minute after its scale-down.
+      them held the short run's settling for a minute after its scale-down;
+    - a request of a quarter of a CPU: the seed's trainers request none (only cGPU), so they
+      are BestEffort, with 2 CPU shares against the node's 2,048, and on a loaded machine a
+      replacement once took 37.5 s to start (docs/chaos.md): the run measures the operator and
+      the training, not how long a starved process waits.
     """
     trainer = doc["spec"]["replicaSpecs"]["trainer"]
     (rule,) = trainer["faultTolerantPolicy"]
@@ -56,6 +60,8 @@ def chaos_ready(doc: Doc) -> None:
     trainer["minReplicas"] = 2
     trainer["scaleInGracePeriod"] = SCALE_IN_GRACE
     trainer["template"]["spec"]["terminationGracePeriodSeconds"] = 30
+    (container,) = trainer["template"]["spec"]["containers"]
+    container["resources"].setdefault("requests", {})["cpu"] = "250m"
 
 
 # A fault must be followed by new steps within this long: a ring that waits on a lost peer

@@ -3,7 +3,8 @@
 
 A small model on synthetic data, trained with Horovod's elastic API (``hvd.elastic.run``):
 workers may join or leave while it runs; the state is committed every few steps and rolled
-back to the last commit when a worker is lost. It is fast on CPU: the seed job's 1000 steps take
+back to the last commit when a worker is lost. Every re-forming syncs the state from rank 0,
+also one that only removed workers (``SyncedState``: horovod#3494). It is fast on CPU: the seed job's 1000 steps take
 about a minute with three workers on two cores (``--step-seconds`` paces it so a run lasts long
 enough to be disturbed). It accepts the options of Horovod's
 pytorch_synthetic_benchmark_elastic.py that do not need a GPU or torchvision, and prints a line
@@ -18,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 import horovod.torch as hvd
+from horovod.common.exceptions import HostsUpdatedInterrupt
 
 parser = argparse.ArgumentParser(description="aitj elastic synthetic training (PyTorch, Horovod)")
 parser.add_argument("--num-iters", type=int, default=1000, help="training steps in all")
@@ -89,7 +91,27 @@ def on_state_reset():
     log(f"reset: world size now {hvd.size()}, resuming at step {state.step}")
 
 
-state = hvd.elastic.TorchState(model, optimizer, step=0)
+class SyncedState(hvd.elastic.TorchState):
+    """TorchState whose every re-forming syncs the state, on every rank.
+
+    Horovod skips the sync on the ranks that stay when rank 0's notices at its commit were only
+    removals. But the driver forms the new world from the host list as it reads it at the reset:
+    a worker listed in between (a lost trainer's replacement, joining a few seconds after the
+    loss) starts with a sync, a broadcast the others never join, and no collective completes
+    again (horovod#3494, open). Syncing at every re-forming keeps all ranks in step; it costs
+    one broadcast of the state when only workers left, which is cheap next to a lost ring.
+    """
+
+    def check_host_updates(self):
+        try:
+            super().check_host_updates()
+        except HostsUpdatedInterrupt as interrupt:
+            if interrupt.skip_sync:
+                raise HostsUpdatedInterrupt(skip_sync=False) from interrupt
+            raise
+
+
+state = SyncedState(model, optimizer, step=0)
 state.register_reset_callbacks([on_state_reset])
 log(f"start: {args.num_iters} steps, batch {args.batch_size} per worker")
 train(state)
