@@ -17,6 +17,7 @@ each recovery with them. Stamps cost a clock read each; the line is not rendered
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -94,6 +95,8 @@ class Trace:
     def logged(self, namespace: str, job: str, created: float, pods: int, status: bool) -> None:
         """logged: the debug line of a pass whose first create was answered at ``created``
         (``pods`` 0: a pass that created none, ``created`` when its calls ended)."""
+        if not log.is_enabled_for(logging.DEBUG):  # at info: not even its fields are made
+            return
         read = self.read or self.kicked
         log.debug(
             "pass timed",
