@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from aitj.core.api import MAX_REPLICAS
 from aitj.core.planner import ledger_delta
 from aitj.core.planner.ledger import IndexHistory, Ledger
-from aitj.core.planner.ledger_wire import expand, runs, seen_of
+from aitj.core.planner.ledger_wire import _patch_runs, expand, runs, runs_diff, seen_of
 
 DENSE = st.lists(st.integers(-1, 3), max_size=60)
 
@@ -119,3 +119,31 @@ def test_equal_ledgers_write_equal_forms(records: dict[tuple[str, int], int]) ->
     assert forward == backward
     assert json.dumps(forward.to_json()) == json.dumps(backward.to_json())
     assert json.dumps(Ledger.from_json(forward.to_json()).to_json()) == json.dumps(forward.to_json())
+
+
+@settings(max_examples=500, deadline=None)
+@given(DENSE, DENSE)
+def test_runs_diff_is_where_the_dense_lists_differ(a: list[int], b: list[int]) -> None:
+    a, b = _trimmed(a), _trimmed(b)
+    size = max(len(a), len(b))
+    pad_a, pad_b = a + [-1] * (size - len(a)), b + [-1] * (size - len(b))
+    found = {i: g for start, end, g in runs_diff(runs(a), runs(b)) for i in range(start, end)}
+    assert found == {i: pad_b[i] for i in range(size) if pad_a[i] != pad_b[i]}
+
+
+@settings(max_examples=500, deadline=None)
+@given(DENSE, st.dictionaries(st.integers(0, 70), st.integers(-1, 3), min_size=1))
+def test_patched_runs_are_the_runs_of_the_patched_list(dense: list[int], updates: dict[int, int]) -> None:
+    dense = _trimmed(dense)
+    patched = dense + [-1] * (max(updates) + 1 - len(dense))
+    for i, g in updates.items():
+        patched[i] = g
+    assert _patch_runs(runs(dense), updates) == runs(_trimmed(patched))
+
+
+def _trimmed(dense: list[int]) -> list[int]:
+    """_trimmed: without trailing -1, as the status form holds it."""
+    out = list(dense)
+    while out and out[-1] < 0:
+        out.pop()
+    return out

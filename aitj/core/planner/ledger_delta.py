@@ -26,7 +26,7 @@ from aitj.core.planner.ledger import (
     _restart_pair,
 )
 from aitj.core.planner.ledger_index import patched
-from aitj.core.planner.ledger_wire import seen_of
+from aitj.core.planner.ledger_wire import runs_diff, seen_of
 from aitj.core.wire import as_int, mapping
 
 # Per replica name, the indices whose records may differ from the last pass's; a replica not in
@@ -86,9 +86,14 @@ def _patched(
         if new.get(field) != old.get(field):
             out[field] = _sparse(field, new.get(field))
             changed |= {i for i, _ in out[field].items() ^ fields[field].items()}
-    # The runs compared first (a few pairs while few indices were restarted), the dense lists
-    # only when they differ; either form (the previous release's status is dense, ``seen``).
-    if new.get("seenRuns") != old.get("seenRuns") or new.get("seen") != old.get("seen"):
+    # The runs compared (a few pairs while few indices were restarted), and where they differ
+    # diffed a run at a time; the dense lists (the previous release's status, ``seen``) only
+    # when either form is the old one.
+    if "seenRuns" in old and "seenRuns" in new:
+        if new["seenRuns"] != old["seenRuns"]:
+            out["seen"], moved = _runs_patched(fields["seen"], old["seenRuns"], new["seenRuns"])
+            changed |= moved
+    elif new.get("seenRuns") != old.get("seenRuns") or new.get("seen") != old.get("seen"):
         out["seen"], moved = _seen_patched(fields["seen"], seen_of(old), seen_of(new))
         changed |= moved
     if any(new.get(k) != old.get(k) for k in META):
@@ -114,6 +119,20 @@ def _sparse(field: str, value: object) -> dict[int, Any]:
         if got is not None and i is not None and i >= 0:
             out[i] = got
     return out
+
+
+def _runs_patched(seen: dict[int, int], old: object, new: object) -> tuple[dict[int, int], set[int]]:
+    """_runs_patched: ``_seen_patched`` of two ``seenRuns`` values, at the indices where their
+    runs differ (``runs_diff``), not expanded."""
+    out, moved = dict(seen), set[int]()
+    for start, end, g in runs_diff(old, new):
+        for i in range(start, end):
+            if g >= 0:
+                out[i] = g
+            else:
+                out.pop(i, None)
+        moved.update(range(start, end))
+    return out, moved
 
 
 def _seen_patched(seen: dict[int, int], old: list[Any], new: list[Any]) -> tuple[dict[int, int], set[int]]:

@@ -32,7 +32,7 @@ def wire(h: Any) -> dict[str, Any]:
     """wire: ``h``'s status form, every index written (see ``Ledger.to_json``)."""
     restarts = {str(i): [r.failed, r.restarts] for i, r in h.indices if r.restarts}
     size = max((i + 1 for i, r in h.indices if r.seen >= 0), default=0)
-    seen = [h.index(i).seen for i in range(size)]
+    seen = runs([h.index(i).seen for i in range(size)])
     sparse = {key: {str(i): getattr(r, key) for i, r in h.indices if getattr(r, key) >= 0} for key in _SPARSE}
     return _entry(h, restarts, seen, sparse)
 
@@ -40,7 +40,9 @@ def wire(h: Any) -> dict[str, Any]:
 def wire_patched(h: Any, base: Mapping[str, Any], changed: Iterable[int]) -> dict[str, Any]:
     """wire_patched: ``wire(h)``, made from ``base`` (that of the history ``h`` was patched
     from) where the records of the ``changed`` indices may differ; in the same order."""
-    restarts, seen = dict(base.get("restarts", {})), seen_of(base)
+    restarts = dict(base.get("restarts", {}))
+    base_runs = base["seenRuns"] if "seenRuns" in base else runs(seen_of(base))
+    seen: dict[int, int] = {}
     sparse = {key: dict(base.get(key, {})) for key in _SPARSE}
     grew: set[str] = set()
     for i in sorted(changed):
@@ -51,15 +53,12 @@ def wire_patched(h: Any, base: Mapping[str, Any], changed: Iterable[int]) -> dic
             value = getattr(r, key) if r is not None else -1
             if _put(sparse[key], k, value if value >= 0 else None):
                 grew.add(key)
-        seen.extend([-1] * (i + 1 - len(seen)))
         seen[i] = r.seen if r is not None else -1
-    while seen and seen[-1] < 0:
-        seen.pop()
     by_index = lambda kv: int(kv[0])  # noqa: E731
     if "restarts" in grew:  # a key put before the last: in index order again, as ``wire`` writes
         restarts = dict(sorted(restarts.items(), key=by_index))
     sparse = {key: dict(sorted(d.items(), key=by_index)) if key in grew else d for key, d in sparse.items()}
-    return _entry(h, restarts, seen, sparse)
+    return _entry(h, restarts, _patch_runs(base_runs, seen) if seen else list(base_runs), sparse)
 
 
 def _put(d: dict[str, Any], key: str, value: Any) -> bool:
@@ -73,7 +72,7 @@ def _put(d: dict[str, Any], key: str, value: Any) -> bool:
 
 
 def _entry(
-    h: Any, restarts: dict[str, Any], seen: list[int], sparse: Mapping[str, dict[str, int]]
+    h: Any, restarts: dict[str, Any], seen: list[list[int]], sparse: Mapping[str, dict[str, int]]
 ) -> dict[str, Any]:
     """_entry: a replica's status form from its parts, in ``Ledger.to_json``'s order."""
     entry: dict[str, Any] = {"epoch": h.epoch}
@@ -84,7 +83,7 @@ def _entry(
     if h.excluded:
         entry["excluded"] = excluded_to_json(h.excluded)
     if seen:
-        entry["seenRuns"] = runs(seen)
+        entry["seenRuns"] = seen
     entry.update((key, d) for key, d in sparse.items() if d)
     return entry
 
@@ -100,6 +99,76 @@ def runs(seen: list[int]) -> list[list[int]]:
     if seen.count(seen[0]) == len(seen):
         return [[seen[0], len(seen)]]
     return [[g, len(list(run))] for g, run in groupby(seen)]
+
+
+def _patch_runs(base: list[list[int]], updates: Mapping[int, int]) -> list[list[int]]:
+    """_patch_runs: ``runs(d)`` where ``d`` is ``expand(base)`` with ``d[i] = g`` for each
+    ``i: g`` of ``updates``, made a run at a time (a job's runs are few; its indices are not)."""
+    out: list[list[int]] = []
+
+    def push(g: int, count: int) -> None:
+        if count <= 0:
+            return
+        if out and out[-1][0] == g:
+            out[-1] = [g, out[-1][1] + count]
+        else:
+            out.append([g, count])
+
+    todo, pos, k = sorted(updates.items()), 0, 0
+    for g, count in [*base, [-1, max(0, todo[-1][0] + 1 - sum(c for _, c in base))]]:
+        end = pos + count
+        while k < len(todo) and todo[k][0] < end:
+            i, new = todo[k]
+            push(g, i - pos)
+            push(new, 1)
+            pos, k = i + 1, k + 1
+        push(g, end - pos)
+        pos = end
+    while out and out[-1][0] < 0:
+        out.pop()
+    return out
+
+
+def read_runs(value: object) -> list[tuple[int, int]]:
+    """read_runs: a ``seenRuns`` value's ``(generation, count)`` pairs as ``expand`` reads them
+    (-1: unreadable generation; stopped at a run without a readable count, and at
+    ``MAX_REPLICAS`` indices)."""
+    out: list[tuple[int, int]] = []
+    total = 0
+    for item in as_list(value):
+        pair = as_list(item)
+        count = as_int(pair[1]) if len(pair) == 2 else None
+        if count is None or count < 0:
+            break
+        gen = as_int(pair[0])
+        count = min(count, MAX_REPLICAS - total)
+        total += count
+        out.append((gen if gen is not None and gen >= 0 else -1, count))
+    return out
+
+
+def runs_diff(old: object, new: object) -> list[tuple[int, int, int]]:
+    """runs_diff: where two ``seenRuns`` values' dense lists differ, as ``(start, end,
+    generation in new)`` (-1: none there), found a run at a time."""
+    a, b = read_runs(old), read_runs(new)
+    size = max(sum(c for _, c in a), sum(c for _, c in b))
+    a.append((-1, size - sum(c for _, c in a)))
+    b.append((-1, size - sum(c for _, c in b)))
+    out: list[tuple[int, int, int]] = []
+    i = j = pos = 0
+    left_a, left_b = a[0][1], b[0][1]
+    while pos < size:
+        while left_a == 0:
+            i += 1
+            left_a = a[i][1]
+        while left_b == 0:
+            j += 1
+            left_b = b[j][1]
+        step = min(left_a, left_b)
+        if a[i][0] != b[j][0]:
+            out.append((pos, pos + step, b[j][0]))
+        pos, left_a, left_b = pos + step, left_a - step, left_b - step
+    return out
 
 
 def expand(value: object) -> list[int]:
