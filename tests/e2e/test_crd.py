@@ -278,8 +278,8 @@ FULL_STATUS = {
     "observedGeneration": 2,
     "discoveryHosts": ["shown-trainer-q7gmp-0", "shown-trainer-spkb8-1"],
     "restartLedger": {
-        "trainer": {"epoch": 0, "seen": [1, 0, -1], "ended": {"0": 0}, "restarts": {"0": [0, 1]}},
-        "launcher": {"epoch": 0},
+        "trainer": {"epoch": 0, "seenRuns": [[1, 1], [0, 1]], "ended": {"0": 0}, "restarts": {"0": [0, 1]}},
+        "launcher": {"epoch": 0, "seen": [1, -1, 0]},  # the previous release's form, still stored
     },
     "restarts": [
         {

@@ -308,7 +308,7 @@ def test_the_status_lists_at_most_max_listed_indices_and_counts_them_all() -> No
     ledger = dict(status["restartLedger"])
     ledger["trainer"] = {
         **ledger["trainer"],
-        "seen": [0] + [1] * (n - 1),
+        "seenRuns": [[0, 1], [1, n - 1]],
         "ended": {str(i): 0 for i in range(n)},
     }
     cluster = Cluster(seed_job(trainer(replicas=n), status={**status, "restartLedger": ledger}), pods)

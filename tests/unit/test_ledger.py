@@ -19,7 +19,14 @@ from aitj.core.planner.types import RestartRecord
 from aitj.core.policy import Failure, FailureKind
 from tests.unit.builders import Pod, at
 
-WIRE = {"trainer": {"epoch": 1, "seen": [0, 2, -1, 0], "ended": {"1": 1}, "restarts": {"1": [1, 2]}}}
+WIRE = {
+    "trainer": {
+        "epoch": 1,
+        "restarts": {"1": [1, 2]},
+        "seenRuns": [[0, 1], [2, 1], [-1, 1], [0, 1]],
+        "ended": {"1": 1},
+    }
+}
 
 
 def test_the_ledger_round_trips_through_its_wire_form() -> None:

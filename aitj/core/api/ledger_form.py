@@ -50,8 +50,16 @@ class LedgerReplicaForm(JsonObject):
     epoch: int | None = prop(
         description="Replica- and All-scope restarts that covered this replica type.", fmt="int64"
     )
+    seen_runs: tuple[tuple[int, ...], ...] | None = prop(
+        "seenRuns",
+        description="Per index, the newest pod generation seen, run-length encoded: [generation, "
+        "count] pairs in index order (-1: none).",
+        items={"items": INT64},
+    )
     seen: tuple[int, ...] | None = prop(
-        description="Per index, the newest pod generation seen (-1: none).", items=INT64
+        description="The previous release's form of seenRuns, one generation per index (-1: none); "
+        "still read, no longer written.",
+        items=INT64,
     )
     ended: Mapping[str, int] | None = prop(description=f"{_PER_INDEX} seen finished.", values=INT64)
     succeeded: Mapping[str, int] | None = prop(

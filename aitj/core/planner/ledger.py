@@ -28,7 +28,7 @@ from aitj.core.planner.ledger_index import LazyIndices, patched
 from aitj.core.planner.ledger_records import record_entry as record_entry  # its readers import it from here
 from aitj.core.planner.ledger_records import record_from_json as record_from_json
 from aitj.core.planner.ledger_records import record_to_json as record_to_json
-from aitj.core.planner.ledger_wire import wire, wire_patched
+from aitj.core.planner.ledger_wire import seen_of, wire, wire_patched
 from aitj.core.planner.quick import once, quick_init
 from aitj.core.planner.rulelog import (
     Exclusion,
@@ -269,12 +269,13 @@ class Ledger:
     def to_json(self, *, for_pod: bool = False) -> dict[str, Any]:
         """to_json is the wire form; ``for_pod`` keeps only what a pod needs to carry.
 
-        ``{"trainer": {"epoch": 1, "seen": [0, 2, 0], "ended": {"1": 1},
-        "restarts": {"1": [1, 2]}, "stood": {"0": 0}, "recorded": {"1": 1}}}``: ``seen`` is
-        dense by index (-1: never seen), ``ended``, ``succeeded``, ``stood``, ``recorded`` and
-        ``restarts`` ([failed generation, count]) are sparse, and so are ``rules`` and
-        ``excluded`` (aitj.core.planner.rulelog). A pod carries only ``epoch`` and
-        ``restarts``, enough to recount exactly if the status write was lost, and (``annotation``)
+        ``{"trainer": {"epoch": 1, "seenRuns": [[0, 1], [2, 1], [0, 1]], "ended": {"1": 1},
+        "restarts": {"1": [1, 2]}, "stood": {"0": 0}, "recorded": {"1": 1}}}``: ``seenRuns`` is
+        the newest generation seen per index, run-length encoded (-1: never seen; ledger_wire;
+        the previous release wrote it dense, ``seen``, still read), ``ended``, ``succeeded``,
+        ``stood``, ``recorded`` and ``restarts`` ([failed generation, count]) are sparse, and so
+        are ``rules`` and ``excluded`` (aitj.core.planner.rulelog). A pod carries only ``epoch``
+        and ``restarts``, enough to recount exactly if the status write was lost, and (``annotation``)
         the records of its pass with their indices' rules and exclusions. Records are never
         part of this form.
         """
@@ -353,7 +354,7 @@ def _replica_history(name: str, e: Mapping[str, Any]) -> ReplicaHistory:
         if i is not None and i >= 0:
             fields_of.setdefault(i, {}).update(fields)
 
-    for i, seen in enumerate(as_list(e.get("seen"))):
+    for i, seen in enumerate(seen_of(e)):  # ``seenRuns``, or the previous release's ``seen``
         gen = as_int(seen)
         if gen is not None and gen >= 0:
             put(i, seen=gen)

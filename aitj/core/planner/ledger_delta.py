@@ -26,7 +26,8 @@ from aitj.core.planner.ledger import (
     _restart_pair,
 )
 from aitj.core.planner.ledger_index import patched
-from aitj.core.wire import as_int, as_list, mapping
+from aitj.core.planner.ledger_wire import runs_diff, seen_of
+from aitj.core.wire import as_int, mapping
 
 # Per replica name, the indices whose records may differ from the last pass's; a replica not in
 # it is the same history object (its epoch, records and rules too). None: anything may differ.
@@ -85,8 +86,15 @@ def _patched(
         if new.get(field) != old.get(field):
             out[field] = _sparse(field, new.get(field))
             changed |= {i for i, _ in out[field].items() ^ fields[field].items()}
-    if new.get("seen") != old.get("seen"):
-        out["seen"], moved = _seen_patched(fields["seen"], as_list(old.get("seen")), as_list(new.get("seen")))
+    # The runs compared (a few pairs while few indices were restarted), and where they differ
+    # diffed a run at a time; the dense lists (the previous release's status, ``seen``) only
+    # when either form is the old one.
+    if "seenRuns" in old and "seenRuns" in new:
+        if new["seenRuns"] != old["seenRuns"]:
+            out["seen"], moved = _runs_patched(fields["seen"], old["seenRuns"], new["seenRuns"])
+            changed |= moved
+    elif new.get("seenRuns") != old.get("seenRuns") or new.get("seen") != old.get("seen"):
+        out["seen"], moved = _seen_patched(fields["seen"], seen_of(old), seen_of(new))
         changed |= moved
     if any(new.get(k) != old.get(k) for k in META):
         meta = _replica_history(name, {k: new[k] for k in META if k in new})
@@ -97,7 +105,7 @@ def _patched(
 
 def _fields(e: Mapping[str, Any]) -> dict[str, dict[int, Any]]:
     """_fields: the per-index fields of a replica's wire form, as ``_replica_history`` reads them."""
-    seen = {i: g for i, v in enumerate(as_list(e.get("seen"))) if (g := as_int(v)) is not None and g >= 0}
+    seen = {i: g for i, v in enumerate(seen_of(e)) if (g := as_int(v)) is not None and g >= 0}
     return {"seen": seen, **{field: _sparse(field, e.get(field)) for field in SPARSE}}
 
 
@@ -113,9 +121,23 @@ def _sparse(field: str, value: object) -> dict[int, Any]:
     return out
 
 
+def _runs_patched(seen: dict[int, int], old: object, new: object) -> tuple[dict[int, int], set[int]]:
+    """_runs_patched: ``_seen_patched`` of two ``seenRuns`` values, at the indices where their
+    runs differ (``runs_diff``), not expanded."""
+    out, moved = dict(seen), set[int]()
+    for start, end, g in runs_diff(old, new):
+        for i in range(start, end):
+            if g >= 0:
+                out[i] = g
+            else:
+                out.pop(i, None)
+        moved.update(range(start, end))
+    return out, moved
+
+
 def _seen_patched(seen: dict[int, int], old: list[Any], new: list[Any]) -> tuple[dict[int, int], set[int]]:
-    """_seen_patched: the dense ``seen`` list read again where it differs from ``old``'s (found
-    a chunk at a time: the list is as long as the replica)."""
+    """_seen_patched: the dense ``seen`` list (``seen_of``) read again where it differs from
+    ``old``'s (found a chunk at a time: the list is as long as the replica)."""
     out, moved, chunk = dict(seen), set(), 256
     for start in range(0, max(len(old), len(new)), chunk):
         a, b = old[start : start + chunk], new[start : start + chunk]
