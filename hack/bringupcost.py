@@ -41,7 +41,6 @@ import contextlib
 import itertools
 import os
 import re
-import signal
 import ssl
 import sys
 import threading
@@ -55,6 +54,7 @@ from typing import Any
 
 import orjson
 from kubernetes.client.exceptions import ApiException
+from recoverycost import names_by_signal  # hack/, the script's own folder, is on sys.path
 
 import aitj
 from aitj.controller.kubeclient import release
@@ -252,21 +252,9 @@ def thread_cpu(pid: int) -> dict[str, float]:
 
 
 def thread_names(pid: int, log_path: Path) -> dict[str, str]:
-    """thread_names: thread id -> name, from the line the operator logs on SIGUSR2 (as
-    recoverycost's ``names_by_signal``), pools under one name (``pass_3`` -> ``pass_*``)."""
-    size = log_path.stat().st_size
-    os.kill(pid, signal.SIGUSR2)
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
-        time.sleep(0.2)
-        with log_path.open("rb") as f:
-            f.seek(size)
-            tail = f.read().decode(errors="replace")
-        found = [line for line in tail.splitlines() if "thread names" in line]
-        if found:
-            pairs = re.findall(r"['\"]?(\d+)['\"]?: ?['\"]([^'\"]*)['\"]", found[-1])
-            return {tid: re.sub(r"_\d+$", "_*", name) for tid, name in pairs}
-    return {}
+    """thread_names: thread id -> name, from the line the operator logs on SIGUSR2
+    (recoverycost's ``names_by_signal``), pools under one name (``pass_3`` -> ``pass_*``)."""
+    return {tid: re.sub(r"_\d+$", "_*", name) for tid, name in names_by_signal(pid, log_path).items()}
 
 
 def report_threads(s: Session, before: dict[str, float], after: dict[str, float], pods: int) -> None:

@@ -172,18 +172,13 @@ def runs_diff(old: object, new: object) -> list[tuple[int, int, int]]:
 
 
 def expand(value: object) -> list[int]:
-    """expand: the dense list of a ``seenRuns`` value (-1 where a run's generation is
-    unreadable). A run without a readable count ends it: the indices after it are not known.
-    At most ``MAX_REPLICAS`` indices: no replica has more, and a run's count is not trusted
-    to size a list."""
+    """expand: the dense list of a ``seenRuns`` value, as ``read_runs`` reads its runs (-1 where
+    a run's generation is unreadable; a run without a readable count ends it: the indices after
+    it are not known; at most ``MAX_REPLICAS`` indices: no replica has more, and a run's count
+    is not trusted to size a list)."""
     out: list[int] = []
-    for item in as_list(value):
-        pair = as_list(item)
-        count = as_int(pair[1]) if len(pair) == 2 else None
-        if count is None or count < 0:
-            break
-        gen = as_int(pair[0])
-        out += [gen if gen is not None and gen >= 0 else -1] * min(count, MAX_REPLICAS - len(out))
+    for gen, count in read_runs(value):
+        out += [gen] * count
     return out
 
 
