@@ -11,6 +11,12 @@ release's status of a running job of N trainers held; ``--runs``: ``seenRuns``, 
 run-length encoded, as the operator writes it now: one run) and a restart count that changes;
 then deletes the job. A job of 4,096 trainers' recovery pass writes such a status before its
 finalizer release, and the job's next pass waits for it (docs/bench.md, "One large job").
+Besides the wall time it prints the apiserver's CPU per write (/proc, the cluster's process).
+
+``--no-rules`` installs the CRD without its validation rules (every ``x-kubernetes-validations``
+taken out) for the run and the real one again after: the apiserver runs the spec's rules again
+on every status write (docs/bench.md, "Bring-up (F10, F12)"), and this tells what they cost.
+Alternate runs with and without it.
 """
 
 from __future__ import annotations
@@ -18,15 +24,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import time
+from typing import Any
 
+import yaml
 from kubernetes import client
 
 from aitj.controller.kubeclient import api_client
 from aitj.core import api as A
 from aitj.core.planner.ledger_wire import runs
 from aitj.devcluster.cluster import LocalCluster
+from aitj.tools.bench import procstat
 from aitj.tools.bench.workload import training_job
-from aitj.tools.demo import install_crd
+from aitj.tools.demo import CRDS, install_crd
 
 NS = "statuscost"
 
@@ -61,25 +70,56 @@ def timed_writes(custom: client.CustomObjectsApi, n: int, writes: int, form: str
     return out
 
 
+def without_rules(node: Any) -> Any:
+    """without_rules: a copy of the CRD (or any part of it) with no ``x-kubernetes-validations``."""
+    if isinstance(node, dict):
+        return {k: without_rules(v) for k, v in node.items() if k != "x-kubernetes-validations"}
+    if isinstance(node, list):
+        return [without_rules(v) for v in node]
+    return node
+
+
+def install_without_rules(cluster: LocalCluster) -> None:
+    """install_without_rules applies the CRD with its rules taken out."""
+    crd = without_rules(yaml.safe_load((CRDS / "aitrainingjobs.yaml").read_text()))
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=yaml.safe_dump(crd))
+    time.sleep(3)  # the apiserver takes the new schema in within a moment
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--cluster", required=True, help="the local cluster (aitj dev cluster up --name)")
     forms = parser.add_mutually_exclusive_group()
     forms.add_argument("--text", action="store_true", help="the same bytes as one string, not a list")
     forms.add_argument("--runs", action="store_true", help="the list run-length encoded (seenRuns)")
+    parser.add_argument("--no-rules", action="store_true", help="the CRD without its validation rules")
     parser.add_argument("--writes", type=int, default=30)
     parser.add_argument("sizes", type=int, nargs="+", help="indices in the ledger, one run each, in order")
     args = parser.parse_args()
     cluster = LocalCluster(args.cluster)
     install_crd(cluster)
+    if args.no_rules:
+        install_without_rules(cluster)
+    apiserver = cluster.pid("kube-apiserver")
     apic = api_client(cluster.kubeconfig)
     custom, core = client.CustomObjectsApi(apic), client.CoreV1Api(apic)
     with contextlib.suppress(client.ApiException):  # there already
         core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
     form = "text" if args.text else "runs" if args.runs else "dense"
-    for n in args.sizes:
-        ms = sorted(timed_writes(custom, n, args.writes, form))
-        print(f"{n} indices: status write p50 {ms[len(ms) // 2]:.1f} ms, min {ms[0]:.1f}, max {ms[-1]:.1f}")
+    try:
+        for n in args.sizes:
+            cpu = procstat.cpu_seconds(apiserver) if apiserver else 0.0
+            ms = sorted(timed_writes(custom, n, args.writes, form))
+            cpu = (procstat.cpu_seconds(apiserver) - cpu) if apiserver else float("nan")
+            label = f"{n} indices{' (no rules)' if args.no_rules else ''}"
+            print(
+                f"{label}: status write p50 {ms[len(ms) // 2]:.1f} ms, "
+                f"min {ms[0]:.1f}, max {ms[-1]:.1f}; apiserver CPU {1000 * cpu / args.writes:.2f} ms a write "
+                "(the job's create and delete included)"
+            )
+    finally:
+        if args.no_rules:
+            install_crd(cluster)
 
 
 if __name__ == "__main__":
