@@ -59,7 +59,14 @@ def test_deleting_a_namespace_with_running_jobs_counts_no_failure_and_leaves_no_
     launcher = job_pods(cluster, namespace, DONE, "launcher")[0].metadata.name
     faults.pod_exit(cluster.api, namespace, launcher, 0)
     wait_phase(cluster, namespace, DONE, "Succeeded")
-    before = samples(live_operator)
+
+    # The pass counts the end once its status write is answered: the phase can be read a moment
+    # before the count (a busy loop: CI of 2026-11-27 read 0 right after the phase).
+    def counted() -> Samples | None:
+        found = samples(live_operator)
+        return found if value(found, FINISHED, namespace=namespace) else None
+
+    before = wait_for(counted, 10, "the job's end counted")
     assert (
         value(before, FINISHED, namespace=namespace)
         == value(before, FINISHED, namespace=namespace, phase="Succeeded")
