@@ -41,7 +41,7 @@ def wire_patched(h: Any, base: Mapping[str, Any], changed: Iterable[int]) -> dic
     """wire_patched: ``wire(h)``, made from ``base`` (that of the history ``h`` was patched
     from) where the records of the ``changed`` indices may differ; in the same order."""
     restarts = dict(base.get("restarts", {}))
-    base_runs = base["seenRuns"] if "seenRuns" in base else runs(seen_of(base))
+    base_runs = base.get("seenRuns", [])  # ``base`` is a ``wire`` form: never the dense ``seen``
     seen: dict[int, int] = {}
     sparse = {key: dict(base.get(key, {})) for key in _SPARSE}
     grew: set[str] = set()
