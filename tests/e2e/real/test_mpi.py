@@ -1,11 +1,11 @@
 """MPI in the Volcano seed's style on real nodes: manifests/examples/mpi.yaml as it is, but for
-its name and a shorter training. Its launcher runs ``mpiexec --host <trainer.host>`` in a loop
+its name and a training that ends on request. Its launcher runs ``mpiexec --host <trainer.host>`` in a loop
 that starts mpiexec again on the trainers listed whenever the list changes or mpiexec fails,
 and train.py resumes from its checkpoints (docs/training.md). The test reads the training's own
 lines from the launcher's log: it trains, heals from a force-deleted trainer and from a scale
-3 to 5 to 3 at full width, redoing at most a checkpoint interval per restart, and succeeds.
-Times are printed (pytest -s), never asserted, and so is how fast the launcher saw its host file
-change after the force delete."""
+3 to 5 to 3 at full width, redoing at most a checkpoint interval per restart, and, asked to
+finish once they are over, succeeds. Times are printed (pytest -s), never asserted, and so is
+how fast the launcher saw its host file change after the force delete."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from tests.operator_process import OperatorProcess
 pytestmark = pytest.mark.e2e
 
 CHECKPOINT_EVERY = 20  # train.py's default --checkpoint-every
-# The training's length: the three faults are over near step 300 here (about 17 steps a
-# second at full width, half that through the faults), and what follows them is the run to
-# the end, which the test waits for and checks once: more steps would only wait longer.
-STEPS = 800
+# The training's length, longer than the faults take (they are over near step 300 here, about
+# 17 steps a second at full width and half that through the faults, and far later on a loaded
+# machine): heals_through_faults ends it on request once they are over.
+STEPS = 100_000
 
 
 def test_mpi_trains_through_a_lost_trainer_and_a_scale_out_and_in_resuming_from_checkpoints(
@@ -32,7 +32,6 @@ def test_mpi_trains_through_a_lost_trainer_and_a_scale_out_and_in_resuming_from_
     run = heals_through_faults(
         real_cluster, real_namespace, doc, checkpoint_every=CHECKPOINT_EVERY, heal_seconds=120
     )
-    assert f"step {STEPS}/{STEPS}" in run.log()
     # How fast the host file reaches the running launcher (docs/training.md): the loop prints a
     # line when it sees the file change; the lost trainer leaves the list at once.
     fault = run.recoveries[0].fault.t

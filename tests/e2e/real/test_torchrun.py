@@ -1,11 +1,11 @@
 """torchrun elastic on real nodes: manifests/examples/torchrun.yaml as it is, but for its name
-and a shorter training. Its launcher hosts the c10d rendezvous store and runs torchrun on every
+and a training that ends on request. Its launcher hosts the c10d rendezvous store and runs torchrun on every
 listed trainer over ssh; a trainer lost or added changes the rendezvous' membership, torchrun's
 agents restart their workers, and train.py resumes from its checkpoints (docs/training.md). The
 workers' lines come back through the ssh sessions, so the test reads them from the launcher's
 log: training heals from a force-deleted trainer and from a scale 3 to 5 to 3 at full width,
-redoing at most a checkpoint interval per re-forming, and succeeds. Times are printed (pytest
--s), never asserted."""
+redoing at most a checkpoint interval per re-forming, and, asked to finish once they are over,
+succeeds. Times are printed (pytest -s), never asserted."""
 
 from __future__ import annotations
 
@@ -18,17 +18,16 @@ from tests.operator_process import OperatorProcess
 pytestmark = pytest.mark.e2e
 
 CHECKPOINT_EVERY = 20  # train.py's default --checkpoint-every
-# The training's length: the three faults are over near step 300 here (about 17 steps a
-# second at full width, half that through the faults), and what follows them is the run to
-# the end, which the test waits for and checks once: 1500 steps were 70 s more of it.
-STEPS = 800
+# The training's length, longer than the faults take (they are over near step 300 here, about
+# 17 steps a second at full width and half that through the faults, and far later on a loaded
+# machine): heals_through_faults ends it on request once they are over.
+STEPS = 100_000
 
 
 def test_torchrun_trains_through_a_lost_trainer_and_a_scale_out_and_in_resuming_from_checkpoints(
     real_cluster: KubeCluster, real_namespace: str, real_operator: OperatorProcess
 ) -> None:
     doc = example_job("torchrun.yaml", "torchrun", steps=STEPS)
-    run = heals_through_faults(
+    heals_through_faults(
         real_cluster, real_namespace, doc, checkpoint_every=CHECKPOINT_EVERY, heal_seconds=120
     )
-    assert f"step {STEPS}/{STEPS}" in run.log()

@@ -127,6 +127,14 @@ class Training:
 
         return act
 
+    def finish(self) -> None:
+        """finish asks the training to end after its next step (train.py's ``--finish-now``
+        file, made on trainer 0's disk, where a rank runs): a test's training is long enough
+        for faults however slow, and ends once they are over."""
+        trainer = pods_by_index(self.cluster, self.namespace, self.job, "trainer")[0]
+        made = "mkdir -p /tmp/aitj-train && touch /tmp/aitj-train/finish-now"
+        self.cluster.kubectl("exec", "-n", self.namespace, trainer.metadata.name, "--", "sh", "-c", made)
+
     def heals_from_a_loss_and_a_scale(self, *, redo_bound: int, heal_seconds: float) -> None:
         """heals_from_a_loss_and_a_scale: a force-deleted trainer, then a scale 3 to 5 to 3,
         each healed at full width with at most ``redo_bound`` steps redone per re-forming (the
@@ -173,10 +181,12 @@ def started(cluster: KubeCluster, namespace: str, doc: Doc, *, width: int, step:
 def heals_through_faults(
     cluster: KubeCluster, namespace: str, doc: Doc, *, checkpoint_every: int, heal_seconds: float
 ) -> Training:
-    """heals_through_faults runs the job ``doc`` (3 trainers, 1 to 5) to Succeeded through a
-    force-deleted trainer and a scale 3 to 5 to 3, each healed at full width with at most
-    ``checkpoint_every`` steps redone per re-forming, and never from step 0 again. Times are
-    printed, not asserted."""
+    """heals_through_faults runs the job ``doc`` (3 trainers, 1 to 5) through a force-deleted
+    trainer and a scale 3 to 5 to 3, each healed at full width with at most ``checkpoint_every``
+    steps redone per re-forming, and never from step 0 again; then asks the training to finish
+    (Training.finish) and waits for Succeeded. ``doc``'s training must outlast the faults: one
+    that ran out of steps while a fault healed slowly would read as a fault never healed. Times
+    are printed, not asserted."""
     job = doc["metadata"]["name"]
     created = time.monotonic()
     run = started(cluster, namespace, doc, width=3, step=20)
@@ -186,7 +196,10 @@ def heals_through_faults(
     print(f"{job}: the faults healed by step {reached}", flush=True)
     restarts = [e for e in run.events() if isinstance(e, Reset) and e.rank == 0]
     assert all(r.resume > 0 for r in restarts[1:]), f"training started again from step 0: {restarts}"
+    run.finish()
     wait_for(lambda: phase(cluster, namespace, job) == "Succeeded", 300, f"{job} Succeeded", 2)
+    ended = [int(m[1]) for m in re.finditer(r"finish asked for: done at step (\d+)", run.log())]
+    assert ended and min(ended) >= reached, f"not ended on request after step {reached}: {ended}"
     print(f"{job}: Succeeded {time.monotonic() - created:.1f}s after the job was created", flush=True)
     return run
 

@@ -31,6 +31,12 @@ after the next step (the request rides on the gradients' all-reduce, one number 
 removes the file, and each prints ``checkpoint asked for: saved at step <s>``. A command that
 creates the file and waits for it to go is a checkpoint hook before a drain (docs/semantics.md,
 section 26).
+
+An end on demand: once the file ``--finish-now`` exists on any rank, every rank saves after the
+next step and ends there as it would at ``--steps`` (exit 0), printing ``finish asked for: done
+at step <s>``. The request rides on the same all-reduce. The file stays, so ranks started again
+by a re-forming in between end too. A test ends a long training this way once its faults are
+over, however long they took.
 """
 
 import argparse
@@ -55,6 +61,8 @@ parser.add_argument("--checkpoint-every", type=int, default=20, help="steps betw
 parser.add_argument("--checkpoint-dir", default="/tmp/aitj-train", help="each rank's own checkpoint")
 parser.add_argument("--checkpoint-now", default="/tmp/aitj-train/checkpoint-now",
                     help="a file whose existence on any rank makes every rank save after the next step")
+parser.add_argument("--finish-now", default="/tmp/aitj-train/finish-now",
+                    help="a file whose existence on any rank makes every rank save and end after the next step")
 parser.add_argument("--log-every", type=int, default=10, help="steps between progress lines")
 parser.add_argument("--step-seconds", type=float, default=0.05, help="pause after each step")
 parser.add_argument("--timeout", type=float, default=30, help="torchrun: seconds a collective waits")
@@ -125,6 +133,7 @@ model = torch.nn.Sequential(
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 checkpoint = Path(args.checkpoint_dir) / "checkpoint.pt"
 checkpoint_now = Path(args.checkpoint_now)
+finish_now = Path(args.finish_now)
 
 
 def log(message):
@@ -170,39 +179,43 @@ def resume():
     return step
 
 
-def step_once(step, asking):
-    """step_once: one step; whether any rank was ``asking`` for a checkpoint (the last number of
-    the all-reduce, after the gradients)."""
+def step_once(step, asking, ending):
+    """step_once: one step; whether any rank was ``asking`` for a checkpoint and whether any was
+    ``ending`` the training (the last two numbers of the all-reduce, after the gradients)."""
     x, y = batch(step)
     optimizer.zero_grad()
     loss = F.cross_entropy(model(x), y)
     loss.backward()
     grads = [p.grad for p in model.parameters()]
-    flat = torch.cat([g.reshape(-1) for g in grads] + [torch.tensor([1.0 if asking else 0.0])])
+    flags = torch.tensor([1.0 if asking else 0.0, 1.0 if ending else 0.0])
+    flat = torch.cat([g.reshape(-1) for g in grads] + [flags])
     world.average(flat)
     offset = 0
     for g in grads:
         g.copy_(flat[offset : offset + g.numel()].view_as(g))
         offset += g.numel()
     optimizer.step()
-    return loss.item(), bool(flat[-1] > 0)
+    return loss.item(), bool(flat[-2] > 0), bool(flat[-1] > 0)
 
 
 def main():
     step = resume()
     log(f"reset: world size now {world.size}, resuming at step {step}")
     since, since_step = time.monotonic(), step
-    while step < args.steps:
+    ended = False
+    while step < args.steps and not ended:
         asking = checkpoint_now.exists()
-        loss, asked = step_once(step, asking)
+        loss, asked, ended = step_once(step, asking, finish_now.exists())
         step += 1
-        if asked or step % args.checkpoint_every == 0 or step == args.steps:
+        if asked or ended or step % args.checkpoint_every == 0 or step == args.steps:
             save(step)
         if asked:
             log(f"checkpoint asked for: saved at step {step}")
             if asking:
                 checkpoint_now.unlink(missing_ok=True)
-        if step % args.log_every == 0 or step == args.steps:
+        if ended:
+            log(f"finish asked for: done at step {step}")
+        if step % args.log_every == 0 or step == args.steps or ended:
             now = time.monotonic()
             rate = (step - since_step) * args.batch_size * world.size / max(now - since, 1e-6)
             checksum = sum(float(p.detach().sum()) for p in model.parameters())
