@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aitj import __version__
 from aitj.client.errors import NotConfigured
 from aitj.core.wire import mapping
 
@@ -60,6 +61,8 @@ class Connection:
         # connection the server closed meanwhile is still retried (a notebook's client lives long).
         cfg.retries = Retry(total=3, connect=0)
         api = client.ApiClient(cfg)
+        # The field manager of what it writes, as aitj.controller.kubeclient names the commands'.
+        api.user_agent = f"aitj/{__version__}"
         if self.as_user:
             api.set_default_header("Impersonate-User", self.as_user)  # type: ignore[no-untyped-call]
         return api

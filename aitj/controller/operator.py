@@ -32,8 +32,8 @@ from aitj.controller import cache, clientmetrics, collector, leader, metrics
 from aitj.controller.drainhooks import DrainHooks
 from aitj.controller.executor import KubeExecutor
 from aitj.controller.informer import Informer
+from aitj.controller.kubeclient import OPERATOR_AGENT, bearer_token, job_exists
 from aitj.controller.kubeclient import api_client as new_api_client
-from aitj.controller.kubeclient import bearer_token, job_exists
 from aitj.controller.logs import log
 from aitj.controller.options import OperatorOptions
 from aitj.controller.progress import ProgressMonitor
@@ -92,7 +92,9 @@ class Operator:
                 native_gang_schedulers=sorted(settings.gang_schedulers) or None,
                 native_gang_version=settings.gang_version if settings.gang_schedulers else None,
             )
-        watching = clientmetrics.instrument(new_api_client(self.options.kubeconfig))
+        watching = clientmetrics.instrument(
+            new_api_client(self.options.kubeconfig, user_agent=OPERATOR_AGENT)
+        )
         self.informers = self.cache.informers_for(
             watching, self.options.namespaces, served, settings.gang_version
         )

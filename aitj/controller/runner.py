@@ -10,7 +10,7 @@ from typing import Any
 import kopf
 
 from aitj.controller import clientmetrics, gcpauses, metrics_server
-from aitj.controller.kubeclient import api_client
+from aitj.controller.kubeclient import OPERATOR_AGENT, api_client
 from aitj.controller.logs import configure, log
 from aitj.controller.options import OperatorOptions
 
@@ -33,7 +33,7 @@ def run(
     from aitj.controller import handlers  # registers the handlers
     from aitj.controller.operator import Operator
 
-    api = clientmetrics.instrument(api_client(options.kubeconfig))  # rest_client_* metrics
+    api = clientmetrics.instrument(api_client(options.kubeconfig, user_agent=OPERATOR_AGENT))  # rest_client_*
     metrics_server.serve(options.metrics, api)
     operator = Operator(options, api)
     asyncio.run(_main(options, kopf.Memo({handlers.OPERATOR: operator}), stop_flag, ready_flag))

@@ -108,6 +108,16 @@ def test_the_seed_runs_trainers_first_then_the_launcher_and_tells_the_story(
     assert header.split()[:4] == ["NAME", "PHASE", "TRAINERS", "DESIRED"]
     assert row.split()[:4] == [NAME, "Running", "3", "3"]
 
+    # The operator names itself: what it writes is managed by "aitj-operator" (kubectl get -o
+    # yaml --show-managed-fields), not by the generated client's "OpenAPI-Generator".
+    for pod in [launcher, *trainers]:
+        writers = {f.manager for f in pod.metadata.managed_fields if f.operation == "Update"}
+        assert "aitj-operator" in writers and "OpenAPI-Generator" not in writers, (pod.metadata.name, writers)
+    status_writers = {
+        f["manager"] for f in job["metadata"]["managedFields"] if f.get("subresource") == "status"
+    }
+    assert status_writers == {"aitj-operator"}, job["metadata"]["managedFields"]
+
 
 def test_every_container_gets_the_job_environment_and_pods_their_own_dns_names(
     cluster: KubeCluster, namespace: str, live_operator: OperatorProcess

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+import aitj
 from aitj.client import (
     ApiError,
     Client,
@@ -27,6 +28,7 @@ from aitj.client import (
 )
 from aitj.client.errors import from_response
 from aitj.client.job import scale_patch, waited_for
+from aitj.controller.kubeclient import OPERATOR_AGENT, api_client
 
 
 def status_body(message: str, causes: list[dict[str, str]] | None = None) -> str:
@@ -167,6 +169,15 @@ def test_the_namespace_is_the_contexts_and_as_impersonates(tmp_path: Path) -> No
         Connection(path, context="no-such").api_client()
     with pytest.raises(NotConfigured, match="missing"):
         Connection(tmp_path / "missing").api_client()
+
+
+def test_the_clients_name_themselves_so_managed_fields_say_who_wrote(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path)
+    version = aitj.__version__
+    assert Connection(path).api_client().default_headers["User-Agent"] == f"aitj/{version}"
+    assert api_client(path).default_headers["User-Agent"] == f"aitj/{version}"
+    operator = api_client(path, user_agent=OPERATOR_AGENT).default_headers["User-Agent"]
+    assert operator == f"aitj-operator/{version}"
 
 
 def test_a_silent_server_is_a_timeout_and_a_closed_port_is_unreachable(tmp_path: Path) -> None:
