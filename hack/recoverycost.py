@@ -36,7 +36,8 @@ held or sending nothing too). ``--record FILE``: ``py-spy record`` (raw collapse
 thread, non-blocking) over the same window, for where the time goes (it costs the operator
 CPU: not for figures). Non-blocking, a sample is where a thread is, running or not (the event
 loop's select is a fifth of its samples); with ``--gil`` only the thread holding the GIL is
-sampled, which is closer to where the CPU of Python goes. Thread names:
+sampled, which is closer to where the CPU of Python goes; ``--rate``: samples a second (100 by
+default, few for a window of seconds). Thread names:
 from ``py-spy dump`` when py-spy is found (``--py-spy``, $PATH, /tmp/pyspy/bin), else (or with
 ``--no-py-spy``) from the line the operator logs on SIGUSR2 (``aitj.controller.runner``), else
 the thread's id; a pool's threads (``pass_0``, ``pass_1``, ...) are added up (``pass_*``). The
@@ -141,16 +142,17 @@ def thread_names(pid: int, log_path: Path, py_spy: str | None) -> tuple[dict[str
 
 
 def start_record(
-    py_spy: str | None, pid: int, path: str | None, gil: bool = False
+    py_spy: str | None, pid: int, path: str | None, gil: bool = False, rate: int = 100
 ) -> subprocess.Popen[bytes] | None:
     """start_record: ``py-spy record`` of ``pid`` into ``path`` (collapsed stacks, by thread),
-    until ``stop_record``; None without a path. ``gil``: only the thread holding the GIL is
-    sampled (``--gil``)."""
+    ``rate`` samples a second, until ``stop_record``; None without a path. ``gil``: only the
+    thread holding the GIL is sampled (``--gil``)."""
     if path is None:
         return None
     if py_spy is None:
         raise SystemExit("--record needs py-spy")
     command = [py_spy, "record", "--pid", str(pid), "--format", "raw", "--threads", "--nonblocking"]
+    command += ["--rate", str(rate)]
     if gil:
         command.append("--gil")
     recorder = subprocess.Popen([*command, "--output", path], stdout=subprocess.DEVNULL)
@@ -358,6 +360,7 @@ def main() -> None:
     parser.add_argument("--no-py-spy", action="store_true", help="names from the operator's SIGUSR2 dump")
     parser.add_argument("--record", default=None, help="py-spy record's collapsed stacks of the window here")
     parser.add_argument("--gil", action="store_true", help="--record: only the thread holding the GIL")
+    parser.add_argument("--rate", type=int, default=100, help="--record: samples a second")
     parser.add_argument(
         "--settle",
         action="store_true",
@@ -395,7 +398,8 @@ def main() -> None:
         py_spy = None if args.no_py_spy else find_py_spy(args.py_spy)
         # The scrapes are outside the window (a scrape walks every pod of every job: tens of ms
         # at 4,096), as the bench's are (aitj.tools.bench.large).
-        recorder = start_record(py_spy, operator.pid, args.record, args.gil)  # attached before the window
+        # attached before the window
+        recorder = start_record(py_spy, operator.pid, args.record, args.gil, args.rate)
         text0 = opmetrics.scrape(port)
         cpu0, user_sys0 = thread_cpu(operator.pid), process_cpu(operator.pid)
         events0 = pods.events
