@@ -145,8 +145,35 @@ class Training:
             ("scale-in 5 to 3", 3, self.scale_trainers(3)),
         ):
             got = self.fault(kind, width, act, heal_seconds)
-            assert got.full_width is not None, f"not back at full width: {got}\n{self.log()[-4000:]}"
+            assert got.full_width is not None, self.story(f"{kind}: not back at width {width}: {got}")
             assert got.steps_redone <= redo_bound * got.resets, got
+
+    def story(self, headline: str) -> str:
+        """story: ``headline``, then what the log says in short (the launcher's own lines: the
+        torchrun launcher's sessions, the MPI loop's host list; the re-formings; the last step at
+        each width), then its tail: a failure's message is read from its start, and CI may show
+        only a part of it."""
+        text = self.log()
+        said = [line for line in text.splitlines() if "launcher:" in line or "trainers changed" in line][-20:]
+        events = parse(text.splitlines())
+        resets = [
+            f"{e.size} ranks from step {e.resume}" for e in events if isinstance(e, Reset) and e.rank == 0
+        ]
+        last: dict[int, int] = {}
+        for e in events:
+            if isinstance(e, Step) and e.rank == 0:
+                last[e.size] = e.step
+        return "\n".join(
+            [
+                headline,
+                f"re-formings (rank 0): {resets[-10:]}",
+                f"last step at each width: {last}",
+                "the launcher's lines:",
+                *said,
+                "the log's tail:",
+                text[-3000:],
+            ]
+        )
 
 
 def example_job(file: str, name: str, steps: int) -> Doc:
