@@ -1,11 +1,11 @@
-"""torchrun elastic on real nodes: manifests/examples/torchrun.yaml as it is, but for its name
-and a training that ends on request. Its launcher hosts the c10d rendezvous store and runs torchrun on every
-listed trainer over ssh; a trainer lost or added changes the rendezvous' membership, torchrun's
-agents restart their workers, and train.py resumes from its checkpoints (docs/training.md). The
-workers' lines come back through the ssh sessions, so the test reads them from the launcher's
-log: training heals from a force-deleted trainer and from a scale 3 to 5 to 3 at full width,
-redoing at most a checkpoint interval per re-forming, and, asked to finish once they are over,
-succeeds. Times are printed (pytest -s), never asserted."""
+"""torchrun elastic on real nodes: manifests/examples/torchrun.yaml as it is, but for its name and
+a training that ends on request. Its launcher hosts the c10d rendezvous store and runs torchrun
+on every listed trainer over ssh; a trainer lost or added changes the rendezvous' membership,
+torchrun's agents restart their workers, and train.py resumes from its checkpoints
+(docs/training.md). The workers' lines come back through the ssh sessions, so the test reads
+them from the launcher's log: training heals from a force-deleted trainer and from a scale 3 to
+5 to 3 at full width, redoing at most a checkpoint interval per re-forming, and, asked to
+finish once they are over, succeeds. Times are printed (pytest -s), never asserted."""
 
 from __future__ import annotations
 
