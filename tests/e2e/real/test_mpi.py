@@ -2,8 +2,8 @@
 its name and a training that ends on request. Its launcher runs ``mpiexec --host
 <trainer.host>`` in a loop that starts mpiexec again on the trainers listed whenever the list
 changes or mpiexec fails, and train.py resumes from its checkpoints (docs/training.md). The
-test reads the training's own lines from the launcher's log: it trains, heals from a force-
-deleted trainer and from a scale 3 to 5 to 3 at full width, redoing at most a checkpoint
+test reads the training's own lines from the launcher's log: it trains, heals from a
+force-deleted trainer and from a scale 3 to 5 to 3 at full width, redoing at most a checkpoint
 interval per restart, and, asked to finish once they are over, succeeds. Times are printed
 (pytest -s), never asserted, and so is how fast the launcher saw its host file change after the
 force delete."""
