@@ -14,22 +14,18 @@ import pytest
 
 from aitj.tools.trainbench.timeline import runtime_time
 from tests.clusters import KubeCluster
-from tests.e2e.real.training import example_job, heals_through_faults
+from tests.e2e.real.training import OUTLASTS_FAULTS, example_job, heals_through_faults
 from tests.operator_process import OperatorProcess
 
 pytestmark = pytest.mark.e2e
 
 CHECKPOINT_EVERY = 20  # train.py's default --checkpoint-every
-# The training's length, longer than the faults take (they are over near step 300 here, about
-# 17 steps a second at full width and half that through the faults, and far later on a loaded
-# machine): heals_through_faults ends it on request once they are over.
-STEPS = 100_000
 
 
 def test_mpi_trains_through_a_lost_trainer_and_a_scale_out_and_in_resuming_from_checkpoints(
     real_cluster: KubeCluster, real_namespace: str, real_operator: OperatorProcess
 ) -> None:
-    doc = example_job("mpi.yaml", "mpi", steps=STEPS)
+    doc = example_job("mpi.yaml", "mpi", steps=OUTLASTS_FAULTS)
     run = heals_through_faults(
         real_cluster, real_namespace, doc, checkpoint_every=CHECKPOINT_EVERY, heal_seconds=120
     )

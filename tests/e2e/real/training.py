@@ -30,6 +30,10 @@ from tests.waiting import wait_for
 
 # Some steps at the wanted width after a fault heals, so the next starts from steady training.
 SETTLE_SECONDS = 3
+# A training length for heals_through_faults, longer than its faults take (they are over near
+# step 300 here, about 17 steps a second at full width and half that through the faults, and
+# far later on a loaded machine): it ends the training on request once they are over.
+OUTLASTS_FAULTS = 100_000
 
 
 def _s(seconds: float | None) -> str:
@@ -211,9 +215,9 @@ def heals_through_faults(
     """heals_through_faults runs the job ``doc`` (3 trainers, 1 to 5) through a force-deleted
     trainer and a scale 3 to 5 to 3, each healed at full width with at most ``checkpoint_every``
     steps redone per re-forming, and never from step 0 again; then asks the training to finish
-    (Training.finish) and waits for Succeeded. ``doc``'s training must outlast the faults: one
-    that ran out of steps while a fault healed slowly would read as a fault never healed. Times
-    are printed, not asserted."""
+    (Training.finish) and waits for Succeeded. ``doc``'s training must outlast the faults
+    (OUTLASTS_FAULTS steps): one that ran out of steps while a fault healed slowly would read as
+    a fault never healed. Times are printed, not asserted."""
     job = doc["metadata"]["name"]
     created = time.monotonic()
     run = started(cluster, namespace, doc, width=3, step=20)
