@@ -9,3 +9,6 @@ Decide purely, act thinly. The packages are layers (import-linter enforces the o
 """
 
 __version__ = "0.1.0"
+# The name aitj's commands give the apiserver (User-Agent: the field manager of what they write);
+# the operator's own is aitj.controller.kubeclient.OPERATOR_AGENT.
+CLIENT_AGENT = f"aitj/{__version__}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aitj import __version__
+from aitj import CLIENT_AGENT
 from aitj.client.errors import NotConfigured
 from aitj.core.wire import mapping
 
@@ -61,8 +61,7 @@ class Connection:
         # connection the server closed meanwhile is still retried (a notebook's client lives long).
         cfg.retries = Retry(total=3, connect=0)
         api = client.ApiClient(cfg)
-        # The field manager of what it writes, as aitj.controller.kubeclient names the commands'.
-        api.user_agent = f"aitj/{__version__}"
+        api.user_agent = CLIENT_AGENT  # the field manager of what it writes
         if self.as_user:
             api.set_default_header("Impersonate-User", self.as_user)  # type: ignore[no-untyped-call]
         return api

@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from aitj import __version__
+from aitj import CLIENT_AGENT, __version__
 from aitj.core import api
 from aitj.core.wire import mapping
 
@@ -27,7 +27,6 @@ from aitj.core.wire import mapping
 # --show-managed-fields``), and the client in audit logs. The generated client's default says
 # "OpenAPI-Generator", which tells a user nothing; the operator and the commands are told apart.
 OPERATOR_AGENT = f"aitj-operator/{__version__}"
-CLIENT_AGENT = f"aitj/{__version__}"
 
 
 def api_client(kubeconfig: Path | None, *, user_agent: str = CLIENT_AGENT) -> client.ApiClient:
