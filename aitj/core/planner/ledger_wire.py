@@ -151,9 +151,10 @@ def runs_diff(old: object, new: object) -> list[tuple[int, int, int]]:
     """runs_diff: where two ``seenRuns`` values' dense lists differ, as ``(start, end,
     generation in new)`` (-1: none there), found a run at a time."""
     a, b = read_runs(old), read_runs(new)
-    size = max(sum(c for _, c in a), sum(c for _, c in b))
-    a.append((-1, size - sum(c for _, c in a)))
-    b.append((-1, size - sum(c for _, c in b)))
+    len_a, len_b = sum(c for _, c in a), sum(c for _, c in b)
+    size = max(len_a, len_b)
+    a.append((-1, size - len_a))
+    b.append((-1, size - len_b))
     out: list[tuple[int, int, int]] = []
     i = j = pos = 0
     left_a, left_b = a[0][1], b[0][1]
