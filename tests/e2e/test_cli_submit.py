@@ -36,7 +36,7 @@ FLAGS = (
 )
 
 
-def test_the_dry_run_applies_with_strict_validation(cluster: KubeCluster, namespace: str) -> None:
+def test_the_dry_run_applies_with_strict_validation(cluster: KubeCluster, namespace: str, crd: None) -> None:
     dry = aitj(None, "submit", "--name", "dry", "-n", namespace, *FLAGS, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     applied = cluster.kubectl("apply", "--validate=strict", "-f", "-", input=dry.stdout, check=False)
