@@ -669,8 +669,8 @@ def replica_schema(template: Schema) -> Schema:
 
 def progress_schema() -> Schema:
     """progress_schema: spec.progress, hang detection (docs/semantics.md, "Hangs"). The parser
-    (aitj.core.api.progress) says the same, and also refuses a stepPattern Python's re cannot
-    compile: CEL cannot tell whether a string is a regular expression."""
+    (aitj.core.api.progress) says the same, and also refuses a stepPattern RE2 cannot compile
+    (the operator matches with RE2): CEL cannot tell whether a string is a regular expression."""
     container = cel_str(f"^{api.DNS_1123_LABEL}$")
     return {
         "description": (
@@ -694,8 +694,9 @@ def progress_schema() -> Schema:
                 api.MAX_STALL_SECONDS,
             ),
             "stepPattern": string(
-                "A regular expression (Python's re, searched in each line): only matching lines are "
-                "progress (e.g. a step line). Unset: any line is. It must be on one of the last 100 "
+                "A regular expression (RE2 syntax, searched in each line; no lookarounds nor "
+                "backreferences): only matching lines are progress (e.g. a step line). Unset: any "
+                "line is. It must be on one of the last 100 "
                 "lines (64 KiB) at each read of the log.",
                 maxLength=api.MAX_STEP_PATTERN_LENGTH,
             ),

@@ -25,6 +25,12 @@ since when it watches the job: the collector hands them to the account
 (aitj.core.planner.goodput.Resumption). A new operator process knows none of the spells before
 it: those are accounted from the status alone.
 
+The pattern and the log are the tenant's: both are matched off the event loop, on the read's
+thread, with RE2 (aitj.core.stepmatch: time linear in what is read, at most LIMIT_BYTES a
+read), and a namespace has at most READS_PER_NAMESPACE of the READS_AT_ONCE reads in flight,
+the due reads started a namespace at a time in turn (``fair_order``): one tenant's many jobs,
+or a kubelet slow to answer for their pods, cannot hold back another's hang detection.
+
 The cost, for docs/semantics.md: one GET per opted-in job per period (a few hundred bytes back
 without stepPattern), proxied by the apiserver to the pod's kubelet.
 """
@@ -33,8 +39,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import re
-from collections.abc import Callable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
@@ -49,6 +55,7 @@ from aitj.core.api.reader import FieldError
 from aitj.core.observed import PodView, ProgressSeen
 from aitj.core.planner import hang
 from aitj.core.planner.goodput import Resumption, running_spell
+from aitj.core.stepmatch import StepPattern, compile_step_pattern
 from aitj.core.wire import mapping, parse_time
 
 JobKey = tuple[str, str]
@@ -57,6 +64,7 @@ TICK_SECONDS = 0.5  # how often the monitor looks for reads that are due
 IDLE_SECONDS = 30.0
 WAIT_SECONDS = 5.0  # a job whose watched pod does not run yet is looked at again after this
 READS_AT_ONCE = 8  # log reads in flight at once (threads of the default pool)
+READS_PER_NAMESPACE = 2  # of them, at most this many for the jobs of one namespace
 LIMIT_BYTES = 65536
 PATTERN_LINES = 100  # the lines read when only those matching stepPattern count
 
@@ -122,33 +130,41 @@ class ProgressMonitor:
         return pods
 
     async def run(self, job_keys: Callable[[], Sequence[JobKey]]) -> None:
-        """run: forever, read the logs that are due, at most READS_AT_ONCE at a time."""
+        """run: forever, read the logs that are due, at most READS_AT_ONCE at a time and at most
+        READS_PER_NAMESPACE of one namespace (a tenant with many jobs, or slow logs, cannot
+        keep the others' reads waiting), the due reads started a namespace at a time in turn."""
         loop = asyncio.get_running_loop()
         gate = asyncio.Semaphore(READS_AT_ONCE)
+        gates: dict[str, asyncio.Semaphore] = {}
         tasks: set[asyncio.Task[None]] = set()
         while True:
             now = loop.time()
             keys = set(job_keys())
             for gone in [k for k in self.due if k not in keys]:
                 self.forget(gone)
-            for key in keys:
-                if self.due.get(key, 0.0) <= now:
-                    self.due[key] = now + IDLE_SECONDS  # until the read says its own period
-                    task = loop.create_task(self._read(key, gate))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
+            for namespace in [
+                n for n, g in gates.items() if n not in {k[0] for k in keys} and not g.locked()
+            ]:
+                del gates[namespace]
+            for key in fair_order(k for k in keys if self.due.get(k, 0.0) <= now):
+                self.due[key] = now + IDLE_SECONDS  # until the read says its own period
+                mine = gates.setdefault(key[0], asyncio.Semaphore(READS_PER_NAMESPACE))
+                task = loop.create_task(self._read(key, mine, gate))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
             await asyncio.sleep(TICK_SECONDS)
 
-    async def _read(self, key: JobKey, gate: asyncio.Semaphore) -> None:
+    async def _read(self, key: JobKey, mine: asyncio.Semaphore, gate: asyncio.Semaphore) -> None:
         """_read: one read of the job's watched pod's log. What the cache holds is read on the
-        event loop (its stores change there); only the GET runs on a thread."""
-        async with gate:
+        event loop (its stores change there); the GET and every match of the tenant's pattern
+        against the tenant's log run on a thread."""
+        async with mine, gate:
             try:
-                progress, pod = self.target(key)
-                text = None
+                progress, pod, began = self.target(key)
+                found = None
                 if progress is not None and pod is not None:
-                    text = await asyncio.to_thread(self._log, pod, progress)
-                period, stalled = self.record(key, progress, pod, text)
+                    found = await asyncio.to_thread(self._scan, pod, progress, began)
+                period, stalled = self.record(key, progress, pod, found)
             except Exception as e:  # a bug or an input it cannot take: logged, tried again later
                 log.warning("progress read failed", namespace=key[0], job=key[1], error=str(e))
                 return
@@ -159,42 +175,46 @@ class ProgressMonitor:
 
     def read(self, key: JobKey) -> tuple[float | None, bool]:
         """read: ``_read`` at once, on this thread (the monitor's tests)."""
-        progress, pod = self.target(key)
-        text = self._log(pod, progress) if progress is not None and pod is not None else None
-        return self.record(key, progress, pod, text)
+        progress, pod, began = self.target(key)
+        found = self._scan(pod, progress, began) if progress is not None and pod is not None else None
+        return self.record(key, progress, pod, found)
 
-    def target(self, key: JobKey) -> tuple[api.Progress | None, PodView | None]:
-        """target: the job's spec.progress (None: it has none, or a bad one) and the pod to
-        read (None: none runs)."""
+    def target(self, key: JobKey) -> tuple[api.Progress | None, PodView | None, dt.datetime | None]:
+        """target: the job's spec.progress (None: it has none, or a bad one), the pod to read
+        (None: none runs) and the start of the Running spell whose first line is still wanted
+        (``Scan.began``; None: none is). A job that opts in is watched from its first target."""
         body = self.body_of(key)
         spec = mapping(body.get("spec")) if body is not None else {}
         errors: list[FieldError] = []
         progress = api.parse_progress(spec.get("progress"), (), errors)
         if progress is None or errors:
-            return None, None
-        return progress, watched_pod(self.pods_of(key), progress.replica)
+            return None, None, None
+        since = self.watched_since.setdefault(key, self.clock())
+        status = JobStatus.from_json(body.get("status") if body is not None else None)
+        began = running_spell(status)
+        if began is not None and (began in self.first_lines.get(key, {}) or began < since):
+            began = None  # its first line is known, or the spell began before the watch
+        return progress, watched_pod(self.pods_of(key), progress.replica), began
 
     def record(
-        self, key: JobKey, progress: api.Progress | None, pod: PodView | None, text: str | None
+        self, key: JobKey, progress: api.Progress | None, pod: PodView | None, found: Scan | None
     ) -> tuple[float | None, bool]:
-        """record: what a read found (``text``: the log's tail, None if not read) goes into the
-        job's Watch. Returns the period until the next read (None: IDLE_SECONDS) and whether
-        the job's pass should run (no new line for stallSeconds)."""
+        """record: what a read found (``found``: the log's tail scanned, None if not read) goes
+        into the job's Watch. Returns the period until the next read (None: IDLE_SECONDS) and
+        whether the job's pass should run (no new line for stallSeconds)."""
         if progress is None:
             self.watches.pop(key, None)
             self.watched_since.pop(key, None)
             self.first_lines.pop(key, None)
             return None, False
-        self.watched_since.setdefault(key, self.clock())
         period = hang.poll_seconds(progress.stall_seconds)
         if pod is None:  # looked at again soon: its first read comes within WAIT_SECONDS of its start
             return min(period, WAIT_SECONDS), False
-        if text is None:
+        if found is None:
             return period, False
         now = self.clock()
-        pattern = re.compile(progress.step_pattern) if progress.step_pattern is not None else None
-        self._first_line(key, text, pattern)
-        line_at = hang.newest_line(text, pattern)
+        self._first_line(key, found)
+        line_at = found.newest
         old = self.watches.get(key)
         if old is not None and old.uid == pod.uid and old.seen.line_at is not None:
             line_at = old.seen.line_at if line_at is None else max(line_at, old.seen.line_at)
@@ -202,20 +222,25 @@ class ProgressMonitor:
         silent = now - line_at if line_at is not None else None
         return period, silent is None or silent >= dt.timedelta(seconds=progress.stall_seconds)
 
-    def _first_line(self, key: JobKey, text: str, pattern: re.Pattern[str] | None) -> None:
-        """_first_line: the first line of ``text`` since the job's current Running spell began,
-        kept if none is yet (only the spells still in the job's history are kept)."""
+    def _first_line(self, key: JobKey, found: Scan) -> None:
+        """_first_line: the first line since the job's current Running spell began, kept (only
+        the spells still in the job's history are kept)."""
+        if found.began is None or found.first is None:
+            return
         body = self.body_of(key)
         status = JobStatus.from_json(body.get("status") if body is not None else None)
-        began = running_spell(status)
+        starts = {parse_time(c.last_transition_time) for c in status.conditions or ()}
         lines = self.first_lines.get(key, {})
-        if began is None or began in lines or began < self.watched_since.get(key, began):
+        if found.began in lines or found.began not in starts:
             return
-        line = first_line_since(text, pattern, began)
-        if line is not None:
-            starts = {parse_time(c.last_transition_time) for c in status.conditions or ()}
-            kept = {b: t for b, t in lines.items() if b in starts}
-            self.first_lines[key] = {**kept, began: line}
+        kept = {b: t for b, t in lines.items() if b in starts}
+        self.first_lines[key] = {**kept, found.began: found.first}
+
+    def _scan(self, pod: PodView, progress: api.Progress, began: dt.datetime | None) -> Scan | None:
+        """_scan: the watched container's log read (``_log``) and scanned (``scan``); None when
+        it could not be read. Runs on a thread."""
+        text = self._log(pod, progress)
+        return None if text is None else scan(text, progress.step_pattern, began)
 
     def _log(self, pod: PodView, progress: api.Progress) -> str | None:
         """_log: the tail of the watched container's log, with timestamps; None if unreadable."""
@@ -244,7 +269,36 @@ class ProgressMonitor:
             log.warning("cannot read the watched pod's log: no hang is judged", pod=pod.name, reason=reason)
 
 
-def first_line_since(text: str, pattern: re.Pattern[str] | None, since: dt.datetime) -> dt.datetime | None:
+@dataclass(frozen=True)
+class Scan:
+    """Scan: what one read found in the log's tail: the newest progress line's time, and, when
+    asked for the Running spell that ``began`` then, the first line at or after it."""
+
+    newest: dt.datetime | None
+    began: dt.datetime | None = None
+    first: dt.datetime | None = None
+
+
+def scan(text: str, step_pattern: str | None, began: dt.datetime | None) -> Scan:
+    """scan: ``text`` (a log's tail read with timestamps, at most LIMIT_BYTES) scanned for the
+    lines matching ``step_pattern`` (any line when None). Linear in the text's length whatever
+    the pattern (aitj.core.stepmatch): the tenant's pattern against the tenant's log."""
+    pattern = compile_step_pattern(step_pattern) if step_pattern is not None else None
+    first = first_line_since(text, pattern, began) if began is not None else None
+    return Scan(hang.newest_line(text, pattern), began, first)
+
+
+def fair_order(keys: Iterable[JobKey]) -> list[JobKey]:
+    """fair_order: ``keys`` with the namespaces taking turns (the first job of each namespace,
+    then the second of each, ...), each namespace's jobs in name order."""
+    by_namespace: dict[str, list[JobKey]] = {}
+    for key in sorted(keys):
+        by_namespace.setdefault(key[0], []).append(key)
+    rounds = itertools.zip_longest(*by_namespace.values())
+    return [key for turn in rounds for key in turn if key is not None]
+
+
+def first_line_since(text: str, pattern: StepPattern | None, since: dt.datetime) -> dt.datetime | None:
     """first_line_since: the timestamp of the oldest line of ``text`` (a log read with
     timestamps) at or after ``since`` that matches ``pattern`` (any line when None)."""
     for line in text.splitlines():

@@ -9,7 +9,6 @@ that the planner's memo does not hide.
 from __future__ import annotations
 
 import dataclasses
-import re
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +21,7 @@ from aitj.core.observed import PodView, ProgressSeen
 from aitj.core.planner import hang, plan
 from aitj.core.planner.memo import Memo
 from aitj.core.policy import FailureKind
+from aitj.core.stepmatch import compile_step_pattern
 from aitj.core.wire import format_time
 from tests.unit.builders import (
     Pod,
@@ -88,7 +88,7 @@ LOG = "\n".join([T % 1 + " epoch 1 step 10 loss 0.5", T % 2 + " checkpoint saved
 def test_the_newest_progress_line_is_read_from_the_kubelets_timestamps(
     text: str, pattern: str | None, second: int | None
 ) -> None:
-    found = hang.newest_line(text, re.compile(pattern) if pattern else None)
+    found = hang.newest_line(text, compile_step_pattern(pattern) if pattern else None)
     if second is None:
         assert found is None
     else:

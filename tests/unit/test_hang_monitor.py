@@ -4,7 +4,10 @@ a stand-in here; tests/e2e/real/test_hang.py reads a real kubelet's log."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -131,3 +134,102 @@ def test_the_watched_pod_is_the_current_generation_of_index_0() -> None:
     assert monitor.watched_pod([old, new, worker], "launcher") is new
     assert monitor.watched_pod([old], "launcher") is None
     assert monitor.watched_pod([Pod("launcher", 0, generation=2).view(), new], "launcher") is None
+
+
+# --- a tenant's pattern and log (issue 47, HIGH 1) ---------------------------------------------
+
+
+@pytest.mark.timeout(60)  # Python's re took hours here (each extra "a" doubled the time)
+def test_a_catastrophic_pattern_against_its_worst_line_costs_a_read_no_more(
+    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m, _, reads = made({"replica": "launcher", "stallSeconds": 60, "stepPattern": "^(a+)+$"}, pods, 100)
+    monkeypatch.setattr(monitor, "raw_get", reads)
+    reads.text = line(99, "a" * 40 + "!") * 100
+    started = time.perf_counter()
+    _period, stalled = m.read(KEY)
+    took = time.perf_counter() - started
+    print(f"^(a+)+$ against 100 lines of 40 a and a !: {took * 1000:.1f} ms")
+    assert stalled and m.watches[KEY].seen.line_at is None  # no line matched: silence, judged
+    assert took < 5.0
+
+
+def test_the_tenants_pattern_is_matched_off_the_event_loop(
+    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan that takes long (a slow log, a long match) holds its read's thread, not the loop:
+    a timer on the loop keeps ticking while it runs."""
+    m, _, reads = made({"replica": "launcher", "stallSeconds": 60, "stepPattern": "step"}, pods, 100)
+    monkeypatch.setattr(monitor, "raw_get", reads)
+    reads.text = line(99, "step 1")
+    real_scan = monitor.scan
+
+    def slow_scan(text: str, pattern: str | None, began: Any) -> Any:
+        time.sleep(0.5)
+        return real_scan(text, pattern, began)
+
+    monkeypatch.setattr(monitor, "scan", slow_scan)
+
+    async def go() -> int:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.02)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        await m._read(KEY, asyncio.Semaphore(1), asyncio.Semaphore(1))
+        ticker.cancel()
+        return ticks
+
+    ticks = asyncio.run(go())
+    assert ticks >= 10  # 0.5 s of scan: ~25 ticks of 20 ms; a scan on the loop would allow none
+    assert m.watches[KEY].seen.line_at == at(99)
+
+
+def test_the_namespaces_take_turns_and_none_holds_more_than_its_share_of_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    keys = [("busy", f"job-{k}") for k in range(6)] + [("quiet", "job-0"), ("other", "job-0")]
+    order = monitor.fair_order(keys)
+    assert order[:3] == [("busy", "job-0"), ("other", "job-0"), ("quiet", "job-0")]
+    assert sorted(order) == sorted(keys)
+
+    # The monitor's loop: every read blocks until released; count what is in flight per namespace.
+    release = threading.Event()
+    in_flight: dict[str, int] = {}
+    most: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def blocking_scan(m: Any, pod: PodView, progress: Any, began: Any) -> Any:
+        ns = pod.namespace
+        with lock:
+            in_flight[ns] = in_flight.get(ns, 0) + 1
+            most[ns] = max(most.get(ns, 0), in_flight[ns])
+        release.wait(5)
+        with lock:
+            in_flight[ns] -= 1
+        return None
+
+    seed = running_seed()
+    pods_by_key = {key: [dataclasses.replace(p, namespace=key[0]) for p in views(seed)] for key in keys}
+    body = {"spec": {"progress": {"replica": "launcher", "stallSeconds": 60}}}
+    m = monitor.ProgressMonitor(None, lambda _k: body, pods_by_key.__getitem__, lambda _k: None)  # type: ignore[arg-type]
+    monkeypatch.setattr(monitor.ProgressMonitor, "_scan", blocking_scan)
+
+    async def go() -> None:
+        runner = asyncio.create_task(m.run(lambda: keys))
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            with lock:
+                if in_flight.get("quiet") and in_flight.get("other"):
+                    break
+        release.set()
+        await asyncio.sleep(0.1)
+        runner.cancel()
+
+    asyncio.run(go())
+    assert most.get("quiet") == 1 and most.get("other") == 1  # not kept waiting behind "busy"
+    assert most["busy"] == monitor.READS_PER_NAMESPACE

@@ -5,18 +5,20 @@ the words of the CRD's rules (hack/gen_crd.py writes the same bounds and message
 one check the CRD cannot make: ``stepPattern`` must compile. CEL has no way to ask whether a
 string is a regular expression (Kubernetes' CEL regex library only matches and finds; a bad
 pattern there is an evaluation error, not a refusal with a reason), and the operator matches
-with Python's ``re``, so Python's ``re`` is the judge: ``aitj submit`` and the operator's own
-parse refuse it, naming the field (one of MODEL_ONLY_CHECKS, tagged ``[stepPattern]``).
+with RE2 (aitj.core.stepmatch: linear time, whatever the pattern), so RE2 is the judge:
+``aitj submit`` and the operator's own parse refuse a pattern RE2 does not take (a lookaround,
+a backreference, a counted repetition over 1,000), naming the field (one of
+MODEL_ONLY_CHECKS, tagged ``[stepPattern]``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 
 from aitj.core.api.model import MAX_STALL_SECONDS, MAX_STEP_PATTERN_LENGTH, MIN_STALL_SECONDS, Progress
 from aitj.core.api.names import DNS_LABEL_MAX, is_dns1123_label
 from aitj.core.api.reader import FieldError, Fields, quote
+from aitj.core.stepmatch import PatternError, compile_step_pattern
 
 PROGRESS_FIELDS = ("replica", "stallSeconds", "stepPattern", "container")
 UNKNOWN_REPLICA = "progress.replica must name one of spec.replicaSpecs"
@@ -40,9 +42,9 @@ def parse_progress(value: object, replicas: Collection[str], errors: list[FieldE
     pattern = f.string("stepPattern", MAX_STEP_PATTERN_LENGTH)
     if pattern is not None:
         try:
-            re.compile(pattern)
-        except re.error as e:
-            f.error("stepPattern", f"[stepPattern] {quote(pattern)} is not a regular expression: {e}")
+            compile_step_pattern(pattern)
+        except PatternError as e:
+            f.error("stepPattern", f"[stepPattern] {quote(pattern)} is not an RE2 regular expression: {e}")
     container = f.string("container", DNS_LABEL_MAX)
     if container is not None and not is_dns1123_label(container):
         f.error("container", f"container {quote(container)} must be a DNS-1123 label (a container's name)")

@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from aitj.core.api import Job, Phase, ReplicaSpec
 from aitj.core.observed import PodView
 from aitj.core.policy import Failure, FailureKind
+from aitj.core.stepmatch import StepPattern
 from aitj.core.wire import format_time, parse_time
 
 WATCHED_INDEX = 0  # the launcher / master, or a worker's rank 0: the pod that prints the steps
@@ -39,7 +40,7 @@ def poll_seconds(stall_seconds: int) -> float:
     return min(MAX_POLL_SECONDS, max(MIN_POLL_SECONDS, stall_seconds / POLLS_PER_STALL))
 
 
-def newest_line(text: str, pattern: re.Pattern[str] | None) -> datetime | None:
+def newest_line(text: str, pattern: StepPattern | None) -> datetime | None:
     """newest_line: the timestamp of the newest line of ``text`` (a log read with
     ``timestamps=true``: "<RFC 3339 time> <line>" per line) that matches ``pattern`` (any line
     when None); None when no line does. A line whose timestamp cannot be read is skipped."""

@@ -15,7 +15,6 @@ it.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import pytest
 from aitj.controller.kubeclient import raw_get
 from aitj.controller.progress import PATTERN_LINES
 from aitj.core.planner import hang
+from aitj.core.stepmatch import compile_step_pattern
 from aitj.core.wire import parse_time
 from aitj.tools.trainbench.timeline import Step
 from tests.clusters import KubeCluster
@@ -78,7 +78,7 @@ def cost_of_a_read(cluster: KubeCluster, namespace: str, pod: str, pattern: bool
     for _ in range(reads):
         t = time.perf_counter()
         status, data = raw_get(cluster.api, path, query=query, accept="*/*")
-        wanted = re.compile(STEP_PATTERN) if pattern else None
+        wanted = compile_step_pattern(STEP_PATTERN) if pattern else None
         assert status == 200 and hang.newest_line(data.decode(), wanted) is not None, data[-500:]
         took.append(time.perf_counter() - t)
         size.append(len(data))
