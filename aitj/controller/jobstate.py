@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,11 +62,13 @@ def new_keys(job_name: str) -> SshKeys:
 @dataclass(frozen=True)
 class Sources:
     """Sources: where a pass gets the time, its decision and a fresh ssh key pair: the clock, the
-    planner and the key generator, the real ones by default (tests pass fixed ones); and
+    planner and the key generator, the real ones by default (tests pass fixed ones); ``name_key``,
+    a fresh random key for a job whose status has none (aitj.core.planner.ownership); and
     ``progress``, the job's pod views with what was read of the watched pod's log (spec.progress,
     aitj.controller.progress; by default the views as they are)."""
 
     clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
     planner: Callable[..., Plan] = make_plan
     keygen: Callable[[str], SshKeys] = new_keys
+    name_key: Callable[[], str] = lambda: secrets.token_hex(16)
     progress: Callable[[JobKey, Sequence[PodView]], Sequence[PodView]] = lambda _key, pods: pods

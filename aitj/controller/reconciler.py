@@ -113,6 +113,7 @@ class Reconciler:
         self.status_interval = status_interval
         sources = sources or Sources()
         self.clock, self.planner, self.keygen = sources.clock, sources.planner, sources.keygen
+        self.name_key = sources.name_key
         self.progress = sources.progress
         self.recoveries = Recoveries()  # this reconciler's restarts, followed
         self.pool = concurrent.futures.ThreadPoolExecutor(PASS_WORKERS, thread_name_prefix="pass")
@@ -222,10 +223,13 @@ class Reconciler:
         if failed is not None:  # the last pass's create was refused for good: the job fails
             await self._execute(key, state, job, failed, snap)
             return
+        # A job without a key gets one: its pass stores it and makes nothing (planner.ownership).
+        fresh_key = self.name_key() if job.status.ownership is None else None
         keys = None
-        if resources.needs_ssh_keys(job, snap.owned, snap.pods):
+        if fresh_key is None and resources.needs_ssh_keys(job, snap.owned, snap.pods):
             keys = await self._run(self.keygen, job.name)  # tens of ms: off the loop
-        given = {"owned": snap.owned, "keys": keys, "settings": self.settings, "memo": state.memo}
+        given: dict[str, Any] = {"owned": snap.owned, "keys": keys, "settings": self.settings}
+        given |= {"memo": state.memo, "fresh_key": fresh_key}
         started = time.thread_time()  # the planner's CPU: the loop's time it took, not the machine's load
         plan = self.planner(job, self.progress(key, snap.pods), snap.nodes, now, **given)
         self._pace(state, time.thread_time() - started)

@@ -5,12 +5,19 @@ Pure. A pod's name is ``<job>-<replica>-<5 chars>-<index>`` as in the CCE seed
 (job uid, replica, index, restart generation), never random: an action repeated after an
 operator crash asks for the very same name and meets AlreadyExists instead of creating a
 duplicate, while a restart (a new generation) gets a new name, so an old name never returns.
+
+It is derived with the job's key (``status.ownership.key``, random, written by the operator
+before the job's first pod: HMAC-SHA256), so that nobody who cannot read the job can tell the
+name of a pod the job will have: a pod is the job's only under a name derived from it
+(docs/security.md). A job whose status has no key (an operator before keys) has its pods named
+from the plain sha256 of the same inputs (``key`` None).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 
 # The alphabet Kubernetes uses for generateName suffixes: no vowels, no look-alike digits.
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -20,9 +27,14 @@ _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 # (observed.PodView.made_by), and a pass that creates pods names them: a hash each time. A
 # function of its arguments alone: kept for the few thousand pods most recently named.
 @functools.lru_cache(maxsize=8192)
-def name_part(job_uid: str, replica: str, index: int, generation: int) -> str:
-    """name_part returns the deterministic 5-character middle of a pod name."""
-    digest = hashlib.sha256(f"{job_uid}/{replica}/{index}/{generation}".encode()).digest()
+def name_part(job_uid: str, replica: str, index: int, generation: int, key: str | None = None) -> str:
+    """name_part returns the deterministic 5-character middle of a pod name (keyed with the
+    job's ``key``, unkeyed when None)."""
+    text = f"{job_uid}/{replica}/{index}/{generation}".encode()
+    if key is None:
+        digest = hashlib.sha256(text).digest()
+    else:
+        digest = hmac.new(key.encode(), text, hashlib.sha256).digest()
     value = int.from_bytes(digest[:8], "big")
     chars = []
     for _ in range(5):
@@ -31,9 +43,19 @@ def name_part(job_uid: str, replica: str, index: int, generation: int) -> str:
     return "".join(chars)
 
 
-def pod_name(job_name: str, job_uid: str, replica: str, index: int, generation: int) -> str:
-    """pod_name returns ``<job>-<replica>-<5 chars>-<index>``."""
-    return f"{job_name}-{replica}-{name_part(job_uid, replica, index, generation)}-{index}"
+def pod_name(
+    job_name: str, job_uid: str, replica: str, index: int, generation: int, key: str | None = None
+) -> str:
+    """pod_name returns ``<job>-<replica>-<5 chars>-<index>`` (the 5 characters keyed with the
+    job's ``key``; unkeyed when None)."""
+    return f"{job_name}-{replica}-{name_part(job_uid, replica, index, generation, key)}-{index}"
+
+
+def object_proof(key: str, kind: str, name: str) -> str:
+    """object_proof: the proof the operator writes on one of the job's objects other than pods
+    (annotation ``aitj.kongming.cce.baiudbce.com/proof``): HMAC-SHA256 of its kind and name
+    under the job's key, in hex (32 characters). Only a reader of the job's status can make it."""
+    return hmac.new(key.encode(), f"{kind}/{name}".encode(), hashlib.sha256).hexdigest()[:32]
 
 
 def service_name(job_name: str) -> str:

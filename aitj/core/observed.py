@@ -25,7 +25,15 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from aitj.core import naming
-from aitj.core.api import KIND, LABEL_GENERATION, LABEL_INDEX, LABEL_JOB, LABEL_PREFIX, LABEL_REPLICA
+from aitj.core.api import (
+    KIND,
+    LABEL_GENERATION,
+    LABEL_INDEX,
+    LABEL_JOB,
+    LABEL_PREFIX,
+    LABEL_REPLICA,
+    Ownership,
+)
 from aitj.core.wire import as_int, as_list, mapping, parse_time
 
 # The finalizer the operator puts on every pod it creates. A pod deleted by anyone else, even
@@ -134,15 +142,28 @@ class PodView:
     drain_checkpoint: str | None = None  # the raw ANNOTATION_DRAIN_CHECKPOINT (section 26)
     progress: ProgressSeen | None = None  # the watched pod's log, as read (spec.progress), else None
 
-    def made_by(self, job_name: str, job_uid: str) -> bool:
-        """made_by: the job ``job_name`` (uid ``job_uid``) made this pod: it is the pod's
-        controller, and the pod's name is the one the operator derives from its labels
-        (naming.pod_name). A pod that only carries the job's labels is not the job's."""
+    def made_by(self, job_name: str, job_uid: str, ownership: Ownership | None = None) -> bool:
+        """made_by: the job ``job_name`` (uid ``job_uid``, ``ownership`` its status's) made this
+        pod: it is the pod's controller, and the pod's name is the one the operator derives from
+        its labels and the job's key (naming.pod_name). A pod that only carries the job's labels
+        is not the job's, nor one under a name its creator could tell without reading the job.
+        A job without a key (an operator before keys) names its pods unkeyed; once keyed, an
+        unkeyed name is the job's only for a pod created before ``legacyBefore``: the time its key
+        was written, set for a job that had pods then (docs/security.md)."""
         if not job_uid or self.owner_uid != job_uid or self.job != job_name:
             return False
         if self.replica is None or self.index is None:
             return False
-        return self.name == naming.pod_name(job_name, job_uid, self.replica, self.index, self.generation)
+        key = ownership.key if ownership is not None else None
+        if self.name == naming.pod_name(job_name, job_uid, self.replica, self.index, self.generation, key):
+            return True
+        legacy = naming.pod_name(job_name, job_uid, self.replica, self.index, self.generation)
+        return (
+            ownership is not None
+            and key is not None
+            and ownership.predates(self.created)
+            and self.name == legacy
+        )
 
     @property
     def tracked(self) -> bool:

@@ -372,8 +372,15 @@ class Cluster(PlanSink):
     """Cluster: a job, its pods (by name), nodes and the job's other objects (by ObjectRef,
     their bodies); ``step`` plans and applies the plan."""
 
-    def __init__(self, job: Job, pods: Iterable[Pod] = (), node_views: Iterable[NodeView] = ()) -> None:
+    def __init__(
+        self,
+        job: Job,
+        pods: Iterable[Pod] = (),
+        node_views: Iterable[NodeView] = (),
+        fresh_key: str | None = None,
+    ) -> None:
         self.job = job
+        self.fresh_key = fresh_key  # handed to every pass, as the reconciler does (None: none)
         self.pods: dict[str, Pod] = {p.name: p for p in pods}
         self.nodes = {n.name: n for n in node_views} or nodes()
         self.objects: dict[ObjectRef, Mapping[str, Any]] = {}
@@ -388,7 +395,7 @@ class Cluster(PlanSink):
         owned = observed(self.objects)
         views = [p.view() for p in self.pods.values()]
         keys = KEYS if needs_ssh_keys(self.job, owned, views) else None
-        return plan(self.job, views, self.nodes, at(now), owned=owned, keys=keys)
+        return plan(self.job, views, self.nodes, at(now), owned=owned, keys=keys, fresh_key=self.fresh_key)
 
     def step(self, now: float, *, creates: bool = True, status: bool = True, rest: bool = True) -> Plan:
         """step: plan at ``now`` and apply it; the flags drop parts of it (an executor crash)."""
@@ -434,6 +441,7 @@ class Cluster(PlanSink):
             if c.name in self.pods:
                 continue  # AlreadyExists
             pod = Pod(c.replica, c.index, c.generation, created=self._now)
+            pod.raw["metadata"]["name"] = c.name  # keyed, when the job has a key
             pod.raw["metadata"]["annotations"] = dict(c.body["metadata"].get("annotations") or {})
             self.pods[c.name] = pod
 

@@ -54,17 +54,19 @@ class Twin(KeptViews):
     """Twin: the simulated cluster, whose every pass is planned twice, in full and with the
     Memo, and checked equal. Pod and node views are kept while their bodies are unchanged."""
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, fresh_key: str | None = None) -> None:
         super().__init__(job, node_views=[node(n) for n in NODES])
         self.memo = Memo()
         self.passes = 0
+        self.fresh_key = fresh_key  # None: the job is planned unkeyed, as before keys
 
     def plan(self, now: float) -> Plan:
         owned = observed(self.objects)
         pods = self.pod_views()
         keys = KEYS  # always offered: the planner uses it only when it wants one
-        full = plan(self.job, pods, self.nodes, at(now), owned=owned, keys=keys)
-        kept = plan(self.job, pods, self.nodes, at(now), owned=owned, keys=keys, memo=self.memo)
+        given = {"owned": owned, "keys": keys, "fresh_key": self.fresh_key}
+        full = plan(self.job, pods, self.nodes, at(now), **given)  # type: ignore[arg-type]
+        kept = plan(self.job, pods, self.nodes, at(now), memo=self.memo, **given)  # type: ignore[arg-type]
         assert kept == full, f"pass {self.passes}: the Memo's plan differs from the full planner's"
         self.passes += 1
         return full
@@ -140,8 +142,10 @@ def _event(cluster: Twin, event: tuple[Any, ...], now: float) -> str | None:
     return str(arg) if what == "crash" else None
 
 
-def _run(job: Job, events: Sequence[tuple[Any, ...]]) -> Twin:
-    cluster = Twin(job)
+def _run(job: Job, events: Sequence[tuple[Any, ...]], fresh_key: str | None = "ab" * 16) -> Twin:
+    """_run: the job planned through ``events``, its first pass writing ``fresh_key`` (as the
+    reconciler's does; None: planned unkeyed, as a job made before keys)."""
+    cluster = Twin(job, fresh_key)
     now = 10.0
     cluster.step(now)
     for event in events:
@@ -171,7 +175,7 @@ def test_the_memo_plans_what_the_full_planner_plans_with_its_ledgers_folded_at_o
     # without a memo, the merges patch the same way).
     kept, ledger_index.FOLD = ledger_index.FOLD, 1
     try:
-        cluster = _run(job, events)
+        cluster = _run(job, events, fresh_key=None)
     finally:
         ledger_index.FOLD = kept
     assert cluster.passes == len(events) + 1

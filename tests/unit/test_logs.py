@@ -109,6 +109,7 @@ def test_a_pass_that_makes_the_ssh_key_pair_logs_no_key_material() -> None:
 
     doc = seed_job()
     doc["metadata"].update(namespace="team-a", uid="uid-1", resourceVersion="7")
+    doc["status"] = {"ownership": {"key": "0" * 32}}  # stored: this pass may make the Secret
     r = Reconciler(
         Chatty(),
         lambda key: Snapshot(doc, [], {}, {}),

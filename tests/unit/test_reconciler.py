@@ -10,6 +10,7 @@ import asyncio
 import copy
 import dataclasses
 import datetime as dt
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ from aitj.controller.retries import retry_after, retry_delay
 from aitj.controller.written import Seen, Written
 from aitj.core import naming
 from aitj.core.api import Job, JobStatus, Phase, RestartScope
+from aitj.core.naming import object_proof
 from aitj.core.observed import TRACKING_FINALIZER, PodView
 from aitj.core.planner.failed_pass import Report
 from aitj.core.planner.lifecycle import PodRefusal
@@ -60,12 +62,20 @@ KEY: JobKey = ("default", "test-horovod-elastic")
 NOW = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
 KEYS = SshKeys("private", "public")
 SECRET = ObjectRef(ObjectKind.SECRET, naming.ssh_secret_name(KEY[1]))
-HAS_SECRET: Owned = {SECRET: ObjectState(uid="s-1", controller="uid-1")}  # the job's own
+KEY_OF_JOB = "0" * 32  # body()'s status.ownership.key
+# The job's own: its controller, and the proof of its key.
+HAS_SECRET: Owned = {
+    SECRET: ObjectState(
+        uid="s-1", controller="uid-1", proof=object_proof(KEY_OF_JOB, SECRET.kind, SECRET.name)
+    )
+}
 
 
 def body(**meta: Any) -> dict[str, Any]:
+    """body: the seed job, its key stored (status.ownership), as after its first pass."""
     doc = seed_job()
     doc["metadata"].update({"uid": "uid-1", "resourceVersion": "7", **meta})
+    doc["status"] = {"ownership": {"key": KEY_OF_JOB}}
     return doc
 
 
@@ -165,8 +175,22 @@ def test_a_kick_plans_the_job_once_and_hands_the_plan_to_the_executor() -> None:
         "owned": HAS_SECRET,
         "keys": None,
         "settings": Settings({"high": "top"}),
+        "fresh_key": None,  # the job has its key
     }
     assert made == []
+
+
+def test_a_job_without_its_key_gets_a_fresh_random_one_and_no_ssh_key_pair_yet() -> None:
+    """The pass that stores the key makes nothing (aitj.core.planner.ownership): the ssh key
+    pair waits for the next pass."""
+    doc = body()
+    del doc["status"]
+    r, planner, made = reconciler(Recorder(), doc, owned={})
+    asyncio.run(r.kick(KEY))
+    asyncio.run(r.kick(KEY))
+    first, second = planner.calls[0]["fresh_key"], planner.calls[1]["fresh_key"]
+    assert re.fullmatch("[0-9a-f]{32}", first) and first != second  # random, each pass's own
+    assert made == [] and planner.calls[0]["keys"] is None
 
 
 def test_the_passes_of_a_job_share_its_memo() -> None:

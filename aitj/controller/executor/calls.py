@@ -327,14 +327,19 @@ class Calls(PlanSink):
 
     def _exists(self, kind: ObjectKind, name: str) -> None:
         """_exists: a create of ``kind`` ``name`` met AlreadyExists: read its metadata (never a
-        Secret's data) for the cache, and stop the pass when the job is not its controller."""
+        Secret's data) for the cache, and stop the pass when it is not the job's: the job is not
+        its controller, or it lacks the proof of the job's key (objects.controls: one planted
+        under the job's name with the job's ownerReference, in the moment before the create)."""
         found = read_metadata(self.ex.api_client, self.job.namespace, kind, name, self.ex.gang.version)
         if found is None:
             return  # gone since: the next pass makes it
         self.written.owned.append((kind, found))
         state = objects.state_of(mapping(found.get("metadata")))
-        if state.controller != self.job.uid:
-            raise ForeignObject(f"{objects.message(ObjectRef(kind, name), state)}")
+        ref = ObjectRef(kind, name)
+        job = self.job
+        ours = objects.controls(job, ref, state) if isinstance(job, api.Job) else state.controller == job.uid
+        if not ours:
+            raise ForeignObject(f"{objects.message(ref, state)}")
 
     def _job_path(self) -> tuple[str, str, str, str, str]:
         """_job_path: the custom-object arguments that name the job."""

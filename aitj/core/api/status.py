@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from aitj.core.api.jsonform import JsonObject, Schema, prop, schema, time_prop
 from aitj.core.api.ledger_form import RestartLedger
@@ -29,6 +30,7 @@ from aitj.core.api.names import (
     MAX_STATUS_CONDITIONS,
     SCALE_REPLICA,
 )
+from aitj.core.wire import parse_time
 
 # The items or values of a count: non-negative.
 COUNT: Schema = {"minimum": 0}
@@ -232,6 +234,30 @@ class RestartEntry(JsonObject):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Ownership(JsonObject):
+    """``ownership``: what makes the job's pods and objects provably its own (docs/security.md,
+    "What makes a pod the job's"): the names of its pods, and a proof on its other objects, are
+    derived from ``key``, which only the operator writes, before it creates anything."""
+
+    key: str | None = prop(
+        description="A random key, written once by the operator before the job's first pod: "
+        "the 5 characters of each pod's name and the proof annotation of the job's other objects "
+        "are derived from it with HMAC-SHA256. Not for people."
+    )
+    legacy_before: str | None = time_prop(
+        "legacyBefore",
+        "For a job that had pods when its key was written (made by an operator before keys): "
+        "its pods and objects created before this time keep their unkeyed names and no proof.",
+    )
+
+    def predates(self, created: datetime | None) -> bool:
+        """predates: an object created at ``created`` (its creationTimestamp: the apiserver's,
+        whole seconds) was made before the key was written (``legacyBefore``)."""
+        before = parse_time(self.legacy_before)
+        return created is not None and before is not None and created < before
+
+
+@dataclass(frozen=True, kw_only=True)
 class GoodputCarry(JsonObject):
     """``goodput``: the time accounted from conditions the history has dropped (docs/semantics.md
     section 25; aitj.core.planner.goodput folds them in as they go)."""
@@ -361,6 +387,10 @@ class JobStatus(JsonObject):
         description="Goodput accounted from conditions the 64-entry history has dropped, so the "
         "job's goodput (aitj_job_goodput_ratio) stays whole when its history does not "
         "(docs/semantics.md section 25). Absent until the history first drops a condition."
+    )
+    ownership: Ownership | None = prop(
+        description="What proves the job's pods and objects its own (docs/security.md): written by "
+        "the operator before it creates anything for the job, never changed after."
     )
     pass_failure: PassFailure | None = prop(
         "passFailure",

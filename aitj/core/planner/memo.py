@@ -47,7 +47,8 @@ discovery lists their pod names and digest. docs/operator.md, "Large
 jobs: the planner's memo", has the figures.
 
 Nothing in it is a decision: a pass with an empty Memo decides the same, only slower. A Memo
-forgets everything when it is handed another job (another namespace, name or uid).
+forgets everything when it is handed another job (another namespace, name or uid), or the job
+with its key newly written (which pods are its own hangs on it).
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ class Seen:
 class Memo:
     """Memo: one job's reusable results (see the module docstring). Start with ``Memo()``."""
 
-    job: tuple[str, str, str] = ("", "", "")  # namespace, name, uid of the job it holds
+    # namespace, name, uid and key (status.ownership: the pods' names hang on it) of its job
+    job: tuple[str, str, str, str | None] = ("", "", "", None)
     spec: JobSpec | None = None  # the spec ``judged`` was made under
     passes: int = 0  # the passes seen: ``observed`` holds for the one after its own only
     pods: dict[int, tuple[PodView, bool | None]] = field(default_factory=dict)  # id -> (view, belongs)
@@ -116,8 +118,8 @@ class Memo:
     def seen(self, job: Job, pods: Sequence[PodView]) -> Seen:
         """seen: ``objects.pods_of(job, pods)``, each pod view judged once in its life, and
         the job's pods that came and went since the last pass."""
-        key = (job.namespace, job.name, job.uid)
-        if key != self.job:  # another job: nothing of this one holds
+        key = (job.namespace, job.name, job.uid, job.name_key)
+        if key != self.job:  # another job, or its key just written: nothing of this one holds
             blank = Memo(job=key)
             for f in fields(self):
                 setattr(self, f.name, getattr(blank, f.name))

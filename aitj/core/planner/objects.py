@@ -6,8 +6,11 @@ Every object other than pods the operator makes for a job (the Service, ssh Secr
 ConfigMap, launcher ServiceAccount, Role and RoleBinding, PodDisruptionBudgets, Volcano
 PodGroup) has a name derived from the job's, so anyone who may create objects in the
 namespace can make one first. An object is the job's only when its controller ownerReference
-names the job's uid (``split``); the label proves nothing, nor does the name. An object held by
-another (``foreign``) is never written, patched, deleted or mounted: the job gets an Event
+names the job's uid and it carries the proof derived from the job's key (``controls``:
+annotation ``ANNOTATION_PROOF``, naming.object_proof; the key is in the job's status, which
+only the operator writes, aitj.core.planner.ownership); the label proves nothing, nor does the
+name, nor the ownerReference alone (anyone who may create the object may write it). An
+object held by another (``foreign``) is never written, patched, deleted or mounted: the job gets an Event
 naming it and its current condition says so, its create is tried again after the status
 write (``Plan.probes``: a create never changes an object that exists, and the pass that finds
 it gone makes it), and while one the pods would use is held by another (any kind but the
@@ -34,15 +37,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from aitj.core import naming
 from aitj.core.api import Job, JobStatus
 from aitj.core.api.names import LABEL_PREFIX
 from aitj.core.observed import PodView
 from aitj.core.planner.part import Context
 from aitj.core.planner.status import Condition, advance_conditions
 from aitj.core.planner.types import Event, Manifest, ObjectKind, ObjectRef, ObjectState, Owned, Plan
-from aitj.core.wire import format_time, mapping
+from aitj.core.wire import format_time, mapping, parse_time
 
 ANNOTATION_WRITTEN = f"{LABEL_PREFIX}/written"
+ANNOTATION_PROOF = f"{LABEL_PREFIX}/proof"
 REASON_FOREIGN = "ObjectNotOwned"
 # Kinds a pod of the job uses (mounts, runs as, is named or scheduled by): one held by another
 # holds back every pod create. A budget only slows a drain: the job runs without it.
@@ -56,11 +61,56 @@ def state_of(metadata: Mapping[str, Any]) -> ObjectState:
         for ref in metadata.get("ownerReferences") or ()
         if isinstance(ref, Mapping) and ref.get("controller") is True
     ]
+    annotations = mapping(metadata.get("annotations"))
     return ObjectState(
         uid=str(metadata.get("uid") or ""),
         resource_version=str(metadata.get("resourceVersion") or ""),
         controller=controllers[0] if controllers else "",
-        digest=str(mapping(metadata.get("annotations")).get(ANNOTATION_WRITTEN) or ""),
+        digest=str(annotations.get(ANNOTATION_WRITTEN) or ""),
+        proof=str(annotations.get(ANNOTATION_PROOF) or ""),
+        created=str(metadata.get("creationTimestamp") or ""),
+    )
+
+
+def controls(job: Job, ref: ObjectRef, state: ObjectState) -> bool:
+    """controls: the object ``ref`` (observed as ``state``) is the job's: the job is its
+    controller, and it carries the proof made from the job's key, or was created before the
+    key was written (``legacyBefore``: made by an operator before keys). A job with no key yet
+    (a caller planning without one) has the controller rule alone."""
+    if not job.uid or state.controller != job.uid:
+        return False
+    key = job.name_key
+    if key is None or state.proof == naming.object_proof(key, ref.kind, ref.name):
+        return True
+    ownership = job.status.ownership
+    return ownership is not None and ownership.predates(parse_time(state.created))
+
+
+def proven(job: Job, m: Manifest) -> Manifest:
+    """proven: ``m`` carrying the proof of the job's key (``ANNOTATION_PROOF``; as it is when
+    the job has no key)."""
+    key = job.name_key
+    if key is None:
+        return m
+    meta = dict(mapping(m.body.get("metadata")))
+    meta["annotations"] = {
+        **mapping(meta.get("annotations")),
+        ANNOTATION_PROOF: naming.object_proof(key, m.kind, m.name),
+    }
+    return replace(m, body={**m.body, "metadata": meta})
+
+
+def with_proofs(job: Job, result: Plan) -> Plan:
+    """with_proofs: every object ``result`` creates or rewrites carrying the job's proof."""
+    if job.name_key is None:
+        return result
+    return replace(
+        result,
+        ensure=tuple(proven(job, m) for m in result.ensure),
+        probes=tuple(proven(job, m) for m in result.probes),
+        budgets=tuple(proven(job, m) for m in result.budgets),
+        discovery=None if result.discovery is None else proven(job, result.discovery),
+        podgroup=None if result.podgroup is None else proven(job, result.podgroup),
     )
 
 
@@ -68,7 +118,7 @@ def owned_by(job: Job, pod: PodView) -> bool:
     """owned_by: ``pod`` is one ``job`` made: the job is its controller, and its name is the one
     the operator derives from its labels (naming.pod_name). Here rather than in
     aitj.core.planner.core (which imports it) so that ``resources`` may ask it too."""
-    return pod.made_by(job.name, job.uid)
+    return pod.made_by(job.name, job.uid, job.status.ownership)
 
 
 def pods_of(job: Job, pods: Sequence[PodView]) -> tuple[list[PodView], list[PodView]]:
@@ -99,7 +149,7 @@ def split(job: Job, owned: Owned | None) -> tuple[Owned | None, Owned]:
     same name the garbage collector has not removed yet)."""
     if owned is None:
         return None, {}
-    mine = {ref: s for ref, s in owned.items() if job.uid and s.controller == job.uid}
+    mine = {ref: s for ref, s in owned.items() if controls(job, ref, s)}
     return mine, {ref: s for ref, s in owned.items() if ref not in mine}
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aitj.core import naming
 from aitj.core.api import MAX_RESTART_RECORDS, Job, JobStatus, RestartScope
 from aitj.core.faultclass import FaultClass
 from aitj.core.planner.ledger import record_entry
@@ -59,7 +58,7 @@ def restart_event(job: Job, r: RestartRecord) -> Event:
     generation): the pass that decides it and any pass that records it late send the same
     Event, which the API server keeps once."""
     what = {
-        RestartScope.POD: f"pod {naming.pod_name(job.name, job.uid, r.replica, r.index, r.generation + 1)}",
+        RestartScope.POD: f"pod {job.pod_name(r.replica, r.index, r.generation + 1)}",
         RestartScope.REPLICA: f"every pod of replica {r.replica}",
         RestartScope.ALL: "every pod of the job",
     }[r.scope]

@@ -35,7 +35,6 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from aitj.core import naming
 from aitj.core.api import Job, ReplicaSpec, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
 from aitj.core.observed import NodeView, PodView
@@ -172,7 +171,7 @@ class _Surveyor:
         self.started: datetime | None = None  # hang.latest_start of the job's pods
 
     def name(self, replica: str, index: int, generation: int) -> str:
-        return naming.pod_name(self.job.name, self.job.uid, replica, index, generation)
+        return self.job.pod_name(replica, index, generation)
 
     def group(self, pods: Sequence[PodView]) -> dict[tuple[str, int], list[PodView]]:
         """group: the job's pods by (replica, index); the rest are retired as not wanted."""

@@ -62,12 +62,17 @@ class ObjectState:
     ``uid`` and ``resource_version``; ``controller``, the uid of its controller ownerReference
     ("" when none: not the job's); ``digest``, the fingerprint of what the operator last wrote
     into it (annotation ``objects.ANNOTATION_WRITTEN``; "" when none), which tells a write that
-    landed from one that did not (aitj.core.planner.objects)."""
+    landed from one that did not (aitj.core.planner.objects); ``proof``, the proof derived from
+    the job's key the operator writes on it (annotation ``objects.ANNOTATION_PROOF``; "" when
+    none) and ``created``, its creationTimestamp as written: they tell the job's own from one
+    whose creator only wrote the job's ownerReference (``objects.controls``)."""
 
     uid: str = ""
     resource_version: str = ""
     controller: str = ""
     digest: str = ""
+    proof: str = ""
+    created: str = ""
 
 
 # The objects (other than pods) observed under the job's names: those its label picks, and

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from aitj.core.api import DEFAULT_REPLICAS, FINISHED_PHASES, JobStatus, Phase
+from aitj.core.api import DEFAULT_REPLICAS, FINISHED_PHASES, JobStatus, Ownership, Phase
 from aitj.core.observed import PodView
 from aitj.core.planner.goodput import Account, Resumption, account
 from aitj.core.wire import as_int, mapping
@@ -67,7 +67,9 @@ def own_pods(body: Mapping[str, Any], pods: Iterable[PodView]) -> list[PodView]:
     """own_pods: the pods the job of ``body`` made (``PodView.made_by``)."""
     meta = mapping(body.get("metadata"))
     name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
-    return [p for p in pods if p.made_by(name, uid)]
+    held = mapping(body.get("status")).get("ownership")  # read alone: a scrape parses no ledger
+    ownership = Ownership.from_json(held) if isinstance(held, Mapping) else None
+    return [p for p in pods if p.made_by(name, uid, ownership)]
 
 
 def newest(pods: Iterable[PodView]) -> dict[tuple[str, int], PodView]:
