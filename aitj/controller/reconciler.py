@@ -16,12 +16,12 @@ namespace, a pod create refused for good and the pods of a job that is gone get
 stale write is planned again soon, and a refused create or a terminating namespace is input to
 the next pass, run right away (never a second execute inside the same pass). Any other refusal,
 and any exception raised in a pass, is a failed pass: backed off, logged, and reported once per
-way of failing (``failed_pass``: an Event and ``status.passFailure``), never a dead task. It counts what a
-status write that went through recorded (finished scale operations; restarts, through its own
-``Recoveries``). What it adds is what the pure core
-must not do: read the clock, make ssh key pairs (randomness; only when
-``resources.needs_ssh_keys`` says so), and confirm with the API server that a job missing from
-the cache is really gone.
+way of failing (``failed_pass``: an Event and ``status.passFailure``), never a dead task. It
+counts what a status write that went through recorded (finished scale operations; restarts,
+through its own ``Recoveries``). What it adds is what the pure core must not do: read the
+clock, make randomness (ssh key pairs when ``resources.needs_ssh_keys`` says so; a job's key,
+``ownership.key_pass``), and confirm with the API server that a job missing from the cache is
+really gone.
 
 Blocking work (the executor's calls, key generation, the existence check) runs on a bounded
 pool of ``PASS_WORKERS`` threads of its own; what the calls returned is handed to ``written``
@@ -65,6 +65,7 @@ from aitj.core.planner import failed_pass, lifecycle, resources
 from aitj.core.planner.failed_pass import FailureReason
 from aitj.core.planner.lifecycle import PodRefusal
 from aitj.core.planner.memo import Memo
+from aitj.core.planner.ownership import key_pass
 from aitj.core.planner.types import DrainHook, Plan, Settings
 from aitj.core.telemetry import finished_scalings
 
@@ -112,9 +113,8 @@ class Reconciler:
         self.written = written
         self.status_interval = status_interval
         sources = sources or Sources()
+        self.sources = sources  # .name_key, .progress
         self.clock, self.planner, self.keygen = sources.clock, sources.planner, sources.keygen
-        self.name_key = sources.name_key
-        self.progress = sources.progress
         self.recoveries = Recoveries()  # this reconciler's restarts, followed
         self.pool = concurrent.futures.ThreadPoolExecutor(PASS_WORKERS, thread_name_prefix="pass")
         self.closing = False
@@ -223,15 +223,15 @@ class Reconciler:
         if failed is not None:  # the last pass's create was refused for good: the job fails
             await self._execute(key, state, job, failed, snap)
             return
-        # A job without a key gets one: its pass stores it and makes nothing (planner.ownership).
-        fresh_key = self.name_key() if job.status.ownership is None else None
+        if (keyed := key_pass(job, snap.pods, snap.owned, self.sources.name_key(), now)) is not None:
+            await self._execute(key, state, job, keyed, snap)  # a new job's key, and nothing else
+            return
         keys = None
-        if fresh_key is None and resources.needs_ssh_keys(job, snap.owned, snap.pods):
+        if resources.needs_ssh_keys(job, snap.owned, snap.pods):
             keys = await self._run(self.keygen, job.name)  # tens of ms: off the loop
-        given: dict[str, Any] = {"owned": snap.owned, "keys": keys, "settings": self.settings}
-        given |= {"memo": state.memo, "fresh_key": fresh_key}
+        given = {"owned": snap.owned, "keys": keys, "settings": self.settings, "memo": state.memo}
         started = time.thread_time()  # the planner's CPU: the loop's time it took, not the machine's load
-        plan = self.planner(job, self.progress(key, snap.pods), snap.nodes, now, **given)
+        plan = self.planner(job, self.sources.progress(key, snap.pods), snap.nodes, now, **given)
         self._pace(state, time.thread_time() - started)
         if plan.drain_hooks and self.drain_hooks is not None:  # their own threads, whatever the pass does
             self.drain_hooks(key[0], plan.drain_hooks)

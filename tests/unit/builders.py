@@ -50,6 +50,7 @@ from aitj.core.planner import (
     plan,
 )
 from aitj.core.planner.objects import state_of
+from aitj.core.planner.ownership import key_pass
 from aitj.core.planner.resources import needs_ssh_keys
 from aitj.core.planner.types import ObjectState, Owned
 from aitj.core.wire import format_time, mapping
@@ -395,7 +396,8 @@ class Cluster(PlanSink):
         owned = observed(self.objects)
         views = [p.view() for p in self.pods.values()]
         keys = KEYS if needs_ssh_keys(self.job, owned, views) else None
-        return plan(self.job, views, self.nodes, at(now), owned=owned, keys=keys, fresh_key=self.fresh_key)
+        keyed = key_pass(self.job, views, owned, self.fresh_key, at(now)) if self.fresh_key else None
+        return keyed or plan(self.job, views, self.nodes, at(now), owned=owned, keys=keys)
 
     def step(self, now: float, *, creates: bool = True, status: bool = True, rest: bool = True) -> Plan:
         """step: plan at ``now`` and apply it; the flags drop parts of it (an executor crash)."""

@@ -26,6 +26,7 @@ from aitj.core.observed import PodView
 from aitj.core.planner import ledger_index, plan
 from aitj.core.planner.memo import Memo
 from aitj.core.planner.objects import pods_of
+from aitj.core.planner.ownership import key_pass
 from aitj.core.planner.types import Plan
 from tests.unit.builders import (
     KEYS,
@@ -64,9 +65,11 @@ class Twin(KeptViews):
         owned = observed(self.objects)
         pods = self.pod_views()
         keys = KEYS  # always offered: the planner uses it only when it wants one
-        given = {"owned": owned, "keys": keys, "fresh_key": self.fresh_key}
-        full = plan(self.job, pods, self.nodes, at(now), **given)  # type: ignore[arg-type]
-        kept = plan(self.job, pods, self.nodes, at(now), memo=self.memo, **given)  # type: ignore[arg-type]
+        if self.fresh_key is not None and (keyed := key_pass(self.job, pods, owned, self.fresh_key, at(now))):
+            self.passes += 1
+            return keyed  # the pass that writes the key: no plan made
+        full = plan(self.job, pods, self.nodes, at(now), owned=owned, keys=keys)
+        kept = plan(self.job, pods, self.nodes, at(now), owned=owned, keys=keys, memo=self.memo)
         assert kept == full, f"pass {self.passes}: the Memo's plan differs from the full planner's"
         self.passes += 1
         return full

@@ -58,6 +58,7 @@ def restart_lines(status_written: bool) -> list[MutableMapping[str, Any]]:
     """restart_lines: the restart lines of a pass whose status write records RESTART."""
     doc = seed_job()
     doc["metadata"].update(namespace="team-a", name="bert", uid="uid-1", resourceVersion="7")
+    doc["status"] = {"ownership": {"key": "0" * 32}}  # stored: this pass is planned
     r = Reconciler(
         StatusWriter(status_written),
         lambda key: Snapshot(doc, [], {}, {}),

@@ -175,22 +175,23 @@ def test_a_kick_plans_the_job_once_and_hands_the_plan_to_the_executor() -> None:
         "owned": HAS_SECRET,
         "keys": None,
         "settings": Settings({"high": "top"}),
-        "fresh_key": None,  # the job has its key
     }
     assert made == []
 
 
 def test_a_job_without_its_key_gets_a_fresh_random_one_and_no_ssh_key_pair_yet() -> None:
-    """The pass that stores the key makes nothing (aitj.core.planner.ownership): the ssh key
-    pair waits for the next pass."""
+    """The pass that stores the key makes nothing (aitj.core.planner.ownership): no plan, no
+    ssh key pair; the next pass, with the key stored, makes them."""
     doc = body()
     del doc["status"]
-    r, planner, made = reconciler(Recorder(), doc, owned={})
+    rec = Recorder()
+    r, planner, made = reconciler(rec, doc, owned={})
     asyncio.run(r.kick(KEY))
-    asyncio.run(r.kick(KEY))
-    first, second = planner.calls[0]["fresh_key"], planner.calls[1]["fresh_key"]
-    assert re.fullmatch("[0-9a-f]{32}", first) and first != second  # random, each pass's own
-    assert made == [] and planner.calls[0]["keys"] is None
+    asyncio.run(r.kick(KEY))  # the cache still has the job without it: another fresh key
+    keys = [p.status.ownership.key for p in rec.plans if p.status is not None and p.status.ownership]
+    assert len(keys) == 2 and all(k and re.fullmatch("[0-9a-f]{32}", k) for k in keys) and keys[0] != keys[1]
+    assert rec.plans[0] == Plan(status=rec.plans[0].status)  # the key, and nothing else
+    assert planner.calls == [] and made == []
 
 
 def test_the_passes_of_a_job_share_its_memo() -> None:
@@ -679,7 +680,7 @@ def test_a_job_s_spec_is_parsed_once_and_kept_while_only_its_status_changes() ->
     first = body()
     written = copy.deepcopy(first)  # a status write: the spec parsed before
     written["metadata"]["resourceVersion"] = "8"
-    written["status"] = {"phase": "Running"}
+    written["status"] = {"phase": "Running", "ownership": first["status"]["ownership"]}
     edited = copy.deepcopy(written)  # a spec edit: parsed again
     edited["metadata"]["resourceVersion"] = "9"
     edited["spec"]["replicaSpecs"]["trainer"]["replicas"] = 4

@@ -60,7 +60,6 @@ from aitj.core.planner import (
     hostfiles,
     in_place_status,
     objects,
-    ownership,
     resources,
     restarts,
     retire,
@@ -97,7 +96,6 @@ def plan(
     keys: SshKeys | None = None,
     settings: Settings = DEFAULT_SETTINGS,
     memo: Memo | None = None,
-    fresh_key: str | None = None,
 ) -> Plan:
     """plan: what to do for ``job`` given its observed ``pods``, the cluster's ``nodes`` (by
     name; a missing node is gone) and the time ``now``. The same inputs give the same Plan.
@@ -107,12 +105,10 @@ def plan(
     ``objects.split``); ``keys``: a key pair for the ssh Secret when
     ``resources.needs_ssh_keys`` says one is wanted; ``settings``: the operator's own;
     ``memo``: what the job's earlier passes found, kept by the caller for the job's next pass
-    (aitj.core.planner.memo: it makes a pass cheaper, never different); ``fresh_key``: a
-    random key for a job whose status has none (aitj.core.planner.ownership; None: pods are
-    named as the status says, unkeyed without one)."""
-    return plan_and_assessment(
-        job, pods, nodes, now, owned=owned, keys=keys, settings=settings, memo=memo, fresh_key=fresh_key
-    )[0]
+    (aitj.core.planner.memo: it makes a pass cheaper, never different). Pods are named under
+    the job's key (``status.ownership``; unkeyed without one): the pass that writes a key is
+    aitj.core.planner.ownership's ``key_pass``, asked first."""
+    return plan_and_assessment(job, pods, nodes, now, owned=owned, keys=keys, settings=settings, memo=memo)[0]
 
 
 def plan_and_assessment(
@@ -125,7 +121,6 @@ def plan_and_assessment(
     keys: SshKeys | None = None,
     settings: Settings = DEFAULT_SETTINGS,
     memo: Memo | None = None,
-    fresh_key: str | None = None,
 ) -> tuple[Plan, Assessment | None]:
     """plan_and_assessment: ``plan``, and the Assessment it was made from (None for a job that
     has finished: its cleanup assesses nothing). ``aitj explain`` reads both."""
@@ -141,9 +136,6 @@ def plan_and_assessment(
     else:  # the same, each pod view judged once in its life
         seen = memo.seen(job, pods)
         mine, others, work = seen.mine, seen.others, (memo, seen)
-    # Before anything is made for a live job, its key is stored (aitj.core.planner.ownership).
-    if prev.phase not in FINISHED_PHASES and (keyed := ownership.key_pass(job, mine, owned, fresh_key, now)):
-        return keyed, None
     foreign = tuple(p.name for p in others if p.tracked)
     # Likewise the job's other objects: those it controls (objects.split).
     own, held = objects.split(job, owned)

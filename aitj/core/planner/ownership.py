@@ -23,19 +23,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from aitj.core.api import Job, Ownership
+from aitj.core.api import FINISHED_PHASES, Job, Ownership
 from aitj.core.observed import PodView
+from aitj.core.planner.objects import pods_of
 from aitj.core.planner.types import Owned, Plan
 from aitj.core.wire import format_time
 
 
 def key_pass(
-    job: Job, mine: Sequence[PodView], owned: Owned | None, fresh: str | None, now: datetime
+    job: Job, pods: Sequence[PodView], owned: Owned | None, fresh: str, now: datetime
 ) -> Plan | None:
-    """key_pass: the pass that writes the job's key ``fresh`` (None: the job has one, or no
-    fresh key was given: a caller that plans without keys, as the CLI's explain does)."""
-    if job.status.ownership is not None or fresh is None:
+    """key_pass: the pass that writes the job's key ``fresh``, asked before ``plan`` (None: the
+    job has its key, or has finished: plan it). ``pods`` and ``owned`` as ``plan`` gets them."""
+    if job.status.ownership is not None or job.status.phase in FINISHED_PHASES:
         return None
+    mine, _ = pods_of(job, pods)  # unkeyed: the job has no key yet
     legacy = bool(mine) or any(s.controller == job.uid for s in (owned or {}).values())
     # The second after now's: creationTimestamps are whole seconds, and a pod the operator
     # before keys created in the second the key is written is still its.
