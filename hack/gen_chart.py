@@ -34,6 +34,7 @@ COPIES = (
     ("manifests/base/clusterrole.yaml", "charts/aitj/files/clusterrole.yaml"),
     ("manifests/base/aggregated-roles.yaml", "charts/aitj/files/aggregated-roles.yaml"),
     ("manifests/base/admission-policy.yaml", "charts/aitj/files/admission-policy.yaml"),
+    ("manifests/base/ownership-policy.yaml", "charts/aitj/files/ownership-policy.yaml"),
     ("manifests/monitoring/servicemonitor.yaml", "charts/aitj/files/servicemonitor.yaml"),
     ("manifests/monitoring/prometheusrule.yaml", "charts/aitj/files/prometheusrule.yaml"),
     ("manifests/monitoring/dashboards-configmap.yaml", "charts/aitj/files/dashboards-configmap.yaml"),
