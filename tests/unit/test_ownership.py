@@ -51,6 +51,12 @@ def forged(replica: str, index: int, generation: int, *, key: str | None = None,
     return pod
 
 
+def with_intruder(cluster: Cluster, intruder: Pod, now: float) -> Plan:
+    """with_intruder: the pass of ``cluster``'s job at ``now`` with ``intruder`` among its pods."""
+    views = [p.view() for p in [*cluster.pods.values(), intruder]]
+    return plan(cluster.job, views, cluster.nodes, at(now), owned=observed(cluster.objects))
+
+
 def test_the_first_pass_stores_the_key_and_the_pods_are_named_from_it() -> None:
     cluster = keyed()
     names = sorted(cluster.pods)
@@ -66,13 +72,7 @@ def test_the_first_pass_stores_the_key_and_the_pods_are_named_from_it() -> None:
 def test_a_forged_pod_of_a_later_generation_supersedes_nothing_and_joins_no_host_list() -> None:
     cluster = keyed()
     intruder = forged("trainer", 0, 7).running(20)
-    result = plan(
-        cluster.job,
-        [p.view() for p in [*cluster.pods.values(), intruder]],
-        {"node-a": node()},
-        at(21),
-        owned=observed(cluster.objects),
-    )
+    result = with_intruder(cluster, intruder, 21)
     assert result.deletes == () and result.creates == () and result.discovery is None
     assert result.release == (intruder.name,)  # it had the operator's finalizer: let go, no more
 
@@ -80,13 +80,7 @@ def test_a_forged_pod_of_a_later_generation_supersedes_nothing_and_joins_no_host
 def test_a_forged_succeeded_launcher_does_not_end_the_job() -> None:
     cluster = keyed()
     intruder = forged("launcher", 0, 1).exited(0, finished=20)  # the next generation's name, unkeyed
-    result = plan(
-        cluster.job,
-        [p.view() for p in [*cluster.pods.values(), intruder]],
-        {"node-a": node()},
-        at(21),
-        owned=observed(cluster.objects),
-    )
+    result = with_intruder(cluster, intruder, 21)
     assert result.outcome is None and result.deletes == () and result.creates == ()
 
 
@@ -104,13 +98,7 @@ def test_a_pod_forged_under_the_name_of_one_the_job_replaced_ends_nothing() -> N
     cluster.step(23)
     intruder = forged("launcher", 0, 0, key=None).exited(0, finished=24)
     intruder.raw["metadata"]["name"] = launcher
-    result = plan(
-        cluster.job,
-        [p.view() for p in [*cluster.pods.values(), intruder]],
-        {"node-a": node()},
-        at(25),
-        owned=observed(cluster.objects),
-    )
+    result = with_intruder(cluster, intruder, 25)
     assert result.outcome is None and result.creates == ()
 
 
@@ -279,13 +267,7 @@ def test_the_finalizer_alone_is_what_a_forged_pod_gets_back() -> None:
     cluster = keyed()
     intruder = forged("trainer", 2, 3).running(20)
     assert TRACKING_FINALIZER in intruder.raw["metadata"]["finalizers"]
-    result = plan(
-        cluster.job,
-        [p.view() for p in [*cluster.pods.values(), intruder]],
-        cluster.nodes,
-        at(21),
-        owned=observed(cluster.objects),
-    )
+    result = with_intruder(cluster, intruder, 21)
     assert result.release == (intruder.name,)
 
 

@@ -1,0 +1,100 @@
+"""What a training's own output says, as timed events: the pure reading of a launcher's log.
+
+The operator's recovery watchdog reads it (aitj.core.planner.watchdog: whether training runs
+again after a recovery, at what width, and which ranks wait), as do the bench and the chaos
+command (aitj.tools.trainbench). The lines are the tenant's: the pattern below is fixed, has no
+nested repetition (its time is linear in the line), and a line is read only within the bytes a
+read brings (aitj.controller.progress.LIMIT_BYTES).
+
+The input is ``kubectl logs --timestamps`` of a launcher: every line starts with the time the
+container runtime received it (RFC 3339, nanoseconds), then what the program printed. Our
+training scripts (the Horovod image's pytorch_synthetic_benchmark_elastic.py, the train image's
+train.py for MPI and torchrun, and any that keeps their format) print, per rank::
+
+    [12:00:01] <host> rank <r>/<size>: step <s>/<total> loss <x>
+    [12:00:01] <host> rank <r>/<size>: reset: world size now <size>, resuming at step <s>
+
+train.py adds ``samples/s <n> checksum <c>`` after the loss, which is not read here; it prints
+the reset line at every start, since each restart of ``mpiexec`` or of torchrun's workers is a
+new world. ``horovodrun`` prefixes each line with ``[<rank>]<stdout>:``; ``mpiexec`` and the
+ssh sessions of torchrun_launcher.py pass them as they are. Other lines are skipped. The clock is
+the runtime's, on the launcher's node: the same clock as the fault's on a one-machine cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+_PROGRESS = re.compile(
+    r"\] (?P<host>\S+) rank (?P<rank>\d+)/(?P<size>\d+): "
+    r"(?:step (?P<step>\d+)/\d+|reset: world size now \d+, resuming at step (?P<resume>\d+))"
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """Step: rank ``rank`` of a world of ``size`` completed step ``step`` at ``t`` (epoch s)."""
+
+    t: float
+    host: str
+    rank: int
+    size: int
+    step: int
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Reset: the world re-formed at ``t`` with ``size`` ranks, resuming at step ``resume``
+    (the last committed step), as rank ``rank`` on ``host`` saw it."""
+
+    t: float
+    host: str
+    rank: int
+    size: int
+    resume: int
+
+
+Event = Step | Reset
+
+
+def runtime_time(stamp: str) -> float:
+    """runtime_time: epoch seconds of a container runtime's RFC 3339 stamp
+    (``2026-11-25T11:52:28.243919000Z``); nanoseconds are cut to microseconds."""
+    head, _, frac = stamp.rstrip("Z").partition(".")
+    micros = (frac + "000000")[:6]
+    return datetime.fromisoformat(f"{head}.{micros}+00:00").timestamp()
+
+
+def parse_line(line: str) -> Event | None:
+    """parse_line: the Step or Reset a timestamped log line reports, else None."""
+    stamp, _, text = line.partition(" ")
+    found = _PROGRESS.search(text)
+    if found is None:
+        return None
+    try:
+        t = runtime_time(stamp)
+    except ValueError:
+        return None
+    host, rank, size = found["host"], int(found["rank"]), int(found["size"])
+    if found["step"] is not None:
+        return Step(t, host, rank, size, int(found["step"]))
+    return Reset(t, host, rank, size, int(found["resume"]))
+
+
+def parse(lines: Iterable[str]) -> list[Event]:
+    """parse: the events of a log, in time order."""
+    events = [e for e in (parse_line(line) for line in lines) if e is not None]
+    return sorted(events, key=lambda e: e.t)
+
+
+def ring(events: Iterable[Event], after: float) -> list[str]:
+    """ring: the hosts of the world that completed rank 0's latest step after ``after`` (every
+    rank prints that step), sorted: which pods train, whatever the API says of them."""
+    steps = [e for e in events if isinstance(e, Step) and e.t >= after]
+    latest = max((e for e in steps if e.rank == 0), key=lambda e: e.t, default=None)
+    if latest is None:
+        return []
+    return sorted({e.host for e in steps if e.step == latest.step and e.size == latest.size})
