@@ -190,8 +190,31 @@ def test_a_job_without_its_key_gets_a_fresh_random_one_and_no_ssh_key_pair_yet()
     asyncio.run(r.kick(KEY))  # the cache still has the job without it: another fresh key
     keys = [p.status.ownership.key for p in rec.plans if p.status is not None and p.status.ownership]
     assert len(keys) == 2 and all(k and re.fullmatch("[0-9a-f]{32}", k) for k in keys) and keys[0] != keys[1]
-    assert rec.plans[0] == Plan(status=rec.plans[0].status)  # the key, and nothing else
+    assert rec.plans[0] == Plan(status=rec.plans[0].status, requeue_after=0.0)  # the key, and nothing else
     assert planner.calls == [] and made == []
+
+
+def test_the_pass_that_writes_the_key_is_followed_by_one_that_plans_without_another_event() -> None:
+    """The key pass's status write kicks nothing (its version is already in the cache): the
+    job is planned again at once, from the version with the key."""
+    bare = body()
+    del bare["status"]
+    versions = [bare, body()]  # the cache: before the key pass's write, and after it
+    rec = Recorder()
+    planner = Planner(NOTHING)
+    r = Reconciler(
+        rec,
+        lambda key: Snapshot(versions[min(len(rec.executed), 1)], [], {}, HAS_SECRET),
+        job_exists=lambda namespace, name: True,
+        sources=Sources(clock=lambda: NOW, planner=planner),
+    )
+
+    async def run() -> None:
+        await r.kick(KEY)
+        await asyncio.sleep(0.2)
+
+    asyncio.run(run())
+    assert len(planner.calls) == 1 and planner.jobs[0].name_key == KEY_OF_JOB
 
 
 def test_the_passes_of_a_job_share_its_memo() -> None:

@@ -8,8 +8,8 @@ read the job's status can tell either, and only the operator writes the status
 (``fresh``, like the ssh Secret's key pair) and the planner writes it: the pass of a live job
 whose status has none writes it and does nothing else, not a pod nor an object created under a
 key that is not stored yet (a crash before the status write would leave them the job's under
-no key). The status write's own event brings the next pass, milliseconds later, which creates
-under the stored key.
+no key). The pass asks to be followed at once (``requeue_after`` 0): the next, milliseconds
+later, creates under the stored key.
 
 A job that had pods or objects when its key was written (made by an operator before keys) keeps
 them: ``legacyBefore``, the time of the write in whole seconds, lets what was created before it
@@ -43,4 +43,7 @@ def key_pass(
     # before keys created in the second the key is written is still its.
     before = format_time(now + timedelta(seconds=1)) if legacy else None
     status = job.status.updated(ownership=Ownership(key=fresh, legacy_before=before))
-    return Plan(status=status)
+    # Planned again at once: nothing else changes for a new job, and the status write's own
+    # watch event finds its version already in the cache (the executor's write-through), so it
+    # would kick no pass (a job seen waiting 2 minutes for an unrelated event on real nodes).
+    return Plan(status=status, requeue_after=0.0)
