@@ -24,8 +24,8 @@ the runtime's, on the launcher's node: the same clock as the fault's on a one-ma
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 _PROGRESS = re.compile(
@@ -98,3 +98,72 @@ def ring(events: Iterable[Event], after: float) -> list[str]:
     if latest is None:
         return []
     return sorted({e.host for e in steps if e.step == latest.step and e.size == latest.size})
+
+
+# --- what the operator keeps of it (aitj.controller.progress; aitj.core.planner.watchdog) ----
+
+MAX_INTERVALS = 200  # rank 0's latest gaps between steps, for the cadence
+MAX_HOSTS = 1024  # hosts kept, the most recently heard from: a job has at most this many pods read
+MIN_INTERVALS = 5  # gaps needed before the cadence is known
+
+
+@dataclass(frozen=True)
+class HostSeen:
+    """HostSeen: the newest step line and the newest reset line of one host (epoch seconds)."""
+
+    step: float | None = None
+    reset: float | None = None
+
+
+@dataclass(frozen=True)
+class TrainingSeen:
+    """TrainingSeen: what the operator has read of a training's own log, by ``read_at``: its
+    newest step line and the world size it gave, each host's newest step and reset, and the
+    last gaps between rank 0's consecutive steps. Bounded: MAX_HOSTS hosts, MAX_INTERVALS gaps."""
+
+    read_at: float
+    last_step: float | None = None
+    width: int | None = None
+    hosts: Mapping[str, HostSeen] = field(default_factory=dict, compare=False)
+    intervals: tuple[float, ...] = ()
+
+    @property
+    def cadence(self) -> float | None:
+        """cadence: the 99th percentile of rank 0's gaps between steps (seconds), once
+        MIN_INTERVALS are known."""
+        if len(self.intervals) < MIN_INTERVALS:
+            return None
+        ordered = sorted(self.intervals)
+        return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def fold(before: TrainingSeen | None, events: Sequence[Event], read_at: float) -> TrainingSeen:
+    """fold: ``before`` (None: nothing read yet) with the ``events`` of a new read of the log's
+    tail, in time order (lines read before come again and change nothing). A gap of rank 0
+    counts towards the cadence only between two steps of one read with no reset between them:
+    a stall or a re-forming is not the training's cadence."""
+    last_step = before.last_step if before is not None else None
+    width = before.width if before is not None else None
+    hosts = dict(before.hosts) if before is not None else {}
+    intervals = list(before.intervals) if before is not None else []
+    seen_to = last_step if last_step is not None else float("-inf")
+    previous: float | None = None
+    for e in events:
+        if isinstance(e, Reset):
+            previous = None
+        elif e.rank == 0:
+            if previous is not None and e.t > seen_to and e.t > previous:
+                intervals.append(e.t - previous)
+            previous = e.t
+    for e in events:
+        old = hosts.get(e.host, HostSeen())
+        if isinstance(e, Step):
+            hosts[e.host] = HostSeen(max(e.t, old.step or e.t), old.reset)
+            if last_step is None or e.t >= last_step:
+                last_step, width = e.t, e.size
+        else:
+            hosts[e.host] = HostSeen(old.step, max(e.t, old.reset or e.t))
+    if len(hosts) > MAX_HOSTS:
+        newest = sorted(hosts, key=lambda h: max(hosts[h].step or 0.0, hosts[h].reset or 0.0))
+        hosts = {h: hosts[h] for h in newest[-MAX_HOSTS:]}
+    return TrainingSeen(read_at, last_step, width, hosts, tuple(intervals[-MAX_INTERVALS:]))

@@ -1,0 +1,60 @@
+"""What the operator keeps of a training's own log (aitj.core.trainlog.fold): each host's newest
+step and reset, the newest step's world size, and rank 0's cadence, from read after read of the
+log's tail (the same lines come again), bounded."""
+
+from __future__ import annotations
+
+from aitj.core import trainlog
+from aitj.core.trainlog import Event, HostSeen, Reset, Step, TrainingSeen, fold
+
+
+def steps(host: str, rank: int, size: int, times: list[float]) -> list[Step]:
+    return [Step(t, host, rank, size, k) for k, t in enumerate(times)]
+
+
+def test_each_host_keeps_its_newest_step_and_reset_and_the_newest_step_its_width() -> None:
+    events: list[Event] = sorted(
+        [
+            *steps("a", 0, 3, [1, 2, 3]),
+            *steps("b", 1, 3, [1, 2]),
+            Reset(4, "a", 0, 2, 3),
+            Step(5, "a", 0, 2, 3),
+        ],
+        key=lambda e: e.t,
+    )
+    seen = fold(None, events, read_at=6)
+    assert seen.hosts == {"a": HostSeen(step=5, reset=4), "b": HostSeen(step=2, reset=None)}
+    assert (seen.last_step, seen.width, seen.read_at) == (5, 2, 6)
+
+
+def test_lines_read_again_change_nothing_and_new_ones_move_it_on() -> None:
+    first = steps("a", 0, 3, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    seen = fold(None, first, read_at=6.5)
+    again = fold(seen, first, read_at=7.0)
+    assert (again.hosts, again.intervals, again.last_step) == (seen.hosts, seen.intervals, seen.last_step)
+    later = fold(again, [*first[-2:], Step(7.5, "a", 0, 3, 6)], read_at=8.0)
+    assert later.last_step == 7.5 and later.intervals == (*seen.intervals, 1.5)
+
+
+def test_the_cadence_is_rank_0s_p99_gap_and_a_re_forming_is_not_part_of_it() -> None:
+    events: list[Event] = [
+        *steps("a", 0, 3, [0, 1, 2, 3, 4]),
+        Reset(60, "a", 0, 3, 4),
+        *steps("a", 0, 3, [61, 62]),
+    ]
+    events += steps("b", 1, 3, [0.5, 1.5])  # another rank's steps are not rank 0's cadence
+    seen = fold(None, sorted(events, key=lambda e: e.t), read_at=63)
+    assert seen.intervals == (1, 1, 1, 1, 1) and seen.cadence == 1  # not the 57 s across the reset
+    assert fold(None, steps("a", 0, 3, [0, 1, 2]), read_at=3).cadence is None  # too few gaps yet
+
+
+def test_what_is_kept_is_bounded() -> None:
+    many = [Step(float(k), f"host-{k}", 1, 3, k) for k in range(trainlog.MAX_HOSTS + 10)]
+    seen = fold(None, many, read_at=1e6)
+    assert len(seen.hosts) == trainlog.MAX_HOSTS and "host-0" not in seen.hosts  # the oldest dropped
+    long = steps("a", 0, 3, [float(k) for k in range(trainlog.MAX_INTERVALS + 50)])
+    assert len(fold(None, long, read_at=1e6).intervals) == trainlog.MAX_INTERVALS
+
+
+def test_nothing_read_is_nothing_known() -> None:
+    assert fold(None, [], read_at=1) == TrainingSeen(1)
