@@ -39,6 +39,7 @@ from aitj.controller.options import OperatorOptions
 from aitj.controller.progress import ProgressMonitor
 from aitj.controller.reconciler import JobKey, Reconciler, Sources
 from aitj.controller.settings import planner_settings
+from aitj.controller.training_watch import TrainingWatch
 
 RESYNC_SECONDS = 300.0
 
@@ -60,6 +61,8 @@ class Operator:
         self._resync: asyncio.Task[None] | None = None
         self.progress: ProgressMonitor | None = None  # spec.progress's log reads, made by start
         self._progress: asyncio.Task[None] | None = None
+        self.training: TrainingWatch | None = None  # the recovery watchdog's log reads, made by start
+        self._training: asyncio.Task[None] | None = None
 
     def kick(self, key: JobKey, seen: cache.Kicked = None) -> None:
         """kick: the cache's news that a change concerns job ``key`` (``seen``: the events of the
@@ -110,6 +113,8 @@ class Operator:
             return item.value if item is not None else None
 
         self.progress = ProgressMonitor(api, body, store.pods.of_job, self.kick)
+        self.training = TrainingWatch(api, body, store.pods.of_job, self.kick)  # the recovery watchdog's
+        progress, training = self.progress, self.training
         collector.COLLECTOR.resumed = self.progress.resumption  # goodput: the head of a Running spell
         self.reconciler = Reconciler(
             KubeExecutor(api, gang_version=settings.gang_version),
@@ -117,7 +122,7 @@ class Operator:
             job_exists=lambda namespace, name: job_exists(api, namespace, name),
             settings=settings,
             written=self.cache.written,
-            sources=Sources(progress=self.progress.views),
+            sources=Sources(progress=lambda key, pods: training.views(key, progress.views(key, pods))),
         )
         self.drain_hooks = DrainHooks(api)
         self.reconciler.drain_hooks = self.drain_hooks.start
@@ -162,6 +167,8 @@ class Operator:
         self.acting = True
         if self.progress is not None:  # the watched pods' logs are read by the process that acts
             self._progress = asyncio.get_running_loop().create_task(self.progress.run(store.job_keys))
+        if self.training is not None:
+            self._training = asyncio.get_running_loop().create_task(self.training.run(store.job_keys))
         for key in start_order(store):
             reconciler.spawn(key)
         # Each job again once per RESYNC_SECONDS, spread evenly: a trickle, not a burst of every
@@ -185,6 +192,8 @@ class Operator:
             self._resync.cancel()
         if self._progress is not None:
             self._progress.cancel()
+        if self._training is not None:
+            self._training.cancel()
         reconciler = self.reconciler
         if reconciler is not None:
             await reconciler.close()

@@ -6,12 +6,11 @@ these views in its cache (``aitj.controller.cache``), built with ``PodView.from_
 (``aitj.core.planner.plan``). Nothing here decides anything: ``aitj.core.policy`` classifies
 failures, ``aitj.core.planner`` decides what to do.
 
-A pod's restart-ledger stamp (annotation ``ANNOTATION_LEDGER``) is kept here as the raw string:
-the ledger is the planner's (``aitj.core.planner.ledger``), which parses it.
-
-What is kept of a pod is bounded (issue 24, section 4): the informer matches the job label
-cluster-wide, so any namespace can make the operator hold pods it did not make. A stamp is kept
-only from a pod whose controller is an AITrainingJob (no other pod's stamp is ever read:
+A pod's restart-ledger stamp (annotation ``ANNOTATION_LEDGER``) is kept as the raw string: the
+ledger is the planner's (``aitj.core.planner.ledger``), which parses it. What is kept of a pod
+is bounded (issue 24, section 4): the informer matches the job label cluster-wide, so any
+namespace can make the operator hold pods it did not make. A stamp is kept only from a pod
+whose controller is an AITrainingJob (no other pod's stamp is ever read:
 ``aitj.core.planner.core.owned_by``), and only up to ``MAX_LEDGER_ANNOTATION`` characters; a
 larger one is dropped and its size kept in ``ledger_dropped``, for the cache to log. The hosts
 digest is kept up to ``MAX_HOSTS_ANNOTATION``.
@@ -34,6 +33,7 @@ from aitj.core.api import (
     LABEL_REPLICA,
     Ownership,
 )
+from aitj.core.trainlog import Waiting
 from aitj.core.wire import as_int, as_list, mapping, parse_time
 
 # The finalizer the operator puts on every pod it creates. A pod deleted by anyone else, even
@@ -141,6 +141,7 @@ class PodView:
     restart_exit: tuple[int, str, datetime | None] | None = None
     drain_checkpoint: str | None = None  # the raw ANNOTATION_DRAIN_CHECKPOINT (section 26)
     progress: ProgressSeen | None = None  # the watched pod's log, as read (spec.progress), else None
+    waiting: Waiting | None = None  # still in the ring a recovery broke (aitj.core.planner.watchdog)
 
     def made_by(self, job_name: str, job_uid: str, ownership: Ownership | None = None) -> bool:
         """made_by: the job ``job_name`` (uid ``job_uid``, ``ownership`` its status's) made this

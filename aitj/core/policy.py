@@ -47,6 +47,7 @@ class FailureKind(enum.StrEnum):
     POD_EVICTED = ExceptionalEvent.POD_EVICTED.value
     POD_PREEMPTED = ExceptionalEvent.POD_PREEMPTED.value
     HANG = ExceptionalEvent.HANG.value  # no progress line (aitj.core.planner.hang)
+    STALL = "stall"  # a rank waiting after a recovery: the watchdog's (aitj.core.planner.watchdog)
     POD_FAILED = "PodFailed"
     RESTART_TIMEOUT = "RestartTimeout"
 
@@ -354,6 +355,8 @@ def decide(
     trace = _trace(replica, fault_tolerant, failure, spent)
     if failure.kind is FailureKind.RESTART_TIMEOUT:
         return Fail(FailReason.RESTART_TIMEOUT, failure.description, trace)
+    if failure.kind is FailureKind.STALL:  # the watchdog's own rung, whatever the rules
+        return RestartDecision(RestartScope.POD, "the recovery watchdog", trace)
     if not allows(policy, failure.kind):
         return Fail(
             FailReason.NOT_RESTARTABLE,

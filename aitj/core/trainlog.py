@@ -109,10 +109,12 @@ MIN_INTERVALS = 5  # gaps needed before the cadence is known
 
 @dataclass(frozen=True)
 class HostSeen:
-    """HostSeen: the newest step line and the newest reset line of one host (epoch seconds)."""
+    """HostSeen: the newest step line and the newest reset line of one host (epoch seconds), and
+    the rank its newest step gave."""
 
     step: float | None = None
     reset: float | None = None
+    rank: int | None = None
 
 
 @dataclass(frozen=True)
@@ -158,12 +160,23 @@ def fold(before: TrainingSeen | None, events: Sequence[Event], read_at: float) -
     for e in events:
         old = hosts.get(e.host, HostSeen())
         if isinstance(e, Step):
-            hosts[e.host] = HostSeen(max(e.t, old.step or e.t), old.reset)
+            newer = old.step is None or e.t >= old.step
+            hosts[e.host] = HostSeen(e.t if newer else old.step, old.reset, e.rank if newer else old.rank)
             if last_step is None or e.t >= last_step:
                 last_step, width = e.t, e.size
         else:
-            hosts[e.host] = HostSeen(old.step, max(e.t, old.reset or e.t))
+            hosts[e.host] = HostSeen(old.step, max(e.t, old.reset or e.t), old.rank)
     if len(hosts) > MAX_HOSTS:
         newest = sorted(hosts, key=lambda h: max(hosts[h].step or 0.0, hosts[h].reset or 0.0))
         hosts = {h: hosts[h] for h in newest[-MAX_HOSTS:]}
     return TrainingSeen(read_at, last_step, width, hosts, tuple(intervals[-MAX_INTERVALS:]))
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Waiting: the host of a pod still waiting in the ring a recovery broke (the recovery
+    watchdog's finding, aitj.core.planner.watchdog): since when (the recovery, epoch seconds)
+    and why, for people."""
+
+    since: float
+    description: str

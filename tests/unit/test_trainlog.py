@@ -23,7 +23,7 @@ def test_each_host_keeps_its_newest_step_and_reset_and_the_newest_step_its_width
         key=lambda e: e.t,
     )
     seen = fold(None, events, read_at=6)
-    assert seen.hosts == {"a": HostSeen(step=5, reset=4), "b": HostSeen(step=2, reset=None)}
+    assert seen.hosts == {"a": HostSeen(step=5, reset=4, rank=0), "b": HostSeen(step=2, reset=None, rank=1)}
     assert (seen.last_step, seen.width, seen.read_at) == (5, 2, 6)
 
 

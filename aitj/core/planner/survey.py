@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from aitj.core.api import Job, ReplicaSpec, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
@@ -251,6 +251,9 @@ class _Surveyor:
             failure = self.in_place_restarts(r, i, current)
         if failure is None and hang.watched(self.job, r.name, i):
             failure = hang.hung(self.job, r, i, current, self.started)
+        if failure is None and (waits := current.waiting) is not None:  # aitj.core.planner.watchdog
+            since = datetime.fromtimestamp(waits.since, UTC)
+            failure = Failure(FailureKind.STALL, waits.description, at=since)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:
             state = State.PENDING

@@ -1,0 +1,148 @@
+"""The recovery watchdog (issue 46; aitj.core.planner.watchdog): after a recovery, a rank still
+waiting in the ring the fault broke is found from the training's own log and its pod restarted,
+by the watchdog's own rung, whatever the job's rules. Table tests of the finding, the policy's
+decision, and a pass of the planner over a marked pod."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from aitj.core.api import JobStatus, RestartEntry, RestartScope
+from aitj.core.observed import PodView
+from aitj.core.planner import plan, watchdog
+from aitj.core.policy import Failure, FailureKind, RestartDecision, decide
+from aitj.core.trainlog import HostSeen, TrainingSeen, Waiting
+from aitj.core.wire import format_time
+from tests.unit.builders import Cluster, at, node, running_seed, seed_job, trainer
+
+RESTART = at(100)  # the job's latest restart
+T = RESTART.timestamp()
+
+
+def status(restart_at: float | None = T) -> JobStatus:
+    entries = (
+        ()
+        if restart_at is None
+        else (RestartEntry(time=format_time(at(restart_at - at(0).timestamp())), replica="trainer", index=2),)
+    )
+    return JobStatus(restarts=entries)
+
+
+def running(names: dict[str, float]) -> list[PodView]:
+    """running: Running pods by name, each created at its epoch second."""
+    return [PodView(name=n, phase="Running", created=at(c - at(0).timestamp())) for n, c in names.items()]
+
+
+# The seed's three trainers: t0 and t1 survived the restart of t2 (now t2b).
+BEFORE = T - 5
+PODS = running({"t0": T - 60, "t1": T - 60, "t2b": T + 3})
+
+
+def seen(
+    read_at: float, hosts: dict[str, HostSeen], last_step: float = BEFORE, width: int = 3
+) -> TrainingSeen:
+    return TrainingSeen(read_at, last_step=last_step, width=width, hosts=hosts)
+
+
+RING = {
+    "t0.job": HostSeen(step=BEFORE, rank=0),
+    "t1.job": HostSeen(step=BEFORE, rank=1),
+    "t2.job": HostSeen(step=BEFORE, rank=2),
+}
+# t0 re-formed after the restart; t1 did not (blocked in a collective of the old ring).
+T0_RE_FORMED = {**RING, "t0.job": HostSeen(step=BEFORE, reset=T + 4, rank=0)}
+# The ring re-formed at width 2 (t1 rank 0, t0 rank 1) and stepped until T + 8; then, adding
+# t2b, nobody re-formed again (every worker in hvd.init).
+NARROW = {
+    "t0.job": HostSeen(step=T + 8, reset=T + 2, rank=1),
+    "t1.job": HostSeen(step=T + 8, reset=T + 2, rank=0),
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "training", "restart", "pods", "want"),
+    [
+        ("a survivor re-formed, another did not: the other", seen(T + 31, T0_RE_FORMED), T, PODS, {"t1"}),
+        ("within the bound: not yet", seen(T + 29, T0_RE_FORMED), T, PODS, set()),
+        ("no restart: nothing recovers", seen(T + 31, T0_RE_FORMED), None, PODS, set()),
+        ("never read", None, T, PODS, set()),
+        ("no line of a training's ever read", TrainingSeen(T + 31), T, PODS, set()),
+        ("back at full width", seen(T + 31, T0_RE_FORMED, last_step=T + 8), T, PODS, set()),
+        (
+            "stepping at width 2 after the restart, then silent: rank 1 of that ring",
+            seen(T + 39, NARROW, last_step=T + 8, width=2),
+            T,
+            PODS,
+            {"t0"},
+        ),
+        (
+            "silent since the last step, within the bound",
+            seen(T + 37, NARROW, last_step=T + 8, width=2),
+            T,
+            PODS,
+            set(),
+        ),
+        ("nobody re-formed: the ring's ranks but rank 0", seen(T + 31, RING), T, PODS, {"t1"}),
+        ("its pod is gone or not running", seen(T + 31, T0_RE_FORMED), T, running({"t0": T - 60}), set()),
+        (
+            "a pod made after the silence began never waited",
+            seen(T + 31, T0_RE_FORMED),
+            T,
+            running({"t1": T + 1}),
+            set(),
+        ),
+        (
+            "a width-1 ring has only rank 0: kept",
+            seen(T + 39, {"t1.job": HostSeen(step=T + 8, reset=T + 2, rank=0)}, last_step=T + 8, width=1),
+            T,
+            PODS,
+            set(),
+        ),
+    ],
+)
+def test_the_pods_of_ranks_still_waiting_once_the_bound_has_passed(
+    case: str, training: TrainingSeen | None, restart: float | None, pods: list[PodView], want: set[str]
+) -> None:
+    found = watchdog.waiting(status(restart), training, pods, wanted=3)
+    assert set(found) == want, case
+    for w in found.values():
+        assert w.since >= T and "recovery watchdog, bound 30 s" in w.description
+
+
+def test_the_bound_is_ten_of_rank_0s_p99_gaps_and_at_least_30_s() -> None:
+    assert watchdog.bound(TrainingSeen(0, intervals=(1.0,) * 10)) == 30
+    assert watchdog.bound(TrainingSeen(0, intervals=(5.0,) * 10)) == 50
+    assert watchdog.bound(TrainingSeen(0)) == 30  # cadence unknown yet
+
+
+def test_a_stall_is_restarted_by_the_watchdogs_own_rung_whatever_the_rules() -> None:
+    seed_trainer = trainer()  # OnNodeFailWithExitCode, rules for nodeNotReady and PodForceDeleted only
+    got = decide(seed_trainer, True, Failure(FailureKind.STALL, "stall: ..."))
+    assert (
+        isinstance(got, RestartDecision)
+        and got.scope is RestartScope.POD
+        and got.rule == "the recovery watchdog"
+    )
+
+
+def test_a_pass_restarts_the_marked_pod_and_counts_it() -> None:
+    cluster = Cluster(seed_job(), running_seed())
+    cluster.step(10)
+    assert cluster.status["phase"] == "Running"
+    victim = next(n for n in cluster.pods if "-trainer-" in n and n.endswith("-1"))
+    views = [
+        dataclasses.replace(
+            v, waiting=Waiting(at(5).timestamp(), "stall: no step for 31 s since the restart")
+        )
+        if v.name == victim
+        else v
+        for v in (p.view() for p in cluster.pods.values())
+    ]
+    result = plan(cluster.job, views, {"node-a": node()}, at(40))
+    assert [d.name for d in result.deletes] == [victim]
+    assert [(c.replica, c.index, c.generation) for c in result.creates] == [("trainer", 1, 1)]
+    (record,) = result.restarts
+    assert record.rule == "the recovery watchdog" and record.failure.kind is FailureKind.STALL
+    assert result.status is not None and result.status.restart_count == {"trainer": 1, "launcher": 0}
