@@ -33,7 +33,7 @@ from aitj.controller.progress import LIMIT_BYTES, READS_PER_NAMESPACE, TICK_SECO
 from aitj.core.api import JobStatus
 from aitj.core.observed import PodView
 from aitj.core.planner import watchdog
-from aitj.core.trainlog import TrainingSeen, Waiting, fold, parse
+from aitj.core.trainlog import TrainingSeen, Waiting, fold, parse_tagged
 from aitj.core.wire import mapping
 
 JobKey = tuple[str, str]
@@ -196,7 +196,7 @@ class TrainingWatch:
         if status != 200:
             self._report(pod, f"HTTP {status}")
             return None
-        return parse(data.decode("utf-8", "replace").splitlines())
+        return parse_tagged(data.decode("utf-8", "replace").splitlines())
 
     def _report(self, pod: PodView, reason: str) -> None:
         if (pod.uid, reason) not in self.reported:

@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+# horovodrun's driver, at every re-forming (its --verbose): a worker has left the old ring and
+# reported to the driver's barrier. Untagged, and it names the host: a worker's own lines carry
+# horovodrun's tag, the rank it started as, which a later worker may start as too.
+_READY = re.compile(r"^INFO:root:record state: (\S+)\[\d+\] = READY$")
 _PROGRESS = re.compile(
     r"\] (?P<host>\S+) rank (?P<rank>\d+)/(?P<size>\d+): "
     r"(?:step (?P<step>\d+)/\d+|reset: world size now \d+, resuming at step (?P<resume>\d+))"
@@ -84,6 +88,33 @@ def parse_line(line: str) -> Event | None:
     return Reset(t, host, rank, size, int(found["resume"]))
 
 
+@dataclass(frozen=True)
+class Joined:
+    """Joined: horovodrun's driver recorded ``host``'s worker ready at ``t``: it left the ring
+    that broke and waits for the next (the driver's own line, which names the host)."""
+
+    t: float
+    host: str
+
+
+def tagged(line: str) -> Event | Joined | None:
+    """tagged: ``parse_line``, and the driver's record of a worker ready (the operator's)."""
+    stamp, _, text = line.partition(" ")
+    ready = _READY.match(text.rstrip())
+    if ready is not None:
+        try:
+            return Joined(runtime_time(stamp), ready[1].split(".", 1)[0])
+        except ValueError:
+            return None
+    return parse_line(line)
+
+
+def parse_tagged(lines: Iterable[str]) -> list[Event | Joined]:
+    """parse_tagged: ``tagged`` of every line, in time order (the operator's reading)."""
+    events = [e for e in map(tagged, lines) if e is not None]
+    return sorted(events, key=lambda e: e.t)
+
+
 def parse(lines: Iterable[str]) -> list[Event]:
     """parse: the events of a log, in time order."""
     events = [e for e in (parse_line(line) for line in lines) if e is not None]
@@ -115,6 +146,7 @@ class HostSeen:
     step: float | None = None
     reset: float | None = None
     rank: int | None = None
+    joined: float | None = None  # the driver's newest record of its worker ready (Joined)
 
 
 @dataclass(frozen=True)
@@ -139,37 +171,45 @@ class TrainingSeen:
         return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
-def fold(before: TrainingSeen | None, events: Sequence[Event], read_at: float) -> TrainingSeen:
+def fold(before: TrainingSeen | None, events: Sequence[Event | Joined], read_at: float) -> TrainingSeen:
     """fold: ``before`` (None: nothing read yet) with the ``events`` of a new read of the log's
-    tail, in time order (lines read before come again and change nothing). A gap of rank 0
-    counts towards the cadence only between two steps of one read with no reset between them:
-    a stall or a re-forming is not the training's cadence."""
+    tail, in time order (lines read before come again and change nothing)."""
     last_step = before.last_step if before is not None else None
     width = before.width if before is not None else None
     hosts = dict(before.hosts) if before is not None else {}
-    intervals = list(before.intervals) if before is not None else []
-    seen_to = last_step if last_step is not None else float("-inf")
-    previous: float | None = None
-    for e in events:
-        if isinstance(e, Reset):
-            previous = None
-        elif e.rank == 0:
-            if previous is not None and e.t > seen_to and e.t > previous:
-                intervals.append(e.t - previous)
-            previous = e.t
+    intervals = _gaps(list(before.intervals) if before is not None else [], events, last_step)
     for e in events:
         old = hosts.get(e.host, HostSeen())
-        if isinstance(e, Step):
-            newer = old.step is None or e.t >= old.step
-            hosts[e.host] = HostSeen(e.t if newer else old.step, old.reset, e.rank if newer else old.rank)
-            if last_step is None or e.t >= last_step:
-                last_step, width = e.t, e.size
-        else:
-            hosts[e.host] = HostSeen(old.step, max(e.t, old.reset or e.t), old.rank)
+        if isinstance(e, Joined):
+            hosts[e.host] = replace(old, joined=max(e.t, old.joined or e.t))
+            continue
+        if isinstance(e, Reset):
+            hosts[e.host] = replace(old, reset=max(e.t, old.reset or e.t))
+            continue
+        newer = old.step is None or e.t >= old.step
+        hosts[e.host] = replace(old, step=e.t if newer else old.step, rank=e.rank if newer else old.rank)
+        if last_step is None or e.t >= last_step:
+            last_step, width = e.t, e.size
     if len(hosts) > MAX_HOSTS:
         newest = sorted(hosts, key=lambda h: max(hosts[h].step or 0.0, hosts[h].reset or 0.0))
         hosts = {h: hosts[h] for h in newest[-MAX_HOSTS:]}
     return TrainingSeen(read_at, last_step, width, hosts, tuple(intervals[-MAX_INTERVALS:]))
+
+
+def _gaps(intervals: list[float], events: Sequence[Event | Joined], seen_to: float | None) -> list[float]:
+    """_gaps: ``intervals`` with rank 0's new gaps between steps (after ``seen_to``, the newest
+    step read before). A gap counts only between two steps of one read with no reset between
+    them: a stall or a re-forming is not the training's cadence."""
+    after = seen_to if seen_to is not None else float("-inf")
+    previous: float | None = None
+    for e in events:
+        if isinstance(e, Reset):
+            previous = None
+        elif isinstance(e, Step) and e.rank == 0:
+            if previous is not None and e.t > after and e.t > previous:
+                intervals.append(e.t - previous)
+            previous = e.t
+    return intervals
 
 
 @dataclass(frozen=True)

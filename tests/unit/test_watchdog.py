@@ -54,10 +54,11 @@ RING = {
 # t0 re-formed after the restart; t1 did not (blocked in a collective of the old ring).
 T0_RE_FORMED = {**RING, "t0.job": HostSeen(step=BEFORE, reset=T + 4, rank=0)}
 # The ring re-formed at width 2 (t1 rank 0, t0 rank 1) and stepped until T + 8; then, adding
-# t2b, nobody re-formed again (every worker in hvd.init).
+# t2b, t1 and t2b reached the new rendezvous (Horovod's line) and t0 never did.
 NARROW = {
     "t0.job": HostSeen(step=T + 8, reset=T + 2, rank=1),
-    "t1.job": HostSeen(step=T + 8, reset=T + 2, rank=0),
+    "t1.job": HostSeen(step=T + 8, reset=T + 2, rank=0, joined=T + 9),
+    "t2b.job": HostSeen(joined=T + 11),
 }
 
 
@@ -84,7 +85,14 @@ NARROW = {
             PODS,
             set(),
         ),
-        ("nobody re-formed: the ring's ranks but rank 0", seen(T + 31, RING), T, PODS, {"t1"}),
+        ("no worker moved on: nothing tells which rank waits", seen(T + 31, RING), T, PODS, set()),
+        (
+            "only the replacement moved on: the lowest-ranked survivor kept, the other restarted",
+            seen(T + 31, {**RING, "t2b.job": HostSeen(joined=T + 6)}),
+            T,
+            PODS,
+            {"t1"},
+        ),
         ("its pod is gone or not running", seen(T + 31, T0_RE_FORMED), T, running({"t0": T - 60}), set()),
         (
             "a pod made after the silence began never waited",
@@ -94,8 +102,13 @@ NARROW = {
             set(),
         ),
         (
-            "a width-1 ring has only rank 0: kept",
-            seen(T + 39, {"t1.job": HostSeen(step=T + 8, reset=T + 2, rank=0)}, last_step=T + 8, width=1),
+            "one survivor is always kept",
+            seen(
+                T + 39,
+                {"t1.job": HostSeen(step=T + 8, reset=T + 2, rank=0), "t2b.job": HostSeen(joined=T + 9)},
+                last_step=T + 8,
+                width=1,
+            ),
             T,
             PODS,
             set(),

@@ -14,19 +14,24 @@ What the operator reads (aitj.controller.training_watch; aitj.core.trainlog): th
 in which the trainings the project ships print, per rank, ``<host> rank <r>/<size>: step ...``
 and, at every re-forming, ``... reset: world size now ...``. After the job's latest recorded
 restart (``status.restarts``), until training steps at the width the job wants: once ``bound``
-has passed with no step since the restart or since the last step, whichever is later,
+has passed with no step since the restart or since the last step, whichever is later, the
+workers that have left the ring that broke since the silence began (horovodrun's driver logs
+``record state: <host>[<slot>] = READY`` for each, or the training printed its reset line) are
+moving on, and the survivors of the ring that broke that have not are waiting: a survivor
+blocked in a Gloo collective of the old ring, the SIGKILL case (seen on real nodes: the other
+survivor reported READY at once, the blocked one never). With no worker moving on, nothing tells
+which rank waits, and nothing is marked. Not caught (seen too): a re-forming in which every
+worker reported READY and rank 1 of the width-2 ring then stayed in Horovod's reinitialisation
+while rank 0 and the new worker waited in the rendezvous. One survivor is always kept:
+Horovod carries the state over through a host of the old ring, and with none left its driver
+gives the job up (seen: a first version restarted both survivors of a SIGKILL, and the job
+ended).
 
-- if a host of the ring that broke (one that stepped before the silence) has printed a reset
-  since, a new ring forms without the others: those that have not are waiting (a survivor
-  blocked in a Gloo collective of the old ring, the SIGKILL case);
-- if none has, the ranks of the last ring but rank 0 are (a re-forming in which every worker
-  waits in ``hvd.init`` for one that never registers: found on real nodes, the rank 1 of a
-  width-2 ring stuck in Horovod's reinitialisation while rank 0 and the new worker waited in the
-  rendezvous; docs/bench.md). Rank 0's host is kept: Horovod carries the state over through a
-  host of the old ring, and with none left the driver gives the job up. Its pod, if it is still one of
-the job's running pods that predates the restart, is marked (``PodView.waiting``), and the
-survey makes that a ``stall`` failure, which the watchdog's own rung restarts with scope Pod
-(aitj.core.policy.decide), counted like any restart and charged to restartLimit.
+A survivor is a host of the ring that broke (one that stepped before the silence) whose pod is
+still the job's, running, and older than the silence. A waiting survivor's pod is marked
+(``PodView.waiting``), and the survey makes that a ``stall`` failure, which the watchdog's own
+rung restarts with scope Pod (aitj.core.policy.decide), counted like any restart and charged
+to restartLimit.
 
 Off where no such line was ever read (no signal), and while nothing recovers: a training that
 slows, or checkpoints for minutes, with no restart behind it is never a stall (spec.progress's
@@ -45,7 +50,6 @@ from aitj.core.wire import parse_time
 
 FLOOR_SECONDS = 30.0
 CADENCES = 10  # the bound in rank 0's p99 gaps between steps
-RING_SECONDS = 5.0  # hosts whose last steps are this close to the newest were in the last ring
 
 
 def bound(seen: TrainingSeen) -> float:
@@ -82,23 +86,21 @@ def waiting(
     silent = seen.read_at - quiet
     if silent < bound(seen):
         return {}
-    # The ranks of the ring that broke: the hosts that stepped before the silence began.
+    # The ranks of the ring that broke (hosts that stepped before the silence) whose pods are
+    # still the job's, running, and older than the silence: the survivors.
+    alive = {p.name for p in pods if p.running and p.created is not None and p.created.timestamp() <= quiet}
     ring = {h: s for h, s in seen.hosts.items() if s.step is not None and s.step <= quiet}
-    re_formed = {h for h, s in ring.items() if s.reset is not None and s.reset >= quiet}
-    if re_formed:  # a new ring forms without the others
-        late = {host_pod(h) for h in ring if h not in re_formed}
-        others = ", ".join(sorted(map(host_pod, re_formed)))
-        why = f"its rank has not joined the new ring that {others} re-formed"
-    else:  # nobody re-formed: the ranks but rank 0 of the last ring, whose host carries the state
-        latest = max(s.step or 0.0 for s in ring.values()) if ring else 0.0
-        last_ring = {h: s for h, s in ring.items() if s.step is not None and latest - s.step <= RING_SECONDS}
-        late = {host_pod(h) for h, s in last_ring.items() if s.rank not in (None, 0)}
-        why = "no rank re-formed; rank 0 of the last ring is kept to carry the state"
-    stuck = {
-        p.name
-        for p in pods
-        if p.name in late and p.running and p.created is not None and p.created.timestamp() <= quiet
-    }
+    survivors = {h: s for h, s in ring.items() if host_pod(h) in alive}
+    # The workers that have left the ring that broke (the driver's READY, or the training's
+    # reset) since the silence began: a new ring forms, and it waits for the others.
+    moved = {h for h, s in seen.hosts.items() if max(s.joined or 0.0, s.reset or 0.0) >= quiet}
+    if not moved:
+        return {}  # no new ring is forming: nothing tells which rank waits
+    late = {h for h in survivors if h not in moved}
+    if late and len(late) == len(survivors):  # keep one to carry the state: the lowest-ranked
+        late.discard(min(late, key=lambda h: (survivors[h].rank is None, survivors[h].rank or 0, h)))
+    why = f"its worker has not left the old ring, as {', '.join(sorted(map(host_pod, moved)))} did"
+    stuck = {host_pod(h) for h in late}
     words = (
         f"stall: no step for {int(silent)} s after the restart; {why} "
         f"(recovery watchdog, bound {int(bound(seen))} s)"

@@ -26,7 +26,10 @@ from tests.operator_process import OperatorProcess
 
 KILLS = int(os.environ.get("AITJ_WATCHDOG_KILLS", "3"))
 BOUND_SECONDS = 60  # the issue's: back at full width within a minute
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600 + KILLS * 120)]
+# Long: each kill takes a minute or two, and whether a kill stalls at all is Horovod's chance;
+# its short twins in make test are the pure tests (tests/unit/test_watchdog.py,
+# test_training_watch.py, test_trainlog.py). make real-nodes and make bench-real run it.
+pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.timeout(600 + KILLS * 150)]
 
 
 def test_a_sigkilled_horovod_worker_is_back_at_full_width_within_a_minute(
@@ -41,7 +44,7 @@ def test_a_sigkilled_horovod_worker_is_back_at_full_width_within_a_minute(
     times: list[float] = []
     for n in range(KILLS):
         time.sleep(10)
-        got = run.fault(f"SIGKILL {n + 1}", 3, run.kill_trainer(replicas=3), heal_seconds=BOUND_SECONDS + 30)
+        got = run.fault(f"SIGKILL {n + 1}", 3, run.kill_trainer(replicas=3), heal_seconds=BOUND_SECONDS + 60)
         times.append(got.full_width if got.full_width is not None else float("inf"))
     restarts = (get_job(real_cluster, ns, job).get("status") or {}).get("restarts") or []
     by_watchdog = [r for r in restarts if r.get("rule") == "the recovery watchdog"]
