@@ -159,3 +159,15 @@ def test_a_pass_restarts_the_marked_pod_and_counts_it() -> None:
     (record,) = result.restarts
     assert record.rule == "the recovery watchdog" and record.failure.kind is FailureKind.STALL
     assert result.status is not None and result.status.restart_count == {"trainer": 1, "launcher": 0}
+
+
+def test_the_silence_is_counted_from_the_fault_not_from_the_restarts_decision() -> None:
+    """A worker's exit is seen 2 s after it happens; the other workers leave the broken ring at
+    once: the anchor is the restart's failureTime where the cluster gives one."""
+    decided, failed = format_time(at(102)), format_time(at(100))
+    with_fault = JobStatus(
+        restarts=(RestartEntry(time=decided, failure_time=failed, replica="trainer", index=2),)
+    )
+    assert watchdog.recovered_at(with_fault) == at(100).timestamp()
+    assert watchdog.recovered_at(JobStatus(restarts=(RestartEntry(time=decided),))) == at(102).timestamp()
+    assert watchdog.recovered_at(JobStatus()) is None

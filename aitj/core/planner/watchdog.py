@@ -59,10 +59,15 @@ def bound(seen: TrainingSeen) -> float:
 
 
 def recovered_at(status: JobStatus) -> float | None:
-    """recovered_at: when the job's latest restart was decided (epoch seconds), None if none."""
-    times = [parse_time(r.time) for r in status.restarts or ()]
-    known = [t.timestamp() for t in times if t is not None]
-    return max(known, default=None)
+    """recovered_at: when the fault behind the job's latest restart happened (its
+    ``failureTime`` where the cluster says, else when the restart was decided; epoch seconds),
+    None if none. The fault's own time: the workers that leave the broken ring do so at once,
+    seconds before the operator decides the restart (a container's exit is seen 2 s later)."""
+    latest = max(status.restarts or (), key=lambda r: r.time or "", default=None)
+    if latest is None:
+        return None
+    at = parse_time(latest.failure_time) or parse_time(latest.time)
+    return at.timestamp() if at is not None else None
 
 
 def host_pod(host: str) -> str:
