@@ -80,6 +80,14 @@ from aitj.controller import leader
     help="Serve kopf's health endpoint at URL, e.g. http://0.0.0.0:8081/healthz (default: off).",
 )
 @click.option(
+    "--recovery-watchdog/--no-recovery-watchdog",
+    default=False,
+    show_default=True,
+    help="After each restart, read the job's master log until training steps at full width, and restart "
+    "the ranks still waiting in the ring the fault broke (docs/semantics.md section 27). Off while its "
+    "recovery time is being measured.",
+)
+@click.option(
     "--leader-elect",
     is_flag=True,
     help="Act only while holding a Lease, so several replicas can run: one acts, the others stand by warm.",
@@ -132,6 +140,7 @@ def run_operator(
     json_logs: bool,
     log_level: str,
     liveness: str | None,
+    recovery_watchdog: bool,
     leader_elect: bool,
     leader_election_namespace: str | None,
     leader_election_id: str,
@@ -167,5 +176,6 @@ def run_operator(
         log_level=log_level.upper(),
         liveness=liveness,
         election=election,
+        recovery_watchdog=recovery_watchdog,
     )
     run(options)

@@ -113,7 +113,8 @@ class Operator:
             return item.value if item is not None else None
 
         self.progress = ProgressMonitor(api, body, store.pods.of_job, self.kick)
-        self.training = TrainingWatch(api, body, store.pods.of_job, self.kick)  # the recovery watchdog's
+        if self.options.recovery_watchdog:  # aitj run --recovery-watchdog
+            self.training = TrainingWatch(api, body, store.pods.of_job, self.kick)
         progress, training = self.progress, self.training
         collector.COLLECTOR.resumed = self.progress.resumption  # goodput: the head of a Running spell
         self.reconciler = Reconciler(
@@ -122,7 +123,11 @@ class Operator:
             job_exists=lambda namespace, name: job_exists(api, namespace, name),
             settings=settings,
             written=self.cache.written,
-            sources=Sources(progress=lambda key, pods: training.views(key, progress.views(key, pods))),
+            sources=Sources(
+                progress=progress.views
+                if training is None
+                else lambda key, pods: training.views(key, progress.views(key, pods))
+            ),
         )
         self.drain_hooks = DrainHooks(api)
         self.reconciler.drain_hooks = self.drain_hooks.start
