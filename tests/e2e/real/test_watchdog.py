@@ -15,13 +15,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.clusters import KubeCluster, free_port
-from tests.e2e import rbac
-from tests.e2e.install import install_crd
+from tests.clusters import KubeCluster
+from tests.e2e.real.conftest import operator_with
 from tests.e2e.real.node_faults import pin_launcher, spread_trainers
 from tests.e2e.real.test_training_recovery import COMMAND, restart_on_137
 from tests.e2e.real.training import started
@@ -42,21 +40,7 @@ def real_operator(
 ) -> Iterator[OperatorProcess]:
     """real_operator: the real nodes' operator (tests/e2e/real/conftest.py), with the recovery
     watchdog on (``aitj run --recovery-watchdog``: off by default until measured)."""
-    install_crd(real_cluster)
-    rbac.apply_rbac(real_cluster)
-    creds = tmp_path_factory.mktemp("real-credentials") / "operator.kubeconfig"
-    proc = OperatorProcess(
-        rbac.token_kubeconfig(real_cluster, creds),
-        Path(tmp_path_factory.mktemp("real-operator")),
-        free_port(),
-        args=["--recovery-watchdog"],
-    )
-    proc.start()
-    try:
-        yield proc
-    finally:
-        print(f"---- operator log ----\n{proc.logs()[-8000:]}")
-        proc.stop()
+    yield from operator_with(real_cluster, tmp_path_factory, ["--recovery-watchdog"])
 
 
 def test_a_sigkilled_horovod_worker_is_back_at_full_width_within_a_minute(
