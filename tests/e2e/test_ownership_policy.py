@@ -245,8 +245,11 @@ def test_the_policy_admits_what_claims_nothing_and_updates_that_add_no_claim(
 ) -> None:
     assert refusal(cluster, namespace, TENANT, configmap(labels={"app": "mine"})) is None
     # The operator's object (a claim already there): a tenant may label it for themselves, or
-    # drop its reference (as the garbage collector does), but not move it to another job.
-    claimed = configmap(labels={api.LABEL_JOB: "j"}, owners=[owner("j", "u-1")])
+    # drop its reference (as the garbage collector does), but not move it to another job. Its
+    # owner is a real job (suspended: it makes nothing), or the garbage collector would delete
+    # it at once as an orphan.
+    job = create_job(cluster, namespace, seed_variant("j", suspend=set_path("spec.suspend", True)))
+    claimed = configmap(labels={api.LABEL_JOB: "j"}, owners=[owner("j", job["metadata"]["uid"])])
     out = cluster.kubectl(
         "create", "-f", "-", "-n", namespace, f"--as={OPERATOR}", input=json.dumps(claimed), check=False
     )
