@@ -251,22 +251,32 @@ class ProgressMonitor:
         ]
         if progress.container is not None:
             query.append(("container", progress.container))
-        path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}/log"
         self.reads += 1
-        try:
-            status, data = raw_get(self.api_client, path, query=query, accept="*/*")
-        except Exception as e:  # refused (400: no such container, 403) or unreachable
-            self._report(pod, error_text(e))
-            return None
-        if status != 200:
-            self._report(pod, f"HTTP {status}")
-            return None
-        return data.decode("utf-8", "replace")
+        text, failed = tail_log(self.api_client, pod, query)
+        if failed is not None:
+            self._report(pod, failed)
+        return text
 
     def _report(self, pod: PodView, reason: str) -> None:
         if (pod.uid, reason) not in self.reported:
             self.reported.add((pod.uid, reason))
             log.warning("cannot read the watched pod's log: no hang is judged", pod=pod.name, reason=reason)
+
+
+def tail_log(
+    api_client: client.ApiClient, pod: PodView, query: Sequence[tuple[str, str]]
+) -> tuple[str | None, str | None]:
+    """tail_log: ``GET .../pods/<pod>/log`` with ``query``: the text (None if unreadable) and,
+    when unreadable, why (refused, 400 for no such container, 403, or unreachable). Shared with
+    the recovery watchdog's reads (aitj.controller.training_watch)."""
+    path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}/log"
+    try:
+        status, data = raw_get(api_client, path, query=query, accept="*/*")
+    except Exception as e:
+        return None, error_text(e)
+    if status != 200:
+        return None, f"HTTP {status}"
+    return data.decode("utf-8", "replace"), None
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import quote
 
 from kubernetes import client
 
-from aitj.controller.kubeclient import error_text, raw_get
 from aitj.controller.logs import log
-from aitj.controller.progress import LIMIT_BYTES, READS_PER_NAMESPACE, TICK_SECONDS, fair_order
+from aitj.controller.progress import LIMIT_BYTES, READS_PER_NAMESPACE, TICK_SECONDS, fair_order, tail_log
 from aitj.core.api import JobStatus
 from aitj.core.observed import PodView
 from aitj.core.planner import watchdog
@@ -97,7 +95,7 @@ class TrainingWatch:
         body = self.body_of(key)
         if body is None:
             return None
-        since = watchdog.recovered_at(JobStatus.from_json(body.get("status")))
+        since = watchdog.recovered_at(restarts_of(body))
         w = self.jobs.setdefault(key, Watched())
         if since is None or since == w.done:
             if w.marks:
@@ -173,7 +171,7 @@ class TrainingWatch:
             w.done = since  # no line of a training's: no signal, nothing to judge
         elif seen.read_at - since >= MAX_WATCH_SECONDS:
             w.done = since  # short of full width for long: the width's business, not a stall's
-        status = JobStatus.from_json(body.get("status"))
+        status = restarts_of(body)
         marks = {} if w.done == since else watchdog.waiting(status, seen, self.pods_of(key), wanted)
         if marks != w.marks:
             w.marks, w.views = marks, {}
@@ -185,18 +183,12 @@ class TrainingWatch:
 
     def _events(self, pod: PodView) -> Sequence[Any] | None:
         """_events: the master's log tail, parsed (on a thread); None when it cannot be read."""
-        path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}/log"
         query = [("tailLines", str(TAIL_LINES)), ("timestamps", "true"), ("limitBytes", str(LIMIT_BYTES))]
         self.reads += 1
-        try:
-            status, data = raw_get(self.api_client, path, query=query, accept="*/*")
-        except Exception as e:  # refused or unreachable: nothing judged from what was not read
-            self._report(pod, error_text(e))
-            return None
-        if status != 200:
-            self._report(pod, f"HTTP {status}")
-            return None
-        return parse_tagged(data.decode("utf-8", "replace").splitlines())
+        text, failed = tail_log(self.api_client, pod, query)
+        if failed is not None:  # nothing judged from what was not read
+            self._report(pod, failed)
+        return None if text is None else parse_tagged(text.splitlines())
 
     def _report(self, pod: PodView, reason: str) -> None:
         if (pod.uid, reason) not in self.reported:
@@ -204,6 +196,12 @@ class TrainingWatch:
             log.warning(
                 "cannot read the master's log: the recovery watchdog waits", pod=pod.name, reason=reason
             )
+
+
+def restarts_of(body: Mapping[str, Any]) -> JobStatus:
+    """restarts_of: the job's status with its restarts alone: what the watchdog reads of it, on
+    every round of every job (the rest, the ledger above all, is not parsed for it)."""
+    return JobStatus.from_json({"restarts": mapping(body.get("status")).get("restarts")})
 
 
 def workers_wanted(body: Mapping[str, Any]) -> int:

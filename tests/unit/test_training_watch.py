@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from aitj.controller import progress
 from aitj.controller import training_watch as watch
 from aitj.core.observed import PodView
 from aitj.core.wire import format_time
@@ -69,7 +70,7 @@ def trainer_hosts(pods: list[PodView]) -> list[str]:
 
 def test_nothing_is_read_while_nothing_recovers(pods: list[PodView], monkeypatch: pytest.MonkeyPatch) -> None:
     log = Log()
-    monkeypatch.setattr(watch, "raw_get", log)
+    monkeypatch.setattr(progress, "raw_get", log)
     w, kicks = made(job(restarted=False), pods, 50)
     w.read(KEY)
     assert log.calls == [] and kicks == []
@@ -80,7 +81,7 @@ def test_a_rank_still_waiting_after_the_bound_is_marked_and_the_job_kicked(
 ) -> None:
     t0, t1, t2 = trainer_hosts(pods)
     log = Log()
-    monkeypatch.setattr(watch, "raw_get", log)
+    monkeypatch.setattr(progress, "raw_get", log)
     before = "".join(
         line(95 + k * 0.1, h, r, f"step {k}/1000") for k in range(5) for r, h in enumerate((t0, t1, t2))
     )
@@ -110,7 +111,7 @@ def test_a_log_with_no_line_of_a_trainings_is_left_alone_after_the_bound(
 ) -> None:
     log = Log()
     log.text = f"{stamp(99)} some other program\n"
-    monkeypatch.setattr(watch, "raw_get", log)
+    monkeypatch.setattr(progress, "raw_get", log)
     w, kicks = made(job(restarted=True), pods, 131)
     w.read(KEY)
     w.read(KEY)
