@@ -277,6 +277,9 @@ def test_bad_key_material_is_refused(private: str, public: str) -> None:
         pytest.param("userknownhostsfile", "/dev/null", id="host keys are not remembered"),
         pytest.param("loglevel", "ERROR", id="no 'Permanently added' noise in the launcher's log"),
         pytest.param("identityfile", "/root/.ssh/id_rsa", id="the job's key is offered"),
+        pytest.param("serveraliveinterval", "5", id="a session whose worker is gone is asked after"),
+        pytest.param("serveralivecountmax", "3", id="and given up 15 s on"),
+        pytest.param("connecttimeout", "10", id="a connect to a vanished address gives up"),
     ],
 )
 def test_openssh_reads_the_config_as_meant(tmp_path: Path, option: str, value: str) -> None:

@@ -21,7 +21,7 @@ without touching the image's sshd_config.
 What the image already had in ``/root/.ssh`` is kept: it is copied first, our key files
 replace same-named ones, our ``authorized_keys`` line is put before the image's lines, and our
 ``config`` before the image's (ssh_config takes the first value it reads, so ours wins for
-the four options it sets and the image's other options still apply).
+the options it sets and the image's other options still apply).
 """
 
 from __future__ import annotations
@@ -47,6 +47,13 @@ PUBLIC_KEY = "id_rsa.pub"
 AUTHORIZED_KEYS = "authorized_keys"
 CONFIG = "config"
 
+# The ssh client's liveness checks (ssh_config_file): a silent server is given up after
+# SERVER_ALIVE_INTERVAL * SERVER_ALIVE_COUNT seconds (SERVER_ALIVE), a connect after CONNECT_TIMEOUT.
+SERVER_ALIVE_INTERVAL = 5
+SERVER_ALIVE_COUNT = 3
+SERVER_ALIVE = SERVER_ALIVE_INTERVAL * SERVER_ALIVE_COUNT
+CONNECT_TIMEOUT = 10
+
 # The app's CPU and memory requests are copied to the init container so a namespace
 # ResourceQuota admits the pod; GPUs and other extended resources are not.
 _INIT_RESOURCES = ("cpu", "memory")
@@ -57,6 +64,15 @@ def ssh_config_file(job: api.Job) -> str:
 
     Host keys are not checked, and not remembered: a replacement pod comes back with a new host
     key and often a recycled IP, which a known_hosts file would turn into a refusal.
+
+    A session whose worker pod is gone ends within SERVER_ALIVE seconds: the launcher runs each
+    worker in an ssh session (horovodrun, mpiexec, our torchrun launcher), and learns the worker
+    ended only when that session does. A pod deleted on another node can vanish without its
+    end reaching the launcher (its network is torn down a few milliseconds after its processes
+    are killed, and the last packet, queued behind a neighbour lookup, goes with it: seen on real
+    nodes, 2026-11-28, a worker the recovery watchdog restarted that horovodrun's driver waited
+    for until the next fault). A connect to an address that no longer answers gives up after
+    CONNECT_TIMEOUT seconds, not the kernel's two minutes.
     """
     return (
         f"# Written by the aitj operator for job {job.namespace}/{job.name} (plugin.ssh).\n"
@@ -65,6 +81,9 @@ def ssh_config_file(job: api.Job) -> str:
         "    UserKnownHostsFile /dev/null\n"
         "    LogLevel ERROR\n"
         f"    IdentityFile {SSH_DIR}/{PRIVATE_KEY}\n"
+        f"    ServerAliveInterval {SERVER_ALIVE_INTERVAL}\n"
+        f"    ServerAliveCountMax {SERVER_ALIVE_COUNT}\n"
+        f"    ConnectTimeout {CONNECT_TIMEOUT}\n"
     )
 
 
