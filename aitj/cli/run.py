@@ -81,11 +81,11 @@ from aitj.controller import leader
 )
 @click.option(
     "--recovery-watchdog/--no-recovery-watchdog",
-    default=False,
+    default=True,
     show_default=True,
-    help="After each restart, read the job's master log until training steps at full width, and restart "
-    "the ranks still waiting in the ring the fault broke (docs/semantics.md section 27). Off while its "
-    "recovery time is being measured.",
+    help="Read each job's master log: after a restart until training steps at full width, restarting "
+    "the ranks still waiting in the ring the fault broke; otherwise every few seconds, restarting a pod "
+    "whose worker left the ring while the pod runs on (docs/semantics.md section 27).",
 )
 @click.option(
     "--leader-elect",

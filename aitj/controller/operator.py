@@ -113,7 +113,7 @@ class Operator:
             return item.value if item is not None else None
 
         self.progress = ProgressMonitor(api, body, store.pods.of_job, self.kick)
-        if self.options.recovery_watchdog:  # aitj run --recovery-watchdog
+        if self.options.recovery_watchdog:  # on unless aitj run --no-recovery-watchdog
             self.training = TrainingWatch(api, body, store.pods.of_job, self.kick)
         progress, training = self.progress, self.training
         collector.COLLECTOR.resumed = self.progress.resumption  # goodput: the head of a Running spell

@@ -25,10 +25,9 @@ class OperatorOptions:
     (``aitj.controller.metrics_server``); ``priority_classes``: job priority -> PriorityClass
     name; ``node_signals``: the node conditions and taints that are node failures;
     ``json_logs``; ``log_level`` (the least level logged); ``liveness``: the URL of kopf's
-    health endpoint (None: off); ``recovery_watchdog``: read recovering jobs' master logs and
-    restart the ranks still waiting (aitj.controller.training_watch; off until it is measured
-    within its bound); ``election``: the Lease to hold before acting (None: act at
-    once, the only replica)."""
+    health endpoint (None: off); ``recovery_watchdog``: read the jobs' master logs and restart
+    the ranks still waiting after a recovery, or out of the ring (aitj.controller.training_watch);
+    ``election``: the Lease to hold before acting (None: act at once, the only replica)."""
 
     kubeconfig: Path | None = None
     namespaces: tuple[str, ...] = ()
@@ -39,4 +38,4 @@ class OperatorOptions:
     log_level: str = "INFO"
     liveness: str | None = None
     election: ElectionConfig | None = None
-    recovery_watchdog: bool = False
+    recovery_watchdog: bool = True

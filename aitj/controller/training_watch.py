@@ -1,19 +1,23 @@
-"""The recovery watchdog's eyes (issue 46; aitj.core.planner.watchdog decides): after each restart
-of a job, its master's log is read until training steps again, and the pods whose rank still
-waits in the ring the fault broke are marked for the planner.
+"""The recovery watchdog's eyes (issue 46; aitj.core.planner.watchdog decides): a job's master
+log is read, and the pods whose rank waits in the ring a fault broke, or whose worker has left
+the ring while the pod runs on, are marked for the planner.
 
 On by default, for every job with a master replica (the launcher of the seed's Horovod, of MPI,
-of torchrun driven over ssh), and idle while nothing recovers: a job is read only from its
-latest restart (``status.restarts``) until its log shows a step after it at the width its worker
-replicas want, or, when the log never shows a line the trainings print (aitj.core.trainlog:
-``<host> rank <r>/<size>: step ...``), until the watchdog's bound has passed (no signal: nothing
-to judge), and for MAX_WATCH_SECONDS at most. Each read is
-``GET .../pods/<master>/log?tailLines=200&timestamps=true&limitBytes=65536``, every
-READ_SECONDS, on a thread, with at most READS_PER_NAMESPACE of a namespace's reads in flight;
-the lines are parsed there (a fixed pattern, linear in the line: aitj.core.trainlog) and folded
-into what is kept of the job (``TrainingSeen``, bounded). What the watchdog finds is handed to
-the planner on the pods' views (``views``: ``PodView.waiting``), the same view objects while it
-stands, and the job's pass is kicked when it changes.
+of torchrun driven over ssh). After each restart (``status.restarts``) the log is read every
+READ_SECONDS until it shows a step after the restart at the width the job's worker replicas
+want, or, when it never shows a line the trainings print (aitj.core.trainlog: ``<host> rank
+<r>/<size>: step ...``), until the watchdog's bound has passed (no signal: nothing to judge), and
+for MAX_WATCH_SECONDS at most. In between it is read every IDLE_READ_SECONDS (once a minute while
+it has shown no step line, for its first NO_SIGNAL_GIVE_UP_SECONDS; IDLE_READS_PER_SECOND of
+all jobs at most): horovodrun's driver names
+a worker that failed, and a pod whose worker left the ring that way trains no more. Each read
+is ``GET .../pods/<master>/log?tailLines=200&timestamps=true&limitBytes=65536``, on a thread,
+with at most READS_PER_NAMESPACE of a namespace's reads in flight; the lines are parsed there
+(fixed patterns, linear in the line: aitj.core.trainlog) and folded into what is kept of the job
+(``TrainingSeen``, bounded). What is found is handed to the planner on the pods' views
+(``views``: ``PodView.waiting``, and the master's ``PodView.training``, which the host list's
+hold reads: aitj.core.planner.ring_hold), the same view objects while it stands, and the job's
+pass is kicked when it changes.
 """
 
 from __future__ import annotations
@@ -30,12 +34,16 @@ from aitj.controller.logs import log
 from aitj.controller.progress import LIMIT_BYTES, READS_PER_NAMESPACE, TICK_SECONDS, fair_order, tail_log
 from aitj.core.api import JobStatus
 from aitj.core.observed import PodView
-from aitj.core.planner import watchdog
+from aitj.core.planner import ring_hold, watchdog
 from aitj.core.trainlog import TrainingSeen, Waiting, fold, parse_tagged
-from aitj.core.wire import mapping
+from aitj.core.wire import as_list, mapping
 
 JobKey = tuple[str, str]
 READ_SECONDS = 2.0  # how often a recovering job's master log is read
+IDLE_READ_SECONDS = 5.0  # how often a job's is read while it does not recover (its width)
+NO_SIGNAL_READ_SECONDS = 60.0  # the same, for a log that never showed a step line
+IDLE_READS_PER_SECOND = 20.0  # idle reads of all jobs together, at most
+NO_SIGNAL_GIVE_UP_SECONDS = 600.0  # a master whose log shows no step line: read this long at most
 MAX_WATCH_SECONDS = 600.0  # a recovery is watched this long at most
 READS_AT_ONCE = 4
 TAIL_LINES = 200
@@ -47,9 +55,10 @@ class Watched:
     one it is done with (recovered, or no signal), and the pods found waiting, with their views."""
 
     seen: TrainingSeen | None = None
-    since: float | None = None
+    read_at: float = float("-inf")  # the clock of the last read
     done: float | None = None
     marks: Mapping[str, Waiting] = field(default_factory=dict)
+    master: str | None = None  # the uid of the master pod read
     views: dict[int, tuple[PodView, PodView]] = field(default_factory=dict)  # id(base) -> (base, marked)
 
 
@@ -72,38 +81,44 @@ class TrainingWatch:
         self.reads = 0
 
     def views(self, key: JobKey, pods: Sequence[PodView]) -> Sequence[PodView]:
-        """views: ``pods`` with the ones found waiting marked (the same objects while it stands)."""
+        """views: ``pods`` with the ones found waiting marked, and the master read carrying what
+        was read (the same objects while it stands)."""
         w = self.jobs.get(key)
-        if w is None or not w.marks:
+        if w is None or (not w.marks and w.master is None):
             return pods
         out = []
         for p in pods:
             mark = w.marks.get(p.name)
-            if mark is None:
+            seen = w.seen if p.uid == w.master else None
+            if mark is None and seen is None:
                 out.append(p)
                 continue
             kept = w.views.get(id(p))
-            if kept is None or kept[0] is not p or kept[1].waiting != mark:
-                kept = (p, replace(p, waiting=mark))
+            if kept is None or kept[0] is not p or kept[1].waiting != mark or kept[1].training is not seen:
+                kept = (p, replace(p, waiting=mark, training=seen))
                 w.views[id(p)] = kept
             out.append(kept[1])
         return out
 
-    def due(self, key: JobKey) -> tuple[PodView, float] | None:
-        """due: the master pod to read and the recovery it is read for, when the job recovers
-        (None: nothing to read)."""
+    def due(self, key: JobKey, jobs: int = 1) -> tuple[PodView, float | None] | None:
+        """due: the master pod to read and the recovery it is read for (None: none, an idle
+        read), when the job recovers, or when its idle read is due (``idle_seconds``, ``jobs``
+        being read in all); None: nothing to read now."""
         body = self.body_of(key)
         if body is None:
             return None
         since = watchdog.recovered_at(restarts_of(body))
         w = self.jobs.setdefault(key, Watched())
-        if since is None or since == w.done:
-            if w.marks:
-                w.marks, w.views = {}, {}
-                self.kick(key)
+        recovering = since is not None and since != w.done
+        now = self.clock()
+        if not recovering and now - w.read_at < idle_seconds(w.seen, jobs):
             return None
         master = master_pod(body, self.pods_of(key))
-        return (master, since) if master is not None else None
+        if master is None:
+            return None
+        if not recovering and not idle_read(w.seen, master, now):
+            return None
+        return master, since if recovering else None
 
     async def run(self, job_keys: Callable[[], Sequence[JobKey]]) -> None:
         """run: forever, read the master logs of the jobs that recover, READ_SECONDS apart."""
@@ -120,7 +135,7 @@ class TrainingWatch:
             if loop.time() >= next_round:
                 next_round = loop.time() + READ_SECONDS
                 for key in fair_order(k for k in keys if k not in busy):
-                    target = self.due(key)
+                    target = self.due(key, len(keys))
                     if target is None:
                         continue
                     busy.add(key)
@@ -133,7 +148,7 @@ class TrainingWatch:
     async def _read(
         self,
         key: JobKey,
-        target: tuple[PodView, float],
+        target: tuple[PodView, float | None],
         mine: asyncio.Semaphore,
         gate: asyncio.Semaphore,
         busy: set[JobKey],
@@ -142,7 +157,7 @@ class TrainingWatch:
         try:
             async with mine, gate:
                 events = await asyncio.to_thread(self._events, target[0])
-                self.record(key, target[1], events)
+                self.record(key, target[1], events, target[0].uid)
         except Exception as e:  # a bug or an input it cannot take: logged, tried again later
             log.warning("training log read failed", namespace=key[0], job=key[1], error=str(e))
         finally:
@@ -152,32 +167,47 @@ class TrainingWatch:
         """read: one read now, on this thread (the watch's tests)."""
         target = self.due(key)
         if target is not None:
-            self.record(key, target[1], self._events(target[0]))
+            self.record(key, target[1], self._events(target[0]), target[0].uid)
 
-    def record(self, key: JobKey, since: float, events: Sequence[Any] | None) -> None:
-        """record: a read's events (None: unreadable) folded into the job's training; the pods
-        found waiting marked, and the job's pass kicked when they change."""
+    def record(
+        self, key: JobKey, since: float | None, events: Sequence[Any] | None, master: str = ""
+    ) -> None:
+        """record: a read's events (None: unreadable) of the master pod ``master`` (its uid),
+        read for the recovery at ``since`` (None: an idle read), folded into the job's training;
+        the pods found waiting or out of the ring marked, and the job's pass kicked when they
+        change, or when what the host list's hold reads of it does (ring_hold)."""
+        w = self.jobs.setdefault(key, Watched())
+        w.read_at = self.clock()
         if events is None:
             return
-        w = self.jobs.setdefault(key, Watched())
-        w.seen = fold(w.seen, events, self.clock())
-        w.since = since
+        held = _hold_state(w.seen, since)
+        w.seen = fold(w.seen, events, w.read_at)
+        w.master, w.views = master or w.master, {}
         seen = w.seen
+        if since is not None and _hold_state(seen, since) != held:
+            self.kick(key)
         body = self.body_of(key) or {}
         wanted = workers_wanted(body)
-        if seen.last_step is not None and seen.last_step >= since and (seen.width or 0) >= wanted:
+        if since is not None and watchdog.stepped_at_width(seen, since, wanted):
             w.done = since  # training steps again at full width: nothing to watch until the next restart
-        elif seen.last_step is None and seen.read_at - since >= watchdog.bound(seen):
+        elif since is not None and seen.last_step is None and seen.read_at - since >= watchdog.bound(seen):
             w.done = since  # no line of a training's: no signal, nothing to judge
-        elif seen.read_at - since >= MAX_WATCH_SECONDS:
+        elif since is not None and seen.read_at - since >= MAX_WATCH_SECONDS:
             w.done = since  # short of full width for long: the width's business, not a stall's
         status = restarts_of(body)
-        marks = {} if w.done == since else watchdog.waiting(status, seen, self.pods_of(key), wanted)
+        pods = self.pods_of(key)
+        marks = dict(watchdog.left_ring(seen, pods, listed_of(body)))
+        if since is not None and w.done != since:
+            marks = {**watchdog.waiting(status, seen, pods, wanted), **marks}
         if marks != w.marks:
             w.marks, w.views = marks, {}
             if marks:
                 log.warning(
-                    "ranks waiting after a recovery", namespace=key[0], job=key[1], pods=sorted(marks)
+                    "ranks out of the ring",
+                    namespace=key[0],
+                    job=key[1],
+                    pods=sorted(marks),
+                    why=sorted({m.description for m in marks.values()}),
                 )
             self.kick(key)
 
@@ -196,6 +226,37 @@ class TrainingWatch:
             log.warning(
                 "cannot read the master's log: the recovery watchdog waits", pod=pod.name, reason=reason
             )
+
+
+def idle_seconds(seen: TrainingSeen | None, jobs: int) -> float:
+    """idle_seconds: how long between a job's reads while it does not recover: IDLE_READ_SECONDS
+    while its log has shown a step line (NO_SIGNAL_READ_SECONDS before), and no more than
+    IDLE_READS_PER_SECOND reads a second for the ``jobs`` read in all."""
+    own = IDLE_READ_SECONDS if seen is not None and seen.last_step is not None else NO_SIGNAL_READ_SECONDS
+    return max(own, jobs / IDLE_READS_PER_SECOND)
+
+
+def idle_read(seen: TrainingSeen | None, master: PodView, now: float) -> bool:
+    """idle_read: whether a job that does not recover is read at all: while its log has shown a
+    step line, or for NO_SIGNAL_GIVE_UP_SECONDS of its master's life (a launcher that prints
+    none of the trainings' lines is not read again until a restart)."""
+    if seen is not None and seen.last_step is not None:
+        return True
+    began = master.running_since or master.created
+    return began is None or now - began.timestamp() < NO_SIGNAL_GIVE_UP_SECONDS
+
+
+def listed_of(body: Mapping[str, Any]) -> frozenset[str]:
+    """listed_of: the pods in the job's discovery host list, as its status records it."""
+    return frozenset(str(n) for n in as_list(mapping(body.get("status")).get("discoveryHosts")))
+
+
+def _hold_state(seen: TrainingSeen | None, since: float | None) -> tuple[bool, bool, bool]:
+    """_hold_state: what aitj.core.planner.ring_hold reads of a training since the fault at
+    ``since``: read since, has a signal, has re-formed."""
+    if seen is None or since is None:
+        return (False, False, False)
+    return (seen.read_at >= since, seen.last_step is not None, ring_hold.reformed(seen, since))
 
 
 def restarts_of(body: Mapping[str, Any]) -> JobStatus:

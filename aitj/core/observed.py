@@ -33,7 +33,7 @@ from aitj.core.api import (
     LABEL_REPLICA,
     Ownership,
 )
-from aitj.core.trainlog import Waiting
+from aitj.core.trainlog import TrainingSeen, Waiting
 from aitj.core.wire import as_int, as_list, mapping, parse_time
 
 # The finalizer the operator puts on every pod it creates. A pod deleted by anyone else, even
@@ -132,9 +132,8 @@ class PodView:
     pod_group: str | None = None  # spec.schedulingGroup.podGroupName: its gang (aitj.core.planner.gang)
     # In-place restarts (issue 28): the ANNOTATION_IN_PLACE codes; whether the spec as stored has
     # an app container rule RestartAllContainers (the cluster served the rules); the in-place
-    # restarts so far (the highest app container restartCount: with the container
-    # restartPolicy Never, only such a rule restarts one); the last one's exit (code,
-    # container, finishedAt), from the lastState of the container whose exit triggered it.
+    # restarts so far (the highest app container restartCount: with the container restartPolicy
+    # Never, only such a rule restarts one); the last one's exit (code, container, finishedAt).
     in_place: str | None = None
     in_place_served: bool = False
     restarts: int = 0
@@ -142,6 +141,7 @@ class PodView:
     drain_checkpoint: str | None = None  # the raw ANNOTATION_DRAIN_CHECKPOINT (section 26)
     progress: ProgressSeen | None = None  # the watched pod's log, as read (spec.progress), else None
     waiting: Waiting | None = None  # still in the ring a recovery broke (aitj.core.planner.watchdog)
+    training: TrainingSeen | None = None  # a master's log as the watchdog read it (planner.ring_hold)
 
     def made_by(self, job_name: str, job_uid: str, ownership: Ownership | None = None) -> bool:
         """made_by: the job ``job_name`` (uid ``job_uid``, ``ownership`` its status's) made this

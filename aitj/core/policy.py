@@ -12,11 +12,8 @@ the caller passes ``now``. Two steps, like the Kubernetes Job controller's
   that matched) or a ``Fail`` (with a reason), which the planner hands to ``failPolicy``. Either
   carries its ``trace``: every rule, whether it was active, whether it matched, and why; the
   planner and ``aitj explain`` read that one trace, so they cannot disagree about a rule.
-
-The restart limits are not counted here: they depend on counts only the planner has. A rule
-whose own budget (restartLimit over restartWindowSeconds) is used up is passed to ``decide``
-(``spent``) and matches no failure.
-docs/semantics.md is the user-facing description of every branch below.
+Restart limits are counted by the planner; a rule whose budget is spent is passed to ``decide``
+(``spent``) and matches nothing. docs/semantics.md tells every branch below.
 """
 
 from __future__ import annotations
@@ -48,6 +45,7 @@ class FailureKind(enum.StrEnum):
     POD_PREEMPTED = ExceptionalEvent.POD_PREEMPTED.value
     HANG = ExceptionalEvent.HANG.value  # no progress line (aitj.core.planner.hang)
     STALL = "stall"  # a rank waiting after a recovery: the watchdog's (aitj.core.planner.watchdog)
+    LEFT_RING = "leftRing"  # a worker out of the ring while its pod runs: the watchdog's too
     POD_FAILED = "PodFailed"
     RESTART_TIMEOUT = "RestartTimeout"
 
@@ -63,6 +61,9 @@ class FailureKind(enum.StrEnum):
     def fault_class(self) -> FaultClass:
         """fault_class: infrastructure (the cluster took the pod) or application (aitj.core.faultclass)."""
         return event_class(self.event)
+
+
+WATCHDOG_KINDS = frozenset({FailureKind.STALL, FailureKind.LEFT_RING})  # its own rung restarts them
 
 
 @dataclass(frozen=True)
@@ -355,7 +356,7 @@ def decide(
     trace = _trace(replica, fault_tolerant, failure, spent)
     if failure.kind is FailureKind.RESTART_TIMEOUT:
         return Fail(FailReason.RESTART_TIMEOUT, failure.description, trace)
-    if failure.kind is FailureKind.STALL:  # the watchdog's own rung, whatever the rules
+    if failure.kind in WATCHDOG_KINDS:  # the watchdog's own rung, whatever the rules
         return RestartDecision(RestartScope.POD, "the recovery watchdog", trace)
     if not allows(policy, failure.kind):
         return Fail(

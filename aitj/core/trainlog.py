@@ -31,7 +31,7 @@ from datetime import datetime
 # horovodrun's driver, at every re-forming (its --verbose): a worker has left the old ring and
 # reported to the driver's barrier. Untagged, and it names the host: a worker's own lines carry
 # horovodrun's tag, the rank it started as, which a later worker may start as too.
-_READY = re.compile(r"^INFO:root:record state: (\S+)\[\d+\] = READY$")
+_RECORD = re.compile(r"^INFO:root:record state: (\S+)\[\d+\] = (READY|FAILURE)$")
 _PROGRESS = re.compile(
     r"\] (?P<host>\S+) rank (?P<rank>\d+)/(?P<size>\d+): "
     r"(?:step (?P<step>\d+)/\d+|reset: world size now \d+, resuming at step (?P<resume>\d+))"
@@ -97,19 +97,35 @@ class Joined:
     host: str
 
 
-def tagged(line: str) -> Event | Joined | None:
-    """tagged: ``parse_line``, and the driver's record of a worker ready (the operator's)."""
+@dataclass(frozen=True)
+class Left:
+    """Left: horovodrun's driver recorded ``host``'s worker failed at ``t``: the process exited
+    (killed, crashed), and Horovod blacklists the host, for good in 0.28 unless horovodrun was
+    given a cooldown. A pod that still runs after it is out of the ring."""
+
+    t: float
+    host: str
+
+
+Driver = Joined | Left  # horovodrun's driver's records, which name the host
+
+
+def tagged(line: str) -> Event | Driver | None:
+    """tagged: ``parse_line``, and the driver's records of a worker ready or failed (the
+    operator's)."""
     stamp, _, text = line.partition(" ")
-    ready = _READY.match(text.rstrip())
-    if ready is not None:
+    record = _RECORD.match(text.rstrip())
+    if record is not None:
         try:
-            return Joined(runtime_time(stamp), ready[1].split(".", 1)[0])
+            t = runtime_time(stamp)
         except ValueError:
             return None
+        host = record[1].split(".", 1)[0]
+        return Joined(t, host) if record[2] == "READY" else Left(t, host)
     return parse_line(line)
 
 
-def parse_tagged(lines: Iterable[str]) -> list[Event | Joined]:
+def parse_tagged(lines: Iterable[str]) -> list[Event | Driver]:
     """parse_tagged: ``tagged`` of every line, in time order (the operator's reading)."""
     events = [e for e in map(tagged, lines) if e is not None]
     return sorted(events, key=lambda e: e.t)
@@ -147,6 +163,7 @@ class HostSeen:
     reset: float | None = None
     rank: int | None = None
     joined: float | None = None  # the driver's newest record of its worker ready (Joined)
+    left: float | None = None  # the driver's newest record of its worker failed (Left)
 
 
 @dataclass(frozen=True)
@@ -171,7 +188,7 @@ class TrainingSeen:
         return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
-def fold(before: TrainingSeen | None, events: Sequence[Event | Joined], read_at: float) -> TrainingSeen:
+def fold(before: TrainingSeen | None, events: Sequence[Event | Driver], read_at: float) -> TrainingSeen:
     """fold: ``before`` (None: nothing read yet) with the ``events`` of a new read of the log's
     tail, in time order (lines read before come again and change nothing)."""
     last_step = before.last_step if before is not None else None
@@ -182,6 +199,9 @@ def fold(before: TrainingSeen | None, events: Sequence[Event | Joined], read_at:
         old = hosts.get(e.host, HostSeen())
         if isinstance(e, Joined):
             hosts[e.host] = replace(old, joined=max(e.t, old.joined or e.t))
+            continue
+        if isinstance(e, Left):
+            hosts[e.host] = replace(old, left=max(e.t, old.left or e.t))
             continue
         if isinstance(e, Reset):
             hosts[e.host] = replace(old, reset=max(e.t, old.reset or e.t))
@@ -196,7 +216,7 @@ def fold(before: TrainingSeen | None, events: Sequence[Event | Joined], read_at:
     return TrainingSeen(read_at, last_step, width, hosts, tuple(intervals[-MAX_INTERVALS:]))
 
 
-def _gaps(intervals: list[float], events: Sequence[Event | Joined], seen_to: float | None) -> list[float]:
+def _gaps(intervals: list[float], events: Sequence[Event | Driver], seen_to: float | None) -> list[float]:
     """_gaps: ``intervals`` with rank 0's new gaps between steps (after ``seen_to``, the newest
     step read before). A gap counts only between two steps of one read with no reset between
     them: a stall or a re-forming is not the training's cadence."""
@@ -214,9 +234,10 @@ def _gaps(intervals: list[float], events: Sequence[Event | Joined], seen_to: flo
 
 @dataclass(frozen=True)
 class Waiting:
-    """Waiting: the host of a pod still waiting in the ring a recovery broke (the recovery
-    watchdog's finding, aitj.core.planner.watchdog): since when (the recovery, epoch seconds)
-    and why, for people."""
+    """Waiting: the host of a pod still waiting in the ring a recovery broke, or (``left``) out
+    of the ring for good while its pod runs (the recovery watchdog's findings,
+    aitj.core.planner.watchdog): since when (epoch seconds) and why, for people."""
 
     since: float
     description: str
+    left: bool = False

@@ -53,6 +53,7 @@ from aitj.core.planner.objects import state_of
 from aitj.core.planner.ownership import key_pass
 from aitj.core.planner.resources import needs_ssh_keys
 from aitj.core.planner.types import ObjectState, Owned
+from aitj.core.trainlog import TrainingSeen
 from aitj.core.wire import format_time, mapping
 from tests.unit.status_checks import stored
 
@@ -391,10 +392,14 @@ class Cluster(PlanSink):
         # that went through, once the executor returned.
         self.counted: list[RestartRecord] = []
         self._now = 0.0
+        self.training: TrainingSeen | None = None  # the master's log as the watchdog read it
 
     def plan(self, now: float) -> Plan:
         owned = observed(self.objects)
         views = [p.view() for p in self.pods.values()]
+        if self.training is not None:  # the recovery watchdog's reads, on the master's view
+            seen = self.training
+            views = [dataclasses.replace(v, training=seen) if v.replica == "launcher" else v for v in views]
         keys = KEYS if needs_ssh_keys(self.job, owned, views) else None
         keyed = key_pass(self.job, views, owned, self.fresh_key, at(now)) if self.fresh_key else None
         return keyed or plan(self.job, views, self.nodes, at(now), owned=owned, keys=keys)

@@ -14,6 +14,7 @@ import pytest
 from aitj.controller import progress
 from aitj.controller import training_watch as watch
 from aitj.core.observed import PodView
+from aitj.core.trainlog import TrainingSeen
 from aitj.core.wire import format_time
 from tests.unit.builders import JOB, NAMESPACE, at, running_seed, views
 
@@ -68,12 +69,53 @@ def trainer_hosts(pods: list[PodView]) -> list[str]:
     return sorted(p.name for p in pods if p.replica == "trainer")
 
 
-def test_nothing_is_read_while_nothing_recovers(pods: list[PodView], monkeypatch: pytest.MonkeyPatch) -> None:
+def waiting_in(w: watch.TrainingWatch, pods: list[PodView]) -> list[str]:
+    return [p.name for p in w.views(KEY, pods) if p.waiting is not None]
+
+
+def test_while_nothing_recovers_the_log_is_read_now_and_then(
+    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = Log()
+    log.text = f"{stamp(49)} Horovod starting\n"
     monkeypatch.setattr(progress, "raw_get", log)
     w, kicks = made(job(restarted=False), pods, 50)
     w.read(KEY)
-    assert log.calls == [] and kicks == []
+    w.read(KEY)
+    assert len(log.calls) == 1 and kicks == []  # no step line yet: read again a minute on
+    w.now[0] = at(50 + watch.NO_SIGNAL_READ_SECONDS).timestamp()  # type: ignore[attr-defined]
+    t0 = trainer_hosts(pods)[0]
+    log.text += line(100, t0, 0, "step 1/1000")
+    w.read(KEY)
+    w.now[0] += watch.IDLE_READ_SECONDS - 0.1  # type: ignore[attr-defined]
+    w.read(KEY)
+    assert len(log.calls) == 2 and kicks == []  # a signal: every IDLE_READ_SECONDS
+    w.now[0] += 0.1  # type: ignore[attr-defined]
+    w.read(KEY)
+    assert len(log.calls) == 3
+    assert watch.idle_seconds(w.jobs[KEY].seen, 1000) == 1000 / watch.IDLE_READS_PER_SECOND
+
+
+def test_a_worker_that_died_in_a_pod_that_runs_on_is_marked_out_of_the_ring(
+    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t0, t1, t2 = trainer_hosts(pods)
+    log = Log()
+    steps = "".join(
+        line(95 + k * 0.1, h, r, f"step {k}/1000") for k in range(5) for r, h in enumerate((t0, t1, t2))
+    )
+    log.text = steps + f"{stamp(99.6)} INFO:root:record state: {t1}.job[0] = FAILURE\n"
+    monkeypatch.setattr(progress, "raw_get", log)
+    body = job(restarted=False)
+    body["status"]["discoveryHosts"] = [t0, t1, t2]
+    w, kicks = made(body, pods, 100)
+    w.read(KEY)
+    marked = {p.name: p.waiting for p in w.views(KEY, pods) if p.waiting is not None}
+    assert list(marked) == [t1] and marked[t1] is not None and marked[t1].left and kicks == [KEY]
+    body["status"]["discoveryHosts"] = [t0, t2]  # a pod out of the host list (a scale-in) is not
+    w.now[0] = at(106).timestamp()  # type: ignore[attr-defined]
+    w.read(KEY)
+    assert waiting_in(w, pods) == [] and kicks == [KEY, KEY]
 
 
 def test_a_rank_still_waiting_after_the_bound_is_marked_and_the_job_kicked(
@@ -88,10 +130,11 @@ def test_a_rank_still_waiting_after_the_bound_is_marked_and_the_job_kicked(
     log.text = before + line(104, t0, 0, "reset: world size now 2, resuming at step 4")
     w, kicks = made(job(restarted=True), pods, 120)
     w.read(KEY)  # 20 s after the restart: within the bound
-    assert dict(log.calls[0])["tailLines"] == "200" and kicks == [] and w.views(KEY, pods) is pods
+    # Kicked once: the host list's hold reads the first read after the fault (ring_hold).
+    assert dict(log.calls[0])["tailLines"] == "200" and kicks == [KEY] and not waiting_in(w, pods)
     w.now[0] = at(131).timestamp()  # type: ignore[attr-defined]
     w.read(KEY)
-    assert kicks == [KEY]
+    assert kicks == [KEY, KEY]
     marked = w.views(KEY, pods)
     waiting = [p.name for p in marked if p.waiting is not None]
     assert sorted(waiting) == [t1, t2]  # stepped before the restart, neither stepped nor re-formed since
@@ -100,7 +143,7 @@ def test_a_rank_still_waiting_after_the_bound_is_marked_and_the_job_kicked(
     log.text += line(132, t0, 0, "step 5/1000")
     w.now[0] = at(133).timestamp()  # type: ignore[attr-defined]
     w.read(KEY)
-    assert kicks == [KEY, KEY] and w.views(KEY, pods) is pods
+    assert kicks == [KEY, KEY, KEY] and not waiting_in(w, pods)
     calls = len(log.calls)
     w.read(KEY)
     assert len(log.calls) == calls  # recovered: not read again until the next restart
@@ -115,10 +158,44 @@ def test_a_log_with_no_line_of_a_trainings_is_left_alone_after_the_bound(
     w, kicks = made(job(restarted=True), pods, 131)
     w.read(KEY)
     w.read(KEY)
-    assert len(log.calls) == 1 and kicks == []  # no signal: nothing to judge, nothing read again
+    # No signal: nothing to judge, nothing read again; one kick, for the host list's hold,
+    # which held the list until this first read after the fault.
+    assert len(log.calls) == 1 and kicks == [KEY]
 
 
 def test_the_master_is_the_running_current_pod_of_index_0(pods: list[PodView]) -> None:
     master = watch.master_pod(job(restarted=True), pods)
     assert master is not None and master.replica == "launcher" and master.index == 0
     assert watch.master_pod({"spec": {"replicaSpecs": {"trainer": {"replicaType": "worker"}}}}, pods) is None
+
+
+def test_the_master_read_carries_what_was_read_for_the_host_lists_hold(
+    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t0, t1, t2 = trainer_hosts(pods)
+    log = Log()
+    log.text = "".join(
+        line(95 + k * 0.1, h, r, f"step {k}/1000") for k in range(5) for r, h in enumerate((t0, t1, t2))
+    )
+    monkeypatch.setattr(progress, "raw_get", log)
+    w, kicks = made(job(restarted=True), pods, 102)
+    w.read(KEY)  # read since the fault, a signal, not re-formed: the hold goes on (kicked once)
+    carried = [p for p in w.views(KEY, pods) if p.training is not None]
+    assert [p.replica for p in carried] == ["launcher"] and carried[0].training is w.jobs[KEY].seen
+    assert [id(p) for p in w.views(KEY, pods)] == [id(p) for p in w.views(KEY, pods)]
+    w.read(KEY)
+    assert kicks == [KEY]  # nothing the hold reads changed
+    log.text += line(104, t0, 0, "step 5/1000")
+    w.now[0] = at(105).timestamp()  # type: ignore[attr-defined]
+    w.read(KEY)
+    assert kicks == [KEY, KEY]  # the ring stepped after the fault: the list may change now
+
+
+def test_a_launcher_that_prints_no_step_line_is_not_read_after_ten_minutes(pods: list[PodView]) -> None:
+    master = watch.master_pod(job(restarted=False), pods)
+    assert master is not None and master.running_since is not None
+    began = master.running_since.timestamp()
+    assert watch.idle_read(None, master, began + watch.NO_SIGNAL_GIVE_UP_SECONDS - 1)
+    assert not watch.idle_read(None, master, began + watch.NO_SIGNAL_GIVE_UP_SECONDS)
+    stepping = TrainingSeen(began, last_step=began, width=3)
+    assert watch.idle_read(stepping, master, began + 10 * watch.NO_SIGNAL_GIVE_UP_SECONDS)

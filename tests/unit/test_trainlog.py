@@ -60,9 +60,10 @@ def test_nothing_read_is_nothing_known() -> None:
     assert fold(None, [], read_at=1) == TrainingSeen(1)
 
 
-def test_the_drivers_record_of_a_worker_ready_is_read_by_its_host() -> None:
+def test_the_drivers_records_of_a_worker_ready_or_failed_are_read_by_its_host() -> None:
     """horovodrun's driver logs each worker that leaves a broken ring for the next (its
-    barrier), naming the host; a worker's own lines carry a tag that a later worker may share."""
+    barrier), and each whose process failed, naming the host; a worker's own lines carry a tag
+    that a later worker may share."""
     lines = [
         "2026-11-28T10:11:20.017855970Z [2]<stdout>:[10:11:20] trainer-pz9h7-0 rank 2/3: step 410/1000000",
         "2026-11-28T10:11:20.018751615Z [2]<stdout>:[10:11:20] trainer-x82s7-2 rank 1/3: step 410/1000000",
@@ -71,8 +72,9 @@ def test_the_drivers_record_of_a_worker_ready_is_read_by_its_host() -> None:
         "2026-11-28T10:11:21.217193858Z INFO:root:record state: trainer-884p4-1.watchdog[0] = READY",
     ]
     events = trainlog.parse_tagged(lines)
-    assert [type(e).__name__ for e in events] == ["Step", "Step", "Step", "Joined"]
+    assert [type(e).__name__ for e in events] == ["Step", "Step", "Step", "Left", "Joined"]
     seen = fold(None, events, read_at=1e10)
-    assert seen.hosts["trainer-884p4-1"].joined is not None
+    assert seen.hosts["trainer-884p4-1"].joined is not None and seen.hosts["trainer-884p4-1"].left is None
+    assert seen.hosts["trainer-x82s7-2"].left is not None and seen.hosts["trainer-x82s7-2"].joined is None
     assert seen.hosts["trainer-pz9h7-0"].joined is None  # blocked in the old ring: never reported
     assert trainlog.parse(lines) == [e for e in events if isinstance(e, Step)]  # the bench's reading

@@ -87,6 +87,17 @@ NARROW = {
         ),
         ("no worker moved on: nothing tells which rank waits", seen(T + 31, RING), T, PODS, set()),
         (
+            # The fault's time is whole seconds (the kubelet's finishedAt): rank 0's last step,
+            # 0.7 s into that second, is the broken ring's, not training running again.
+            "a step within the fault's second is the old ring's",
+            seen(
+                T + 31, {**RING, "t0.job": HostSeen(step=T + 0.7, rank=0, joined=T + 0.9)}, last_step=T + 0.7
+            ),
+            T,
+            PODS,
+            {"t1"},
+        ),
+        (
             "only the replacement moved on: the lowest-ranked survivor kept, the other restarted",
             seen(T + 31, {**RING, "t2b.job": HostSeen(joined=T + 6)}),
             T,
@@ -140,24 +151,28 @@ def test_a_stall_is_restarted_by_the_watchdogs_own_rung_whatever_the_rules() -> 
     )
 
 
-def test_a_pass_restarts_the_marked_pod_and_counts_it() -> None:
+@pytest.mark.parametrize("left", [False, True], ids=["a rank waiting", "a worker out of the ring"])
+def test_a_pass_restarts_the_marked_pod_and_counts_it(left: bool) -> None:
     cluster = Cluster(seed_job(), running_seed())
     cluster.step(10)
     assert cluster.status["phase"] == "Running"
     victim = next(n for n in cluster.pods if "-trainer-" in n and n.endswith("-1"))
     views = [
         dataclasses.replace(
-            v, waiting=Waiting(at(5).timestamp(), "stall: no step for 31 s since the restart")
+            v, waiting=Waiting(at(5).timestamp(), "stall: no step for 31 s since the restart", left=left)
         )
         if v.name == victim
         else v
         for v in (p.view() for p in cluster.pods.values())
     ]
     result = plan(cluster.job, views, {"node-a": node()}, at(40))
-    assert [d.name for d in result.deletes] == [victim]
+    # Deleted with no grace period: the seed's 300 s, whose PID 1 ignores SIGTERM, would keep
+    # the waiting rank in the ring that long.
+    assert [(d.name, d.grace_period_seconds) for d in result.deletes] == [(victim, 0)]
     assert [(c.replica, c.index, c.generation) for c in result.creates] == [("trainer", 1, 1)]
     (record,) = result.restarts
-    assert record.rule == "the recovery watchdog" and record.failure.kind is FailureKind.STALL
+    kind = FailureKind.LEFT_RING if left else FailureKind.STALL
+    assert record.rule == "the recovery watchdog" and record.failure.kind is kind
     assert result.status is not None and result.status.restart_count == {"trainer": 1, "launcher": 0}
 
 
@@ -171,3 +186,28 @@ def test_the_silence_is_counted_from_the_fault_not_from_the_restarts_decision() 
     assert watchdog.recovered_at(with_fault) == at(100).timestamp()
     assert watchdog.recovered_at(JobStatus(restarts=(RestartEntry(time=decided),))) == at(102).timestamp()
     assert watchdog.recovered_at(JobStatus()) is None
+
+
+LISTED = frozenset({"t0", "t1", "t2b"})
+STARTED = running({"t0": T - 60, "t1": T - 60, "t2b": T + 3})
+STARTED = [dataclasses.replace(p, running_since=p.created) for p in STARTED]
+
+
+@pytest.mark.parametrize(
+    ("case", "host", "listed", "want"),
+    [
+        ("failed while its pod runs on", HostSeen(step=T - 1, rank=1, left=T), LISTED, {"t1"}),
+        ("never failed", HostSeen(step=T - 1, rank=1), LISTED, set()),
+        ("failed before the pod started: another pod's worker", HostSeen(left=T - 90), LISTED, set()),
+        ("stepped again since: taken back", HostSeen(step=T + 5, rank=1, left=T), LISTED, set()),
+        ("out of the host list (a scale-in)", HostSeen(step=T - 1, left=T), frozenset({"t0", "t2b"}), set()),
+    ],
+)
+def test_a_worker_out_of_the_ring_while_its_pod_runs(
+    case: str, host: HostSeen, listed: frozenset[str], want: set[str]
+) -> None:
+    training = seen(T + 1, {**RING, "t1": host})
+    found = watchdog.left_ring(training, STARTED, listed)
+    assert set(found) == want, case
+    assert all(w.left and "left the ring" in w.description for w in found.values())
+    assert watchdog.left_ring(None, STARTED, listed) == {}

@@ -61,7 +61,7 @@ STEPS = (
 # records, which the reconciler counts once it reads that the write went through
 # (``Sent.status_written``); the host list, the workers it holds back and shortfalls for people;
 # the checkpoint hooks before a drain, which the reconciler starts (aitj.controller.drainhooks).
-NOT_SENT = ("requeue_after", "restarts", "hosts", "held", "shortfalls", "drain_hooks")
+NOT_SENT = ("requeue_after", "restarts", "hosts", "held", "list_held", "shortfalls", "drain_hooks")
 
 
 class PlanSink(Protocol):

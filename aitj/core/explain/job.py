@@ -177,6 +177,11 @@ def _other_lines(result: Plan) -> list[str]:
             f"leave {', '.join(result.held)} out of the host list until the others of its wave "
             "run (5 s at most: Horovod adds a wave in one reset)"
         )
+    if result.list_held is not None:
+        lines.append(
+            f"keep Horovod's host list as it is until its ring re-forms ({result.list_held:.0f} s at "
+            "most): a change before that makes horovodrun's driver call a worker that is gone"
+        )
     if result.removes:
         lines.append("delete the job's Service (cleanPodPolicy All)")
     lines += [f"event {e.type} {e.reason}: {e.message}" for e in result.restart_events + result.events]

@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from aitj.core.api import Job, JobStatus, ReplicaType
-from aitj.core.planner import objects, resources
+from aitj.core.planner import objects, resources, ring_hold
 from aitj.core.planner.discovery_texts import Texts
+from aitj.core.planner.ledger_records import record_entry
 from aitj.core.planner.part import Context, Part, steps
 from aitj.core.planner.survey import Slot, State, Survey
 from aitj.core.planner.types import HostEntry, HostLists, Manifest, Owned, PodNudge
@@ -36,6 +37,10 @@ def part(ctx: Context) -> Part:
     lists = ctx.lists
     if lists is None:
         return Part()
+    until = hold(ctx)
+    if until is not None:  # Horovod re-forms around a dead worker: the list stays (ring_hold)
+        left = until - ctx.now.timestamp()
+        return Part(steps(list_held=left), wake=(left,))
     texts = ctx.texts
     rewrite = changed(ctx.prev, lists) if ctx.owned is None else drifted(ctx.job, ctx.owned, lists, texts)
     discovery = rendered(ctx.job, lists, ctx.owned, texts) if rewrite else None
@@ -121,6 +126,17 @@ def held_among(workers: Sequence[Slot], listed: frozenset[str], now: datetime) -
         if left > 0 and any(abs(created - pod.created) <= WAVE for created in starting):
             waits[pod.name] = left
     return waits
+
+
+def hold(ctx: Context) -> float | None:
+    """hold: until when (epoch seconds) Horovod's list stays as the previous pass wrote it
+    (aitj.core.planner.ring_hold), from the restarts recorded and this pass's, and the master's
+    log as the recovery watchdog read it; None: not held, or no list was written yet."""
+    if ctx.prev.discovery_hosts is None:
+        return None
+    seen = next((s.pod.training for s in ctx.found.masters if s.pod is not None and s.pod.training), None)
+    restarts = (*(ctx.prev.restarts or ()), *(record_entry(r) for r in ctx.records))
+    return ring_hold.held_until(ctx.job, restarts, seen, ctx.now.timestamp())
 
 
 def record(status: JobStatus, lists: HostLists | None) -> JobStatus:

@@ -41,7 +41,10 @@ def retire(
         limit = limits.get(p.replica or "", DEFAULT_RESTART_TIME_LIMIT)
         if not p.deleting:
             why = DeleteReason.RESTART if t.restart else DeleteReason.UNWANTED
-            deletes.append(PodDelete(p.name, p.uid, None, why, t.text))
+            # A rank the recovery watchdog found waiting is stopped at once: its pod's own grace
+            # period (the seed's 300 s, whose PID 1 ignores SIGTERM) would keep it in the ring.
+            grace = 0 if t.restart and p.waiting is not None else None
+            deletes.append(PodDelete(p.name, p.uid, grace, why, t.text))
             if t.restart:
                 wake.append(float(limit))
             continue

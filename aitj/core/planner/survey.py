@@ -253,7 +253,8 @@ class _Surveyor:
             failure = hang.hung(self.job, r, i, current, self.started)
         if failure is None and (waits := current.waiting) is not None:  # aitj.core.planner.watchdog
             since = datetime.fromtimestamp(waits.since, UTC)
-            failure = Failure(FailureKind.STALL, waits.description, at=since)
+            kind = FailureKind.LEFT_RING if waits.left else FailureKind.STALL
+            failure = Failure(kind, waits.description, at=since)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:
             state = State.PENDING

@@ -310,12 +310,13 @@ class Outcome:
 @quick_init
 @dataclass(frozen=True)
 class Plan:
-    """Plan: what one pass should do. Each field but ``hosts``, ``held``, ``shortfalls`` and
-    ``requeue_after`` is a step of ``aitj.controller.executor.STEPS``; empty (or None) means
-    nothing to do. ``hosts``, ``held`` and ``shortfalls`` are for people: what ``discovery``
-    lists, the Running workers it leaves out until their wave runs (aitj.core.planner.hostfiles),
-    and why indices run without a Running pod (a backoff, a used-up rule budget, an excluded
-    node; aitj.core.planner.rule_budgets)."""
+    """Plan: what one pass should do. Each field but ``hosts``, ``held``, ``list_held``,
+    ``shortfalls`` and ``requeue_after`` is a step of ``aitj.controller.executor.STEPS``; empty
+    (or None) means nothing to do. ``hosts``, ``held``, ``list_held`` and ``shortfalls`` are for
+    people: what ``discovery`` lists, the Running workers it leaves out until their wave runs
+    (aitj.core.planner.hostfiles), how long Horovod's list is kept while its ring re-forms
+    (aitj.core.planner.ring_hold), and why indices run without a Running pod (a backoff, a
+    used-up rule budget, an excluded node; aitj.core.planner.rule_budgets)."""
 
     ensure: tuple[Manifest, ...] = ()  # the job's objects the cache does not hold: create them
     removes: tuple[ObjectRef, ...] = ()  # delete (the Service, cleanPodPolicy All)
@@ -335,6 +336,7 @@ class Plan:
     outcome: Outcome | None = None
     hosts: tuple[HostEntry, ...] | None = None  # what ``discovery`` lists, for people
     held: tuple[str, ...] = ()  # Running workers left out of the lists until their wave runs (for people)
+    list_held: float | None = None  # seconds Horovod's list stays as it is (ring_hold; for people)
     requeue_after: float | None = None  # seconds: plan the job again then even if nothing changes
     shortfalls: tuple[Shortfall, ...] = ()  # indices held back, and why (not sent: for people)
     drain_hooks: tuple[DrainHook, ...] = ()  # checkpoints to run before a drain (the reconciler's)

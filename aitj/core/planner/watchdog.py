@@ -33,6 +33,11 @@ still the job's, running, and older than the silence. A waiting survivor's pod i
 rung restarts with scope Pod (aitj.core.policy.decide), counted like any restart and charged
 to restartLimit.
 
+``left_ring``, outside recoveries too: a Running pod in the host list whose worker horovodrun's
+driver recorded failed (``record state: <host>[<slot>] = FAILURE``) after the pod started, and
+that has not stepped since, is out of the ring for good (Horovod 0.28 blacklists the host); the
+survey makes that a ``leftRing`` failure, restarted by the same rung.
+
 Off where no such line was ever read (no signal), and while nothing recovers: a training that
 slows, or checkpoints for minutes, with no restart behind it is never a stall (spec.progress's
 hang detection is for that). ``bound``: ten times rank 0's p99 gap between steps, at least
@@ -50,6 +55,18 @@ from aitj.core.wire import parse_time
 
 FLOOR_SECONDS = 30.0
 CADENCES = 10  # the bound in rank 0's p99 gaps between steps
+# A fault's time is the kubelet's finishedAt, in whole seconds: a step line within that second
+# may be the broken ring's last (seen: rank 0's step 0.1 s before its SIGKILL, in the second the
+# exit was stamped with, taken for training running again, and the recovery never watched).
+GRAIN_SECONDS = 1.0
+
+
+def stepped_at_width(seen: TrainingSeen, since: float, wanted: int | None) -> bool:
+    """stepped_at_width: the log shows a step after the fault at ``since`` (past its second) at
+    the ``wanted`` width (None: any)."""
+    if seen.last_step is None or seen.last_step < since + GRAIN_SECONDS:
+        return False
+    return wanted is None or (seen.width or 0) >= wanted
 
 
 def bound(seen: TrainingSeen) -> float:
@@ -85,7 +102,7 @@ def waiting(
     since = recovered_at(status)
     if seen is None or seen.last_step is None or since is None:
         return {}
-    if seen.last_step >= since and (wanted is None or (seen.width or 0) >= wanted):
+    if stepped_at_width(seen, since, wanted):
         return {}  # back at full width
     quiet = max(since, seen.last_step)
     silent = seen.read_at - quiet
@@ -111,3 +128,31 @@ def waiting(
         f"(recovery watchdog, bound {int(bound(seen))} s)"
     )
     return {name: Waiting(quiet, words) for name in stuck}
+
+
+def left_ring(
+    seen: TrainingSeen | None, pods: Iterable[PodView], listed: frozenset[str]
+) -> Mapping[str, Waiting]:
+    """left_ring: by pod name, the job's running pods in the host list (``listed``) whose
+    worker horovodrun's driver recorded failed since the pod started, and which has not stepped
+    since: the worker process died inside a pod that runs on (the seed's trainers run sshd as
+    their first process, so a crashed or OOM-killed worker leaves the pod Running), and Horovod
+    has blacklisted the host, for good in 0.28. Only a new pod, under a new name, brings the
+    width back."""
+    if seen is None:
+        return {}
+    found: dict[str, Waiting] = {}
+    for p in pods:
+        if not p.running or p.deleting or p.name not in listed or p.running_since is None:
+            continue
+        hs = seen.hosts.get(p.name)
+        if hs is None or hs.left is None or hs.left < p.running_since.timestamp():
+            continue
+        if hs.step is not None and hs.step > hs.left:
+            continue  # it came back (horovodrun's blacklist cooldown)
+        words = (
+            "left the ring: horovodrun's driver recorded its worker failed while the pod runs on, "
+            "and Horovod does not take the host back (recovery watchdog)"
+        )
+        found[p.name] = Waiting(hs.left, words, left=True)
+    return found

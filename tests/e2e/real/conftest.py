@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,15 +58,7 @@ def real_operator(
     real_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
     """real_operator: ``aitj run`` against the real-node cluster, as the ServiceAccount; one per
-    module, so a module may run the operator otherwise (test_operator_image.py: its image;
-    test_watchdog.py: with more options, through ``operator_with``)."""
-    yield from operator_with(real_cluster, tmp_path_factory)
-
-
-def operator_with(
-    real_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactory, args: Sequence[str] = ()
-) -> Iterator[OperatorProcess]:
-    """operator_with: ``real_operator``'s body, with more ``aitj run`` options."""
+    module, so a module may run the operator otherwise (test_operator_image.py: its image)."""
     install_crd(real_cluster)
     rbac.apply_rbac(real_cluster)
     creds = tmp_path_factory.mktemp("real-credentials") / "operator.kubeconfig"
@@ -74,7 +66,6 @@ def operator_with(
         rbac.token_kubeconfig(real_cluster, creds),
         Path(tmp_path_factory.mktemp("real-operator")),
         free_port(),
-        args=args,
     )
     proc.start()
     try:

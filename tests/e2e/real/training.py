@@ -122,6 +122,22 @@ class Training:
 
         return act
 
+    def kill_worker_process(self, *, replicas: int) -> Callable[[], None]:
+        """kill_worker_process: a fault that SIGKILLs the training's Python processes in one
+        Running trainer's pod, as the OOM killer picks the largest: the pod's first process (the
+        seed's trainers run sshd and a sleep) goes on, so the pod stays Running and nothing in
+        the API changes."""
+
+        def act() -> None:
+            pods = pods_by_index(self.cluster, self.namespace, self.job, "trainer")
+            victim = random.choice([p for i, p in pods.items() if i < replicas])
+            for pid in pod_processes(victim.metadata.uid):
+                with contextlib.suppress(OSError):
+                    if _is_python(pid):
+                        os.kill(pid, signal.SIGKILL)
+
+        return act
+
     def scale_trainers(self, replicas: int) -> Callable[[], None]:
         """scale_trainers: a fault that sets the trainers' replicas."""
 
@@ -233,6 +249,12 @@ def heals_through_faults(
     assert ended and min(ended) >= reached, f"not ended on request after step {reached}: {ended}"
     print(f"{job}: Succeeded {time.monotonic() - created:.1f}s after the job was created", flush=True)
     return run
+
+
+def _is_python(pid: int) -> bool:
+    """_is_python: a process whose program is Python (a training worker, not sshd or sleep)."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return b"python" in f.read().split(b"\0", 1)[0]
 
 
 def _is_pause(pid: int) -> bool:

@@ -1,0 +1,99 @@
+"""Horovod's host list held while its ring re-forms after a worker died (issue 46).
+
+Pure. Why: horovodrun's driver tells the ring's rank 0 of every change to the host list, with a
+blocking connect that has no timeout, while it holds the lock its own reset needs
+(``horovod.runner.elastic.driver._notify_workers_host_changes``; ``BasicClient._send_one``, 3
+attempts). When rank 0 is the worker that died, its pod's address is gone at once: the kubelet
+tears a failed pod's network down within a second of its container's exit, and a connect to it
+fails only when the kernel gives up on the address ("No route to host": 3 s with no neighbour
+entry, 20 to 70 s when the driver had spoken to it just before; measured on real nodes,
+2026-11-28). Each change to the list made before the driver has re-formed the ring around a
+live rank 0 costs that connect: the failed pod leaving the list, its replacement joining, a
+stalled survivor restarted by the recovery watchdog leaving (docs/bench.md, "What a stalled
+ring waits on").
+
+So, after a worker's exit (or a watchdog restart) in a Horovod elastic job, the list stays as it
+was, removals and additions alike, until the ring has re-formed: the training's log shows a step
+or a reset after the fault. Horovod needs no list change to drop the dead worker: its ssh session
+ends, the driver records the failure and blacklists the host. The replacements then join the
+ring that stepped, whose rank 0 lives, in one more re-forming. A worker that leaves by a delete
+(a drain, a force delete) is not held: its pod still runs for a moment, and leaving the list at
+once is what lets Horovod release it in order (docs/pods.md).
+
+When: the job's launcher runs ``horovodrun`` with ``--host-discovery-script`` (its command or
+arguments say so: ``elastic_horovod``), and the job's latest restart is of an exit or a stall.
+Until the recovery watchdog has read the launcher's log after the fault, the list is held for at
+most PROBE_SECONDS; a log with no step line of a training's (aitj.core.trainlog) gives no signal
+and holds nothing; with one, the list is held until the re-forming is read, or the watchdog's
+bound plus GRACE_SECONDS after the fault (its own restart of a blocked survivor comes at the
+bound, and the driver re-forms seconds later), whichever is first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from aitj.core.api import Job, ReplicaType, RestartEntry
+from aitj.core.planner.watchdog import bound
+from aitj.core.policy import WATCHDOG_KINDS
+from aitj.core.trainlog import TrainingSeen
+from aitj.core.wire import as_list, mapping, parse_time
+
+PROBE_SECONDS = 10.0  # held, unread: the watchdog reads a recovering job's log every 2 s
+GRACE_SECONDS = 30.0  # held past the watchdog's bound: its restart, then the driver's reset
+SETTLE_SECONDS = 2.0  # a step this soon after the fault may be the old ring's last
+WATCHDOG_CAUSES = frozenset(k.value for k in WATCHDOG_KINDS)  # its restarts: the worker is gone too
+
+
+def elastic_horovod(job: Job) -> bool:
+    """elastic_horovod: a master replica's container runs ``horovodrun`` with a host-discovery
+    script (its command or arguments name both)."""
+    for r in job.spec.replicas:
+        if r.replica_type is not ReplicaType.MASTER:
+            continue
+        for c in as_list(mapping(mapping(r.template).get("spec")).get("containers")):
+            words = " ".join(str(w) for w in _argv(mapping(c)))
+            if "horovodrun" in words and "--host-discovery-script" in words:
+                return True
+    return False
+
+
+def _argv(container: Mapping[str, Any]) -> list[object]:
+    return [*as_list(container.get("command")), *as_list(container.get("args"))]
+
+
+def fault_at(restarts: Iterable[RestartEntry]) -> float | None:
+    """fault_at: when the fault behind the latest restart happened (epoch seconds), if that
+    restart is of an exit or the recovery watchdog's; None otherwise, or with no restart."""
+    latest = max(restarts, key=lambda r: r.time or "", default=None)
+    if latest is None or (latest.exit_code is None and latest.cause not in WATCHDOG_CAUSES):
+        return None
+    at = parse_time(latest.failure_time) or parse_time(latest.time)
+    return at.timestamp() if at is not None else None
+
+
+def reformed(seen: TrainingSeen, at: float) -> bool:
+    """reformed: the log shows the ring re-formed after the fault at ``at``: a reset line, or a
+    step line SETTLE_SECONDS or more after it."""
+    if seen.last_step is not None and seen.last_step >= at + SETTLE_SECONDS:
+        return True
+    return any(h.reset is not None and h.reset >= at for h in seen.hosts.values())
+
+
+def held_until(
+    job: Job, restarts: Sequence[RestartEntry], seen: TrainingSeen | None, now: float
+) -> float | None:
+    """held_until: until when (epoch seconds) the host list stays as it is; None: not held."""
+    if not job.spec.discovery or not elastic_horovod(job):
+        return None
+    at = fault_at(restarts)
+    if at is None:
+        return None
+    if seen is None or seen.read_at < at:
+        until = at + PROBE_SECONDS  # not read since the fault: held until it is
+    elif seen.last_step is None or reformed(seen, at):
+        return None  # no signal, or the ring has re-formed
+    else:
+        until = at + bound(seen) + GRACE_SECONDS
+    return until if now < until else None

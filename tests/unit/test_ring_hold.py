@@ -1,0 +1,202 @@
+"""Horovod's host list held while its ring re-forms after a worker died
+(aitj.core.planner.ring_hold, docs/semantics.md section 27): horovodrun's driver tells rank 0 of
+every change to the list with a connect that has no timeout, and a dead rank 0's address is gone
+with its pod, so no change is made until the training's log shows the ring re-formed around a
+live rank 0. The decision as a table, then whole passes: the list kept while held, rewritten
+once the re-forming is read, and a delete (which lets Horovod release its worker in order)
+never held."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import pytest
+
+from aitj.core.api import Job, RestartEntry
+from aitj.core.explain import explain
+from aitj.core.planner import ring_hold
+from aitj.core.trainlog import HostSeen, TrainingSeen
+from aitj.core.wire import format_time
+from tests.unit.builders import Cluster, Pod, at, exit_rule, launcher, name_of, seed_job, trainer, views
+
+FAULT = 100.0  # seconds after T0: the fault behind the latest restart
+T = at(FAULT).timestamp()
+SEED_COMMAND = (
+    "export HOROVOD_GLOO_TIMEOUT_SECONDS=300 && horovodrun -np 3 --min-np=1 --max-np=5 --verbose "
+    "--host-discovery-script /etc/edl/discover_hosts.sh python train.py"
+)
+
+
+def horovod_job(command: str = SEED_COMMAND, discovery: bool = True) -> Job:
+    template = {"spec": {"containers": [{"name": "aitj-0", "command": ["/bin/bash", "-c", command]}]}}
+    rules = (exit_rule("137"),)
+    return seed_job(
+        trainer(rules=(*trainer().rules, *rules)), launcher(template=template), discovery=discovery
+    )
+
+
+def exited(at_seconds: float = FAULT, code: int | None = 137, cause: str = "exitCode 137") -> RestartEntry:
+    return RestartEntry(
+        time=format_time(at(at_seconds + 2)),
+        cause=cause,
+        exit_code=code,
+        failure_time=format_time(at(at_seconds)),
+    )
+
+
+def seen(read: float, last_step: float | None, reset: float | None = None) -> TrainingSeen:
+    """seen: a log read at ``read`` seconds whose newest step line is at ``last_step`` (rank 0
+    stepping every 0.2 s before it), and a host's reset line at ``reset``."""
+    hosts = {"w0": HostSeen(step=None if last_step is None else at(last_step).timestamp(), rank=0)}
+    if reset is not None:
+        hosts["w1"] = HostSeen(reset=at(reset).timestamp())
+    step = None if last_step is None else at(last_step).timestamp()
+    return TrainingSeen(at(read).timestamp(), step, 3, hosts, (0.2,) * 10)
+
+
+def until(offset: float) -> float:
+    return T + offset
+
+
+CASES: list[tuple[str, Job, Sequence[RestartEntry], TrainingSeen | None, float, float | None]] = [
+    ("no restart", horovod_job(), (), None, 101, None),
+    (
+        "an exit, nothing read yet: held until the first read",
+        horovod_job(),
+        (exited(),),
+        None,
+        101,
+        until(10),
+    ),
+    ("an exit, read before it only", horovod_job(), (exited(),), seen(99, 99), 101, until(10)),
+    ("unread for PROBE_SECONDS: not held", horovod_job(), (exited(),), None, 111, None),
+    ("read since, no step line: no signal", horovod_job(), (exited(),), seen(103, None), 104, None),
+    ("read since, no step since: held", horovod_job(), (exited(),), seen(103, 99.8), 104, until(60)),
+    (
+        "a step just after the fault is the old ring's",
+        horovod_job(),
+        (exited(),),
+        seen(103, 101),
+        104,
+        until(60),
+    ),
+    ("a step after the fault: re-formed", horovod_job(), (exited(),), seen(105, 104), 105, None),
+    ("a reset line after the fault: re-formed", horovod_job(), (exited(),), seen(103, 99, 102), 104, None),
+    ("held no longer than the bound and grace", horovod_job(), (exited(),), seen(159, 99), 160, None),
+    (
+        "a stall restart (the watchdog's) holds",
+        horovod_job(),
+        (exited(code=None, cause="stall"),),
+        None,
+        101,
+        until(10),
+    ),
+    (
+        "a force delete does not",
+        horovod_job(),
+        (exited(code=None, cause="PodForceDeleted"),),
+        None,
+        101,
+        None,
+    ),
+    ("a node loss does not", horovod_job(), (exited(code=None, cause="nodeNotReady"),), None, 101, None),
+    (
+        "no horovodrun: MPI's loop wants the list now",
+        horovod_job("mpiexec -n 3 train.py"),
+        (exited(),),
+        None,
+        101,
+        None,
+    ),
+    (
+        "horovodrun without discovery script",
+        horovod_job("horovodrun -np 3 -H a:1 x"),
+        (exited(),),
+        None,
+        101,
+        None,
+    ),
+    ("no plugin.discovery", horovod_job(discovery=False), (exited(),), None, 101, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("job", "restarts", "training", "now", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_when_the_list_is_held(
+    job: Job,
+    restarts: Sequence[RestartEntry],
+    training: TrainingSeen | None,
+    now: float,
+    expected: float | None,
+) -> None:
+    got = ring_hold.held_until(job, restarts, training, at(now).timestamp())
+    assert got == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_the_latest_restart_decides() -> None:
+    earlier = exited(50)
+    later_delete = exited(90, code=None, cause="PodForceDeleted")
+    assert ring_hold.fault_at([earlier, later_delete]) is None
+    assert ring_hold.fault_at([later_delete, exited()]) == pytest.approx(T)
+
+
+OLD = [name_of("trainer", i) for i in range(3)]
+NEW = [name_of("trainer", i, 1) for i in range(3)]
+
+
+def running() -> Cluster:
+    pods = [Pod("trainer", i).running() for i in range(3)] + [Pod("launcher", 0).running(2)]
+    cluster = Cluster(horovod_job(), pods)
+    cluster.step(10)
+    assert list(cluster.status["discoveryHosts"]) == OLD
+    return cluster
+
+
+def test_a_killed_worker_stays_listed_and_its_replacement_waits_until_the_ring_re_forms() -> None:
+    cluster = running()
+    cluster.training = seen(99.9, 99.9)  # read before the fault: rank 0 stepping
+    cluster.pods[OLD[0]].exited(137, finished=FAULT)
+    first = cluster.step(101)
+    assert [c.name for c in first.creates] == [NEW[0]]  # replaced at once, as ever
+    assert first.discovery is None and list(cluster.status["discoveryHosts"]) == OLD
+    assert first.list_held == pytest.approx(9) and first.requeue_after == pytest.approx(9)
+    said = explain(cluster.job, views(cluster.pods.values()), cluster.nodes, at(101)).next_pass
+    assert "keep Horovod's host list as it is until its ring re-forms" in " ".join(said)
+    cluster.pods[NEW[0]].running(103)
+    cluster.training = seen(103, 99.9)  # read since: no step yet, Horovod's driver still waits
+    waiting = cluster.step(103)
+    assert waiting.discovery is None and list(cluster.status["discoveryHosts"]) == OLD
+    cluster.training = seen(106, 105.5)  # the survivors step at width 2: rank 0 lives
+    joined = cluster.step(106)
+    assert joined.discovery is not None and joined.list_held is None
+    assert list(cluster.status["discoveryHosts"]) == [NEW[0], OLD[1], OLD[2]]
+
+
+def test_with_no_read_the_hold_ends_after_the_probe() -> None:
+    cluster = running()
+    cluster.pods[OLD[2]].exited(137, finished=FAULT)
+    cluster.step(101)
+    cluster.pods[NEW[2]].running(103)
+    assert cluster.step(103).discovery is None
+    late = cluster.step(FAULT + ring_hold.PROBE_SECONDS)
+    assert late.discovery is not None and list(cluster.status["discoveryHosts"]) == [OLD[0], OLD[1], NEW[2]]
+
+
+def test_a_deleted_worker_leaves_the_list_at_once() -> None:
+    cluster = running()
+    cluster.training = seen(99.9, 99.9)
+    cluster.pods[OLD[1]].deleted(FAULT, 0)
+    result = cluster.step(101)
+    assert result.list_held is None and OLD[1] not in cluster.status["discoveryHosts"]
+
+
+def test_a_job_whose_launcher_is_not_horovodrun_is_never_held() -> None:
+    mpi = dataclasses.replace(horovod_job("mpiexec -n 3 python train.py"))
+    pods = [Pod("trainer", i).running() for i in range(3)] + [Pod("launcher", 0).running(2)]
+    cluster = Cluster(mpi, pods)
+    cluster.step(10)
+    cluster.pods[OLD[0]].exited(137, finished=FAULT)
+    result = cluster.step(101)
+    assert result.list_held is None and OLD[0] not in cluster.status["discoveryHosts"]
