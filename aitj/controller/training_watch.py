@@ -59,6 +59,8 @@ class Watched:
     done: float | None = None
     marks: Mapping[str, Waiting] = field(default_factory=dict)
     master: str | None = None  # the uid of the master pod read
+    cursor: str | None = None  # the second its next read starts from (None: its tail)
+    behind: bool = False  # the last read left lines for the next: read again at once
     views: dict[int, tuple[PodView, PodView]] = field(default_factory=dict)  # id(base) -> (base, marked)
 
 
@@ -111,7 +113,7 @@ class TrainingWatch:
         w = self.jobs.setdefault(key, Watched())
         recovering = since is not None and since != w.done
         now = self.clock()
-        if not recovering and now - w.read_at < idle_seconds(w.seen, jobs):
+        if not recovering and not w.behind and now - w.read_at < idle_seconds(w.seen, jobs):
             return None
         master = master_pod(body, self.pods_of(key))
         if master is None:
@@ -156,8 +158,8 @@ class TrainingWatch:
         """_read: one read of the job's master log (``busy`` holds the job until it is done)."""
         try:
             async with mine, gate:
-                events = await asyncio.to_thread(self._events, target[0])
-                self.record(key, target[1], events, target[0].uid)
+                got = await asyncio.to_thread(self._events, target[0], self.cursor(key, target[0]))
+                self.record(key, target[1], got)
         except Exception as e:  # a bug or an input it cannot take: logged, tried again later
             log.warning("training log read failed", namespace=key[0], job=key[1], error=str(e))
         finally:
@@ -167,38 +169,31 @@ class TrainingWatch:
         """read: one read now, on this thread (the watch's tests)."""
         target = self.due(key)
         if target is not None:
-            self.record(key, target[1], self._events(target[0]), target[0].uid)
+            self.record(key, target[1], self._events(target[0], self.cursor(key, target[0])))
 
-    def record(
-        self, key: JobKey, since: float | None, events: Sequence[Any] | None, master: str = ""
-    ) -> None:
-        """record: a read's events (None: unreadable) of the master pod ``master`` (its uid),
-        read for the recovery at ``since`` (None: an idle read), folded into the job's training;
-        the pods found waiting or out of the ring marked, and the job's pass kicked when they
-        change, or when what the host list's hold reads of it does (ring_hold)."""
+    def cursor(self, key: JobKey, master: PodView) -> str | None:
+        """cursor: the second the job's next read of ``master`` starts from (None: its tail)."""
+        w = self.jobs.get(key)
+        return w.cursor if w is not None and w.master == master.uid else None
+
+    def record(self, key: JobKey, since: float | None, read: Read | None) -> None:
+        """record: a ``read`` (None: unreadable) of the job's master, made for the recovery at
+        ``since`` (None: an idle read), folded into the job's training; the pods found waiting
+        or out of the ring marked, and the job's pass kicked when they change, or when what the
+        host list's hold reads of it does (ring_hold). A read that is behind (lines left for the
+        next) judges no silence: its newest line is not the log's."""
         w = self.jobs.setdefault(key, Watched())
         w.read_at = self.clock()
-        if events is None:
+        if read is None:
             return
+        if read.uid != w.master:
+            w.seen = None  # another master: its log is another
         held = _hold_state(w.seen, since)
-        w.seen = fold(w.seen, events, w.read_at)
-        w.master, w.views = master or w.master, {}
-        seen = w.seen
-        if since is not None and _hold_state(seen, since) != held:
+        w.seen = fold(w.seen, read.events, w.read_at)
+        w.master, w.cursor, w.behind, w.views = read.uid, read.cursor, read.behind, {}
+        if since is not None and _hold_state(w.seen, since) != held:
             self.kick(key)
-        body = self.body_of(key) or {}
-        wanted = workers_wanted(body)
-        if since is not None and watchdog.stepped_at_width(seen, since, wanted):
-            w.done = since  # training steps again at full width: nothing to watch until the next restart
-        elif since is not None and seen.last_step is None and seen.read_at - since >= watchdog.bound(seen):
-            w.done = since  # no line of a training's: no signal, nothing to judge
-        elif since is not None and seen.read_at - since >= MAX_WATCH_SECONDS:
-            w.done = since  # short of full width for long: the width's business, not a stall's
-        status = restarts_of(body)
-        pods = self.pods_of(key)
-        marks = dict(watchdog.left_ring(seen, pods, listed_of(body)))
-        if since is not None and w.done != since:
-            marks = {**watchdog.waiting(status, seen, pods, wanted), **marks}
+        marks = self._judge(key, w, since)
         if marks != w.marks:
             w.marks, w.views = marks, {}
             if marks:
@@ -211,14 +206,48 @@ class TrainingWatch:
                 )
             self.kick(key)
 
-    def _events(self, pod: PodView) -> Sequence[Any] | None:
-        """_events: the master's log tail, parsed (on a thread); None when it cannot be read."""
-        query = [("tailLines", str(TAIL_LINES)), ("timestamps", "true"), ("limitBytes", str(LIMIT_BYTES))]
+    def _judge(self, key: JobKey, w: Watched, since: float | None) -> dict[str, Waiting]:
+        """_judge: the recovery at ``since`` marked done when training is back at full width
+        (or gives no signal, or has been watched MAX_WATCH_SECONDS), and the pods found waiting
+        or out of the ring."""
+        seen = w.seen
+        if seen is None:
+            return {}
+        body = self.body_of(key) or {}
+        wanted = workers_wanted(body)
+        if since is not None and watchdog.stepped_at_width(seen, since, wanted):
+            w.done = since  # training steps again at full width: nothing to watch until the next restart
+        elif w.behind:
+            pass  # the silence is not known yet: the next read comes at once
+        elif since is not None and seen.last_step is None and seen.read_at - since >= watchdog.bound(seen):
+            w.done = since  # no line of a training's: no signal, nothing to judge
+        elif since is not None and seen.read_at - since >= MAX_WATCH_SECONDS:
+            w.done = since  # short of full width for long: the width's business, not a stall's
+        pods = self.pods_of(key)
+        marks = dict(watchdog.left_ring(seen, pods, listed_of(body)))
+        if w.behind:
+            return {**{n: m for n, m in w.marks.items() if not m.left}, **marks}  # as they were
+        if since is not None and w.done != since:
+            return {**watchdog.waiting(restarts_of(body), seen, pods, wanted), **marks}
+        return marks
+
+    def _events(self, pod: PodView, since: str | None = None) -> Read | None:
+        """_events: the master's log from the second ``since`` (a cursor: None, its last
+        TAIL_LINES), parsed (on a thread); None when it cannot be read."""
+        start = ("sinceTime", since) if since is not None else ("tailLines", str(TAIL_LINES))
+        query = [start, ("timestamps", "true"), ("limitBytes", str(LIMIT_BYTES))]
         self.reads += 1
         text, failed = tail_log(self.api_client, pod, query)
         if failed is not None:  # nothing judged from what was not read
             self._report(pod, failed)
-        return None if text is None else parse_tagged(text.splitlines())
+        if text is None:
+            return None
+        lines = text.splitlines()
+        cursor = next((c for c in map(_second, reversed(lines)) if c is not None), since)
+        cut = len(text.encode()) >= LIMIT_BYTES  # at LIMIT_BYTES: more lines follow
+        if cut and cursor == since:  # more than LIMIT_BYTES within one second: from the tail next
+            return Read(parse_tagged(lines), pod.uid, None, False)
+        return Read(parse_tagged(lines), pod.uid, cursor, cut)
 
     def _report(self, pod: PodView, reason: str) -> None:
         if (pod.uid, reason) not in self.reported:
@@ -226,6 +255,26 @@ class TrainingWatch:
             log.warning(
                 "cannot read the master's log: the recovery watchdog waits", pod=pod.name, reason=reason
             )
+
+
+@dataclass(frozen=True)
+class Read:
+    """Read: one read's events, of the master pod ``uid``, the second the next read starts from
+    (``cursor``, RFC 3339; None: from the tail), and whether lines were left for it (``behind``:
+    the read was cut at LIMIT_BYTES, so its newest line is not the log's newest)."""
+
+    events: Sequence[Any]
+    uid: str
+    cursor: str | None
+    behind: bool
+
+
+def _second(line: str) -> str | None:
+    """_second: the whole second a timestamped log line was written in (RFC 3339), else None."""
+    stamp = line.partition(" ")[0]
+    if len(stamp) < 20 or stamp[4] != "-" or stamp[10] != "T":
+        return None
+    return stamp[:19] + "Z"
 
 
 def idle_seconds(seen: TrainingSeen | None, jobs: int) -> float:

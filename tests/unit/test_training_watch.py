@@ -39,7 +39,13 @@ class Log:
 
     def __call__(self, _api: Any, path: str, *, query: Sequence[tuple[str, str]], accept: str) -> Any:
         self.calls.append(list(query))
-        return 200, self.text.encode()
+        asked = dict(query)
+        lines = self.text.splitlines(keepends=True)
+        if "sinceTime" in asked:  # the kubelet's: the lines written from that second on
+            lines = [x for x in lines if x[:19] + "Z" >= asked["sinceTime"]]
+        else:
+            lines = lines[-int(asked["tailLines"]) :]
+        return 200, "".join(lines).encode()[: int(asked["limitBytes"])]
 
 
 def job(restarted: bool) -> dict[str, Any]:
@@ -199,3 +205,52 @@ def test_a_launcher_that_prints_no_step_line_is_not_read_after_ten_minutes(pods:
     assert not watch.idle_read(None, master, began + watch.NO_SIGNAL_GIVE_UP_SECONDS)
     stepping = TrainingSeen(began, last_step=began, width=3)
     assert watch.idle_read(stepping, master, began + 10 * watch.NO_SIGNAL_GIVE_UP_SECONDS)
+
+
+def noise(second: float, n: int) -> str:
+    """noise: ``n`` of the lines Horovod's debug output makes at a re-forming."""
+    return "".join(f"{stamp(second)} INFO:root:scope global has keys ['rank_{k}']\n" for k in range(n))
+
+
+def test_a_record_followed_by_hundreds_of_lines_before_the_next_read_is_still_read(
+    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen on real nodes: the driver's FAILURE record, then a re-forming's debug output, pushed
+    the record out of the last 200 lines before the next read; reads go on from the last one."""
+    t0, t1, t2 = trainer_hosts(pods)
+    log = Log()
+    log.text = "".join(
+        line(95 + k * 0.1, h, r, f"step {k}/1000") for k in range(5) for r, h in enumerate((t0, t1, t2))
+    )
+    monkeypatch.setattr(progress, "raw_get", log)
+    body = job(restarted=False)
+    body["status"]["discoveryHosts"] = [t0, t1, t2]
+    w, kicks = made(body, pods, 100)
+    w.read(KEY)
+    log.text += f"{stamp(101)} INFO:root:record state: {t1}.job[0] = FAILURE\n" + noise(101.5, 400)
+    w.now[0] = at(106).timestamp()  # type: ignore[attr-defined]
+    w.read(KEY)
+    assert dict(log.calls[1])["sinceTime"] == stamp(95.4)[:19] + "Z"  # the last line's second
+    assert waiting_in(w, pods) == [t1] and kicks == [KEY]
+
+
+def test_a_read_cut_at_the_byte_limit_is_behind_judges_no_silence_and_goes_on_at_once(
+    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t0, t1, t2 = trainer_hosts(pods)
+    log = Log()
+    log.text = "".join(
+        line(95 + k * 0.1, h, r, f"step {k}/1000") for k in range(5) for r, h in enumerate((t0, t1, t2))
+    )
+    monkeypatch.setattr(progress, "raw_get", log)
+    w, _ = made(job(restarted=True), pods, 98)
+    w.read(KEY)
+    wide = "".join(f"{stamp(101 + k / 100)} {'x' * 400}\n" for k in range(300))  # 120 KiB of output
+    log.text += wide + line(104, t0, 0, "reset: world size now 2, resuming at step 4")
+    w.now[0] = at(140).timestamp()  # type: ignore[attr-defined]
+    w.read(KEY)  # cut at the byte limit: behind, so no silence is judged, though 40 s have passed
+    assert w.jobs[KEY].behind and waiting_in(w, pods) == []
+    assert w.due(KEY) is not None  # read again at once, whatever the pace
+    for _ in range(3):
+        w.read(KEY)
+    assert not w.jobs[KEY].behind and sorted(waiting_in(w, pods)) == [t1, t2]
