@@ -7,11 +7,15 @@ of torchrun driven over ssh). After each restart (``status.restarts``) the log i
 READ_SECONDS until it shows a step after the restart at the width the job's worker replicas
 want, or, when it never shows a line the trainings print (aitj.core.trainlog: ``<host> rank
 <r>/<size>: step ...``), until the watchdog's bound has passed (no signal: nothing to judge), and
-for MAX_WATCH_SECONDS at most. In between it is read every IDLE_READ_SECONDS (once a minute while
-it has shown no step line, for its first NO_SIGNAL_GIVE_UP_SECONDS; IDLE_READS_PER_SECOND of
-all jobs at most): horovodrun's driver names
+for MAX_WATCH_SECONDS at most. In between it is read every IDLE_READ_SECONDS
+(NO_SIGNAL_READ_SECONDS while it has shown no step line, for its first NO_SIGNAL_GIVE_UP_SECONDS;
+IDLE_READS_PER_SECOND of all jobs at most): horovodrun's driver names
 a worker that failed, and a pod whose worker left the ring that way trains no more. Each read
-is ``GET .../pods/<master>/log?tailLines=200&timestamps=true&limitBytes=65536``, on a thread,
+is ``GET .../pods/<master>/log?sinceTime=<cursor>&timestamps=true&limitBytes=65536``, from the
+second of the last line the previous read brought (``tailLines=200`` for a master's first read):
+a record the driver prints once is read however much the re-forming prints after it (seen: the
+last 200 lines missed it), and a read cut at the byte limit is behind, judges no silence, and is
+followed at once. Each read runs on a thread,
 with at most READS_PER_NAMESPACE of a namespace's reads in flight; the lines are parsed there
 (fixed patterns, linear in the line: aitj.core.trainlog) and folded into what is kept of the job
 (``TrainingSeen``, bounded). What is found is handed to the planner on the pods' views
@@ -41,7 +45,10 @@ from aitj.core.wire import as_list, mapping
 JobKey = tuple[str, str]
 READ_SECONDS = 2.0  # how often a recovering job's master log is read
 IDLE_READ_SECONDS = 5.0  # how often a job's is read while it does not recover (its width)
-NO_SIGNAL_READ_SECONDS = 60.0  # the same, for a log that never showed a step line
+# The same, for a log that never showed a step line: a fresh job's training has not stepped yet,
+# and a record of its driver's (a worker failed) counts from its first minute (seen: a worker
+# killed 20 s after the launcher's first read, read a minute later with a minute's pace).
+NO_SIGNAL_READ_SECONDS = 10.0
 IDLE_READS_PER_SECOND = 20.0  # idle reads of all jobs together, at most
 NO_SIGNAL_GIVE_UP_SECONDS = 600.0  # a master whose log shows no step line: read this long at most
 MAX_WATCH_SECONDS = 600.0  # a recovery is watched this long at most
