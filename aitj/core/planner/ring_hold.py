@@ -13,9 +13,10 @@ stalled survivor restarted by the recovery watchdog leaving (docs/bench.md, "Wha
 ring waits on").
 
 So, after a worker's exit (or a watchdog restart) in a Horovod elastic job, the list stays as it
-was, removals and additions alike, until the ring has re-formed: the training's log shows a step
-or a reset after the fault. Horovod needs no list change to drop the dead worker: its ssh session
-ends, the driver records the failure and blacklists the host. The replacements then join the
+was, removals and additions alike, until the ring has re-formed and steps: the training's log
+shows a step after the fault and after its latest reset line. Horovod needs no list change to
+drop the dead worker: its ssh session ends, the driver records the failure and blacklists the
+host. The replacements then join the
 ring that stepped, whose rank 0 lives, in one more re-forming. A worker that leaves by a delete
 (a drain, a force delete) is not held: its pod still runs for a moment, and leaving the list at
 once is what lets Horovod release it in order (docs/pods.md).
@@ -74,11 +75,15 @@ def fault_at(restarts: Iterable[RestartEntry]) -> float | None:
 
 
 def reformed(seen: TrainingSeen, at: float) -> bool:
-    """reformed: the log shows the ring re-formed after the fault at ``at``: a reset line, or a
-    step line SETTLE_SECONDS or more after it."""
-    if seen.last_step is not None and seen.last_step >= at + SETTLE_SECONDS:
-        return True
-    return any(h.reset is not None and h.reset >= at for h in seen.hosts.values())
+    """reformed: the log shows the ring re-formed after the fault at ``at`` and stepping: a step
+    line SETTLE_SECONDS or more after it, and after the training's latest reset line. A reset
+    line alone is a re-forming under way, and a host listed then is lost: rank 0's reset drops
+    the driver's notice of it (docs/pods.md, "Workers join in waves"; seen on real nodes: a
+    replacement listed between two re-formings 2 s apart never joined)."""
+    if seen.last_step is None or seen.last_step < at + SETTLE_SECONDS:
+        return False
+    resets = [h.reset for h in seen.hosts.values() if h.reset is not None]
+    return seen.last_step > max(resets, default=at)
 
 
 def held_until(
