@@ -68,6 +68,7 @@ class Watched:
     master: str | None = None  # the uid of the master pod read
     cursor: str | None = None  # the second its next read starts from (None: its tail)
     behind: bool = False  # the last read left lines for the next: read again at once
+    listed_since: dict[str, float] = field(default_factory=dict)  # host list entries, first seen
     views: dict[int, tuple[PodView, PodView]] = field(default_factory=dict)  # id(base) -> (base, marked)
 
 
@@ -231,7 +232,12 @@ class TrainingWatch:
         elif since is not None and seen.read_at - since >= MAX_WATCH_SECONDS:
             w.done = since  # short of full width for long: the width's business, not a stall's
         pods = self.pods_of(key)
-        marks = dict(watchdog.left_ring(seen, pods, listed_of(body)))
+        listed = listed_of(body)
+        w.listed_since = {n: w.listed_since.get(n, seen.read_at) for n in listed}
+        marks = dict(watchdog.left_ring(seen, pods, listed))
+        command = ring_hold.horovodrun_command(master_templates(body))
+        if command is not None:  # Horovod elastic: a listed host it lost the notice of
+            marks = {**watchdog.left_out(seen, pods, w.listed_since, ring_hold.max_np(command)), **marks}
         if w.behind:
             return {**{n: m for n, m in w.marks.items() if not m.left}, **marks}  # as they were
         if since is not None and w.done != since:
@@ -328,6 +334,16 @@ def workers_wanted(body: Mapping[str, Any]) -> int:
         mapping(s).get("replicas", 1) for s in specs.values() if mapping(s).get("replicaType") != "master"
     ]
     return sum(c for c in counts if isinstance(c, int))
+
+
+def master_templates(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """master_templates: the pod templates of the job's master replicas."""
+    specs = mapping(mapping(body.get("spec")).get("replicaSpecs"))
+    return [
+        mapping(mapping(s).get("template"))
+        for s in specs.values()
+        if mapping(s).get("replicaType") == "master"
+    ]
 
 
 def master_pod(body: Mapping[str, Any], pods: Sequence[PodView]) -> PodView | None:

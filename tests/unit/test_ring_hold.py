@@ -209,3 +209,22 @@ def test_a_job_whose_launcher_is_not_horovodrun_is_never_held() -> None:
     cluster.pods[OLD[0]].exited(137, finished=FAULT)
     result = cluster.step(101)
     assert result.list_held is None and OLD[0] not in cluster.status["discoveryHosts"]
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (SEED_COMMAND, 5),
+        ("horovodrun --max-np 8 --host-discovery-script d.sh python x", 8),
+        ("horovodrun --max-num-proc=4 --host-discovery-script d.sh python x", 4),
+        ("horovodrun -np 3 --host-discovery-script d.sh python x", None),
+    ],
+)
+def test_horovodruns_max_np_is_read_from_the_launchers_command(command: str, expected: int | None) -> None:
+    template = horovod_job(command).spec.replica("launcher").template
+    found = ring_hold.horovodrun_command([template])
+    assert found is not None and ring_hold.max_np(found) == expected
+    assert (
+        ring_hold.horovodrun_command([horovod_job("mpiexec -n 3 x").spec.replica("launcher").template])
+        is None
+    )

@@ -250,3 +250,38 @@ def test_a_read_cut_at_the_byte_limit_is_behind_judges_no_silence_and_goes_on_at
     for _ in range(3):
         w.read(KEY)
     assert not w.jobs[KEY].behind and sorted(waiting_in(w, pods)) == [t1, t2]
+
+
+def test_a_listed_worker_that_never_joins_an_elastic_horovod_ring_is_marked(
+    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t0, t1, t2 = trainer_hosts(pods)
+    log = Log()
+    log.text = "".join(
+        line(100 + k, h, r, f"step {k}/1000").replace("/3:", "/2:")
+        for k in range(30)
+        for r, h in enumerate((t0, t1))
+    )
+    monkeypatch.setattr(progress, "raw_get", log)
+    body = job(restarted=False)
+    body["status"]["discoveryHosts"] = [t0, t1, t2]
+    command = [
+        "/bin/bash",
+        "-c",
+        "horovodrun -np 3 --max-np=5 --host-discovery-script /etc/edl/d.sh python x",
+    ]
+    body["spec"]["replicaSpecs"]["launcher"]["template"] = {
+        "spec": {"containers": [{"name": "a", "command": command}]}
+    }
+    w, kicks = made(body, pods, 110)
+    w.read(KEY)  # t2 listed from this read on
+    assert waiting_in(w, pods) == []
+    w.now[0] = at(126).timestamp()  # type: ignore[attr-defined]
+    w.read(KEY)
+    assert waiting_in(w, pods) == [t2] and kicks == [KEY]
+    body["spec"]["replicaSpecs"]["launcher"]["template"] = {
+        "spec": {"containers": [{"name": "a", "command": ["mpiexec"]}]}
+    }
+    w.now[0] = at(132).timestamp()  # type: ignore[attr-defined]
+    w.read(KEY)
+    assert waiting_in(w, pods) == []  # not horovodrun: nothing is marked so

@@ -211,3 +211,38 @@ def test_a_worker_out_of_the_ring_while_its_pod_runs(
     assert set(found) == want, case
     assert all(w.left and "left the ring" in w.description for w in found.values())
     assert watchdog.left_ring(None, STARTED, listed) == {}
+
+
+# The ring of t0 and t1 stepping at width 2; t2b listed at T, never in it.
+STEPPING = {
+    "t0": HostSeen(step=T + 19, rank=0),
+    "t1": HostSeen(step=T + 19, rank=1),
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "read_at", "hosts", "last_step", "cap", "want"),
+    [
+        ("listed 20 s, the ring steps without it", T + 20, STEPPING, T + 19, None, {"t2b"}),
+        ("listed 10 s: Horovod may add it yet", T + 10, STEPPING, T + 9, None, set()),
+        (
+            "it stepped since it was listed",
+            T + 20,
+            {**STEPPING, "t2b": HostSeen(step=T + 8)},
+            T + 19,
+            None,
+            set(),
+        ),
+        ("the ring does not step", T + 40, STEPPING, T + 19, None, set()),
+        ("the ring stepped too little since", T + 20, STEPPING, T + 12, None, set()),
+        ("the ring is at horovodrun's --max-np", T + 20, STEPPING, T + 19, 2, set()),
+    ],
+)
+def test_a_listed_worker_horovod_never_took_in(
+    case: str, read_at: float, hosts: dict[str, HostSeen], last_step: float, cap: int | None, want: set[str]
+) -> None:
+    training = TrainingSeen(read_at, last_step=last_step, width=2, hosts=hosts)
+    listed = {"t0": T - 100, "t1": T - 100, "t2b": T}
+    found = watchdog.left_out(training, STARTED, listed, cap)
+    assert set(found) == want, case
+    assert all(w.left and "left out of the ring" in w.description for w in found.values())

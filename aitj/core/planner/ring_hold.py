@@ -32,6 +32,7 @@ bound, and the driver re-forms seconds later), whichever is first.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -50,18 +51,31 @@ WATCHDOG_CAUSES = frozenset(k.value for k in WATCHDOG_KINDS)  # its restarts: th
 def elastic_horovod(job: Job) -> bool:
     """elastic_horovod: a master replica's container runs ``horovodrun`` with a host-discovery
     script (its command or arguments name both)."""
-    for r in job.spec.replicas:
-        if r.replica_type is not ReplicaType.MASTER:
-            continue
-        for c in as_list(mapping(mapping(r.template).get("spec")).get("containers")):
-            words = " ".join(str(w) for w in _argv(mapping(c)))
+    masters = (r.template for r in job.spec.replicas if r.replica_type is ReplicaType.MASTER)
+    return horovodrun_command(masters) is not None
+
+
+def horovodrun_command(templates: Iterable[Mapping[str, Any]]) -> str | None:
+    """horovodrun_command: the words of the first container of these pod templates that runs
+    ``horovodrun`` with a host-discovery script, joined (None: none does)."""
+    for template in templates:
+        for c in as_list(mapping(mapping(template).get("spec")).get("containers")):
+            container = mapping(c)
+            words = " ".join(
+                str(w) for w in [*as_list(container.get("command")), *as_list(container.get("args"))]
+            )
             if "horovodrun" in words and "--host-discovery-script" in words:
-                return True
-    return False
+                return words
+    return None
 
 
-def _argv(container: Mapping[str, Any]) -> list[object]:
-    return [*as_list(container.get("command")), *as_list(container.get("args"))]
+_MAX_NP = re.compile(r"--max-(?:np|num-proc)[= ](\d{1,6})\b")
+
+
+def max_np(command: str) -> int | None:
+    """max_np: horovodrun's ``--max-np`` (``--max-num-proc``) in a command line, if given."""
+    found = _MAX_NP.search(command)
+    return int(found[1]) if found is not None else None
 
 
 def fault_at(restarts: Iterable[RestartEntry]) -> float | None:

@@ -36,7 +36,8 @@ to restartLimit.
 ``left_ring``, outside recoveries too: a Running pod in the host list whose worker horovodrun's
 driver recorded failed (``record state: <host>[<slot>] = FAILURE``) after the pod started, and
 that has not stepped since, is out of the ring for good (Horovod 0.28 blacklists the host); the
-survey makes that a ``leftRing`` failure, restarted by the same rung.
+survey makes that a ``leftRing`` failure, restarted by the same rung. ``left_out``: so is a
+Running pod listed for OUT_SECONDS that Horovod never took into the ring while it steps.
 
 Off where no such line was ever read (no signal), and while nothing recovers: a training that
 slows, or checkpoints for minutes, with no restart behind it is never a stall (spec.progress's
@@ -155,4 +156,41 @@ def left_ring(
             "and Horovod does not take the host back (recovery watchdog)"
         )
         found[p.name] = Waiting(hs.left, words, left=True)
+    return found
+
+
+OUT_SECONDS = 15.0  # Horovod adds a listed host at its next commit, seconds later (seen: about 5 s)
+STEPPING_SECONDS = 10.0  # the ring steps: its newest step is this recent
+
+
+def left_out(
+    seen: TrainingSeen | None,
+    pods: Iterable[PodView],
+    listed_since: Mapping[str, float],
+    width_cap: int | None = None,
+) -> Mapping[str, Waiting]:
+    """left_out: by pod name, the job's running pods listed for OUT_SECONDS whose host has not
+    stepped since it was listed, while the ring steps without it: Horovod lost the notice of the
+    host (its rank 0's reset drops a notice that comes during it: docs/pods.md, "Workers join in
+    waves"), and nothing would bring it in but another change to the list. None while the ring
+    is at ``width_cap`` (horovodrun's ``--max-np``: it takes no more)."""
+    if seen is None or seen.last_step is None or seen.read_at - seen.last_step > STEPPING_SECONDS:
+        return {}
+    if width_cap is not None and (seen.width or 0) >= width_cap:
+        return {}
+    found: dict[str, Waiting] = {}
+    for p in pods:
+        since = listed_since.get(p.name)
+        if since is None or not p.running or p.deleting or seen.read_at - since < OUT_SECONDS:
+            continue
+        hs = seen.hosts.get(p.name)
+        if hs is not None and hs.step is not None and hs.step >= since:
+            continue
+        if seen.last_step < since + OUT_SECONDS:
+            continue  # the ring has not stepped long enough since it was listed
+        words = (
+            f"left out of the ring: listed {int(seen.read_at - since)} s ago, and the ring steps at "
+            f"width {seen.width} without it (recovery watchdog)"
+        )
+        found[p.name] = Waiting(since, words, left=True)
     return found
