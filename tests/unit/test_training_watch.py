@@ -48,6 +48,14 @@ class Log:
         return 200, "".join(lines).encode()[: int(asked["limitBytes"])]
 
 
+@pytest.fixture
+def log(monkeypatch: pytest.MonkeyPatch) -> Log:
+    """log: the master's log, the stand-in every read of it gets."""
+    stand_in = Log()
+    monkeypatch.setattr(progress, "raw_get", stand_in)
+    return stand_in
+
+
 def job(restarted: bool) -> dict[str, Any]:
     restarts = [{"time": format_time(at(RESTART)), "replica": "trainer", "index": 2}] if restarted else []
     return {
@@ -84,12 +92,8 @@ def waiting_in(w: watch.TrainingWatch, pods: list[PodView]) -> list[str]:
     return [p.name for p in w.views(KEY, pods) if p.waiting is not None]
 
 
-def test_while_nothing_recovers_the_log_is_read_now_and_then(
-    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    log = Log()
+def test_while_nothing_recovers_the_log_is_read_now_and_then(pods: list[PodView], log: Log) -> None:
     log.text = f"{stamp(49)} Horovod starting\n"
-    monkeypatch.setattr(progress, "raw_get", log)
     w, kicks = made(job(restarted=False), pods, 50)
     w.read(KEY)
     w.read(KEY)
@@ -108,13 +112,11 @@ def test_while_nothing_recovers_the_log_is_read_now_and_then(
 
 
 def test_a_worker_that_died_in_a_pod_that_runs_on_is_marked_out_of_the_ring(
-    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+    pods: list[PodView], log: Log
 ) -> None:
     t0, t1, t2 = trainer_hosts(pods)
-    log = Log()
     steps = ring_steps(t0, t1, t2)
     log.text = steps + f"{stamp(99.6)} INFO:root:record state: {t1}.job[0] = FAILURE\n"
-    monkeypatch.setattr(progress, "raw_get", log)
     body = job(restarted=False)
     body["status"]["discoveryHosts"] = [t0, t1, t2]
     w, kicks = made(body, pods, 100)
@@ -128,11 +130,9 @@ def test_a_worker_that_died_in_a_pod_that_runs_on_is_marked_out_of_the_ring(
 
 
 def test_a_rank_still_waiting_after_the_bound_is_marked_and_the_job_kicked(
-    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+    pods: list[PodView], log: Log
 ) -> None:
     t0, t1, t2 = trainer_hosts(pods)
-    log = Log()
-    monkeypatch.setattr(progress, "raw_get", log)
     before = ring_steps(t0, t1, t2)
     log.text = before + line(104, t0, 0, "reset: world size now 2, resuming at step 4")
     w, kicks = made(job(restarted=True), pods, 120)
@@ -158,11 +158,9 @@ def test_a_rank_still_waiting_after_the_bound_is_marked_and_the_job_kicked(
 
 
 def test_a_log_with_no_line_of_a_trainings_is_left_alone_after_the_bound(
-    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+    pods: list[PodView], log: Log
 ) -> None:
-    log = Log()
     log.text = f"{stamp(99)} some other program\n"
-    monkeypatch.setattr(progress, "raw_get", log)
     w, kicks = made(job(restarted=True), pods, 131)
     w.read(KEY)
     w.read(KEY)
@@ -177,13 +175,9 @@ def test_the_master_is_the_running_current_pod_of_index_0(pods: list[PodView]) -
     assert watch.master_pod({"spec": {"replicaSpecs": {"trainer": {"replicaType": "worker"}}}}, pods) is None
 
 
-def test_the_master_read_carries_what_was_read_for_the_host_lists_hold(
-    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_master_read_carries_what_was_read_for_the_host_lists_hold(pods: list[PodView], log: Log) -> None:
     t0, t1, t2 = trainer_hosts(pods)
-    log = Log()
     log.text = ring_steps(t0, t1, t2)
-    monkeypatch.setattr(progress, "raw_get", log)
     w, kicks = made(job(restarted=True), pods, 102)
     w.read(KEY)  # read since the fault, a signal, not re-formed: the hold goes on (kicked once)
     carried = [p for p in w.views(KEY, pods) if p.training is not None]
@@ -213,14 +207,12 @@ def noise(second: float, n: int) -> str:
 
 
 def test_a_record_followed_by_hundreds_of_lines_before_the_next_read_is_still_read(
-    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+    pods: list[PodView], log: Log
 ) -> None:
     """Seen on real nodes: the driver's FAILURE record, then a re-forming's debug output, pushed
     the record out of the last 200 lines before the next read; reads go on from the last one."""
     t0, t1, t2 = trainer_hosts(pods)
-    log = Log()
     log.text = ring_steps(t0, t1, t2)
-    monkeypatch.setattr(progress, "raw_get", log)
     body = job(restarted=False)
     body["status"]["discoveryHosts"] = [t0, t1, t2]
     w, kicks = made(body, pods, 100)
@@ -233,12 +225,10 @@ def test_a_record_followed_by_hundreds_of_lines_before_the_next_read_is_still_re
 
 
 def test_a_read_cut_at_the_byte_limit_is_behind_judges_no_silence_and_goes_on_at_once(
-    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+    pods: list[PodView], log: Log
 ) -> None:
     t0, t1, t2 = trainer_hosts(pods)
-    log = Log()
     log.text = ring_steps(t0, t1, t2)
-    monkeypatch.setattr(progress, "raw_get", log)
     w, _ = made(job(restarted=True), pods, 98)
     w.read(KEY)
     wide = "".join(f"{stamp(101 + k / 100)} {'x' * 400}\n" for k in range(300))  # 120 KiB of output
@@ -253,16 +243,14 @@ def test_a_read_cut_at_the_byte_limit_is_behind_judges_no_silence_and_goes_on_at
 
 
 def test_a_listed_worker_that_never_joins_an_elastic_horovod_ring_is_marked(
-    pods: list[PodView], monkeypatch: pytest.MonkeyPatch
+    pods: list[PodView], log: Log
 ) -> None:
     t0, t1, t2 = trainer_hosts(pods)
-    log = Log()
     log.text = "".join(
         line(100 + k, h, r, f"step {k}/1000").replace("/3:", "/2:")
         for k in range(30)
         for r, h in enumerate((t0, t1))
     )
-    monkeypatch.setattr(progress, "raw_get", log)
     body = job(restarted=False)
     body["status"]["discoveryHosts"] = [t0, t1, t2]
     command = [
