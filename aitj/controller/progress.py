@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
@@ -67,6 +68,34 @@ READS_AT_ONCE = 8  # log reads in flight at once (threads of the default pool)
 READS_PER_NAMESPACE = 2  # of them, at most this many for the jobs of one namespace
 LIMIT_BYTES = 65536
 PATTERN_LINES = 100  # the lines read when only those matching stepPattern count
+
+
+Gate = asyncio.Semaphore
+
+
+class Gates:
+    """Gates: a monitor's log reads in flight: at most ``at_once`` in all and READS_PER_NAMESPACE
+    of one namespace (a tenant with many jobs, or slow logs, cannot keep the others' reads
+    waiting). Made in the loop that runs the reads; shared by spec.progress's monitor and the
+    recovery watchdog's (aitj.controller.training_watch)."""
+
+    def __init__(self, at_once: int) -> None:
+        self.all = asyncio.Semaphore(at_once)
+        self.namespaces: dict[str, asyncio.Semaphore] = {}
+        self.tasks: set[asyncio.Task[None]] = set()  # held, so none is collected while it runs
+
+    def start(self, namespace: str, read: Callable[[Gate, Gate], Coroutine[Any, Any, None]]) -> None:
+        """start: ``read(namespace's gate, the gate of all)`` as a task of the running loop."""
+        mine = self.namespaces.setdefault(namespace, asyncio.Semaphore(READS_PER_NAMESPACE))
+        task = asyncio.get_running_loop().create_task(read(mine, self.all))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def prune(self, keys: Iterable[JobKey]) -> None:
+        """prune: forget the gates of namespaces with no job left and no read in flight."""
+        kept = {k[0] for k in keys}
+        for namespace in [n for n, g in self.namespaces.items() if n not in kept and not g.locked()]:
+            del self.namespaces[namespace]
 
 
 @dataclass(frozen=True)
@@ -134,24 +163,16 @@ class ProgressMonitor:
         READS_PER_NAMESPACE of one namespace (a tenant with many jobs, or slow logs, cannot
         keep the others' reads waiting), the due reads started a namespace at a time in turn."""
         loop = asyncio.get_running_loop()
-        gate = asyncio.Semaphore(READS_AT_ONCE)
-        gates: dict[str, asyncio.Semaphore] = {}
-        tasks: set[asyncio.Task[None]] = set()
+        gates = Gates(READS_AT_ONCE)
         while True:
             now = loop.time()
             keys = set(job_keys())
             for gone in [k for k in self.due if k not in keys]:
                 self.forget(gone)
-            for namespace in [
-                n for n, g in gates.items() if n not in {k[0] for k in keys} and not g.locked()
-            ]:
-                del gates[namespace]
+            gates.prune(keys)
             for key in fair_order(k for k in keys if self.due.get(k, 0.0) <= now):
                 self.due[key] = now + IDLE_SECONDS  # until the read says its own period
-                mine = gates.setdefault(key[0], asyncio.Semaphore(READS_PER_NAMESPACE))
-                task = loop.create_task(self._read(key, mine, gate))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
+                gates.start(key[0], functools.partial(self._read, key))
             await asyncio.sleep(TICK_SECONDS)
 
     async def _read(self, key: JobKey, mine: asyncio.Semaphore, gate: asyncio.Semaphore) -> None:

@@ -27,6 +27,7 @@ pass is kicked when it changes.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,7 +36,7 @@ from typing import Any
 from kubernetes import client
 
 from aitj.controller.logs import log
-from aitj.controller.progress import LIMIT_BYTES, READS_PER_NAMESPACE, TICK_SECONDS, fair_order, tail_log
+from aitj.controller.progress import LIMIT_BYTES, TICK_SECONDS, Gates, fair_order, tail_log
 from aitj.core.api import JobStatus
 from aitj.core.observed import PodView
 from aitj.core.planner import ring_hold, watchdog
@@ -133,15 +134,14 @@ class TrainingWatch:
     async def run(self, job_keys: Callable[[], Sequence[JobKey]]) -> None:
         """run: forever, read the master logs of the jobs that recover, READ_SECONDS apart."""
         loop = asyncio.get_running_loop()
-        gate = asyncio.Semaphore(READS_AT_ONCE)
-        gates: dict[str, asyncio.Semaphore] = {}
+        gates = Gates(READS_AT_ONCE)
         busy: set[JobKey] = set()
-        tasks: set[asyncio.Task[None]] = set()
         next_round = 0.0
         while True:
             keys = set(job_keys())
             for gone in [k for k in self.jobs if k not in keys]:
                 del self.jobs[gone]
+            gates.prune(keys)
             if loop.time() >= next_round:
                 next_round = loop.time() + READ_SECONDS
                 for key in fair_order(k for k in keys if k not in busy):
@@ -149,19 +149,16 @@ class TrainingWatch:
                     if target is None:
                         continue
                     busy.add(key)
-                    mine = gates.setdefault(key[0], asyncio.Semaphore(READS_PER_NAMESPACE))
-                    task = loop.create_task(self._read(key, target, mine, gate, busy))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
+                    gates.start(key[0], functools.partial(self._read, key, target, busy))
             await asyncio.sleep(TICK_SECONDS)
 
     async def _read(
         self,
         key: JobKey,
         target: tuple[PodView, float | None],
+        busy: set[JobKey],
         mine: asyncio.Semaphore,
         gate: asyncio.Semaphore,
-        busy: set[JobKey],
     ) -> None:
         """_read: one read of the job's master log (``busy`` holds the job until it is done)."""
         try:
@@ -203,7 +200,7 @@ class TrainingWatch:
             self.kick(key)
         marks = self._judge(key, w, since)
         if marks != w.marks:
-            w.marks, w.views = marks, {}
+            w.marks = marks
             if marks:
                 log.warning(
                     "ranks out of the ring",
