@@ -104,10 +104,10 @@ def held_until(
     job: Job, restarts: Sequence[RestartEntry], seen: TrainingSeen | None, now: float
 ) -> float | None:
     """held_until: until when (epoch seconds) the host list stays as it is; None: not held."""
-    if not job.spec.discovery or not elastic_horovod(job):
+    if not job.spec.discovery:
         return None
-    at = fault_at(restarts)
-    if at is None:
+    at = fault_at(restarts)  # first: asked on every pass, and most jobs have no such restart
+    if at is None or not elastic_horovod(job):
         return None
     if seen is None or seen.read_at < at:
         until = at + PROBE_SECONDS  # not read since the fault: held until it is
