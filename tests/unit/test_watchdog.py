@@ -66,7 +66,15 @@ NARROW = {
     ("case", "training", "restart", "pods", "want"),
     [
         ("a survivor re-formed, another did not: the other", seen(T + 31, T0_RE_FORMED), T, PODS, {"t1"}),
-        ("within the bound: not yet", seen(T + 29, T0_RE_FORMED), T, PODS, set()),
+        ("t0 moved on 9 s ago, within the late bound: not yet", seen(T + 13, T0_RE_FORMED), T, PODS, set()),
+        ("t0 moved on 10 s ago: t1 is late", seen(T + 14, T0_RE_FORMED), T, PODS, {"t1"}),
+        (
+            "the late bound is ten of rank 0's p99 gaps where they are longer",
+            dataclasses.replace(seen(T + 14, T0_RE_FORMED), intervals=(2.0,) * 10),
+            T,
+            PODS,
+            set(),
+        ),
         ("no restart: nothing recovers", seen(T + 31, T0_RE_FORMED), None, PODS, set()),
         ("never read", None, T, PODS, set()),
         ("no line of a training's ever read", TrainingSeen(T + 31), T, PODS, set()),
@@ -79,8 +87,8 @@ NARROW = {
             {"t0"},
         ),
         (
-            "silent since the last step, within the bound",
-            seen(T + 37, NARROW, last_step=T + 8, width=2),
+            "t1 moved on 9 s ago, within the late bound",
+            seen(T + 18, NARROW, last_step=T + 8, width=2),
             T,
             PODS,
             set(),
@@ -132,13 +140,19 @@ def test_the_pods_of_ranks_still_waiting_once_the_bound_has_passed(
     found = watchdog.waiting(status(restart), training, pods, wanted=3)
     assert set(found) == want, case
     for w in found.values():
-        assert w.since >= T and "recovery watchdog, bound 30 s" in w.description
+        assert w.since >= T and "recovery watchdog, bound 10 s" in w.description
 
 
 def test_the_bound_is_ten_of_rank_0s_p99_gaps_and_at_least_30_s() -> None:
     assert watchdog.bound(TrainingSeen(0, intervals=(1.0,) * 10)) == 30
     assert watchdog.bound(TrainingSeen(0, intervals=(5.0,) * 10)) == 50
     assert watchdog.bound(TrainingSeen(0)) == 30  # cadence unknown yet
+
+
+def test_the_late_bound_is_ten_of_rank_0s_p99_gaps_and_at_least_10_s() -> None:
+    assert watchdog.late_bound(TrainingSeen(0, intervals=(0.1,) * 10)) == 10
+    assert watchdog.late_bound(TrainingSeen(0, intervals=(5.0,) * 10)) == 50
+    assert watchdog.late_bound(TrainingSeen(0)) == 10  # cadence unknown yet
 
 
 def test_a_stall_is_restarted_by_the_watchdogs_own_rung_whatever_the_rules() -> None:

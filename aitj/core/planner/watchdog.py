@@ -13,13 +13,14 @@ wait, and its replacement joins the next ring.
 What the operator reads (aitj.controller.training_watch; aitj.core.trainlog): the master's log,
 in which the trainings the project ships print, per rank, ``<host> rank <r>/<size>: step ...``
 and, at every re-forming, ``... reset: world size now ...``. After the job's latest recorded
-restart (``status.restarts``), until training steps at the width the job wants: once ``bound``
-has passed with no step since the restart or since the last step, whichever is later, the
-workers that have left the ring that broke since the silence began (horovodrun's driver logs
+restart (``status.restarts``), until training steps at the width the job wants: with no step
+since the restart or since the last step, whichever is later, the workers that have left the
+ring that broke since the silence began (horovodrun's driver logs
 ``record state: <host>[<slot>] = READY`` for each, or the training printed its reset line) are
 moving on, and the survivors of the ring that broke that have not are waiting: a survivor
 blocked in a Gloo collective of the old ring, the SIGKILL case (seen on real nodes: the other
-survivor reported READY at once, the blocked one never). With no worker moving on, nothing tells
+survivor reported READY at once, the blocked one never), once ``late_bound`` has passed since
+the first of them moved on. With no worker moving on, nothing tells
 which rank waits, and nothing is marked. Not caught (seen too): a re-forming in which every
 worker reported READY and rank 1 of the width-2 ring then stayed in Horovod's reinitialisation
 while rank 0 and the new worker waited in the rendezvous. One survivor is always kept:
@@ -42,7 +43,10 @@ Running pod listed for OUT_SECONDS that Horovod never took into the ring while i
 Off where no such line was ever read (no signal), and while nothing recovers: a training that
 slows, or checkpoints for minutes, with no restart behind it is never a stall (spec.progress's
 hang detection is for that). ``bound``: ten times rank 0's p99 gap between steps, at least
-FLOOR_SECONDS.
+FLOOR_SECONDS. A survivor is judged late sooner, ``late_bound`` after the first worker moved on
+(ten of the same gaps, at least LATE_FLOOR_SECONDS): that a new ring forms without it is the
+stronger sign, and a survivor that is merely slow reports within a step or two (seen: the other
+survivor of a SIGKILL reported READY within a second, every time).
 """
 
 from __future__ import annotations
@@ -56,6 +60,10 @@ from aitj.core.wire import parse_time
 
 FLOOR_SECONDS = 30.0
 CADENCES = 10  # the bound in rank 0's p99 gaps between steps
+# A survivor still in the old ring this long after another worker moved on is late. At the 30 s
+# floor a SIGKILL's recovery took about 40 s, the floor, the restart and a re-forming: a fault
+# every three minutes would cost a fifth of the training.
+LATE_FLOOR_SECONDS = 10.0
 # A fault's time is the kubelet's finishedAt, in whole seconds: a step line within that second
 # may be the broken ring's last (seen: rank 0's step 0.1 s before its SIGKILL, in the second the
 # exit was stamped with, taken for training running again, and the recovery never watched).
@@ -74,6 +82,13 @@ def bound(seen: TrainingSeen) -> float:
     """bound: how long after a recovery training may take to step again (seconds)."""
     cadence = seen.cadence
     return max(FLOOR_SECONDS, CADENCES * cadence) if cadence is not None else FLOOR_SECONDS
+
+
+def late_bound(seen: TrainingSeen) -> float:
+    """late_bound: how long after the first worker left the broken ring a survivor may take to
+    leave it too (seconds)."""
+    cadence = seen.cadence
+    return max(LATE_FLOOR_SECONDS, CADENCES * cadence) if cadence is not None else LATE_FLOOR_SECONDS
 
 
 def recovered_at(status: JobStatus) -> float | None:
@@ -98,8 +113,9 @@ def waiting(
 ) -> Mapping[str, Waiting]:
     """waiting: by pod name, the job's running pods whose host waits in a ring that does not
     form, as ``seen`` (None: never read) tells: after the job's latest recovery, training has
-    not stepped at the ``wanted`` width (None: any), and has been silent for ``bound`` since the
-    recovery or since its last step, whichever is later (empty otherwise)."""
+    not stepped at the ``wanted`` width (None: any) since the recovery or since its last step,
+    whichever is later, and a worker left the ring that broke ``late_bound`` ago while these did
+    not (empty otherwise)."""
     since = recovered_at(status)
     if seen is None or seen.last_step is None or since is None:
         return {}
@@ -107,26 +123,31 @@ def waiting(
         return {}  # back at full width
     quiet = max(since, seen.last_step)
     silent = seen.read_at - quiet
-    if silent < bound(seen):
+    # The workers that have left the ring that broke (the driver's READY, or the training's
+    # reset) since the silence began: a new ring forms, and it waits for the others.
+    left = {h: max(s.joined or 0.0, s.reset or 0.0) for h, s in seen.hosts.items()}
+    moved = {h for h, t in left.items() if t >= quiet}
+    if not moved:
+        return {}  # no new ring is forming: nothing tells which rank waits
+    first = min(left[h] for h in moved)
+    if seen.read_at - first < late_bound(seen):
         return {}
     # The ranks of the ring that broke (hosts that stepped before the silence) whose pods are
     # still the job's, running, and older than the silence: the survivors.
     alive = {p.name for p in pods if p.running and p.created is not None and p.created.timestamp() <= quiet}
     ring = {h: s for h, s in seen.hosts.items() if s.step is not None and s.step <= quiet}
     survivors = {h: s for h, s in ring.items() if host_pod(h) in alive}
-    # The workers that have left the ring that broke (the driver's READY, or the training's
-    # reset) since the silence began: a new ring forms, and it waits for the others.
-    moved = {h for h, s in seen.hosts.items() if max(s.joined or 0.0, s.reset or 0.0) >= quiet}
-    if not moved:
-        return {}  # no new ring is forming: nothing tells which rank waits
     late = {h for h in survivors if h not in moved}
     if late and len(late) == len(survivors):  # keep one to carry the state: the lowest-ranked
         late.discard(min(late, key=lambda h: (survivors[h].rank is None, survivors[h].rank or 0, h)))
-    why = f"its worker has not left the old ring, as {', '.join(sorted(map(host_pod, moved)))} did"
+    why = (
+        f"its worker has not left the old ring, as {', '.join(sorted(map(host_pod, moved)))} "
+        f"did {int(seen.read_at - first)} s ago"
+    )
     stuck = {host_pod(h) for h in late}
     words = (
         f"stall: no step for {int(silent)} s after the restart; {why} "
-        f"(recovery watchdog, bound {int(bound(seen))} s)"
+        f"(recovery watchdog, bound {int(late_bound(seen))} s)"
     )
     return {name: Waiting(quiet, words) for name in stuck}
 
