@@ -14,7 +14,7 @@ COMPILE    = $(BIN)/uv pip compile pyproject.toml --universal --python-version 3
              --custom-compile-command 'make lock' --quiet
 
 .PHONY: install lock image lint unit test e2e demo bench chaos build-cluster build-helm cluster-up cluster-down \
-        clean dashboards dashboards-pictures real-nodes demo-real bench-real chaos-real release chart \
+        clean dashboards dashboards-pictures real-nodes demo-real bench-real steady-real chaos-real release chart \
         test-matrix
 
 # Installs exactly the locked versions (hash-checked, no resolution), then aitj itself.
@@ -103,9 +103,9 @@ test-matrix: $(STAMP)
 # host list's latency through scale-out, scale-in and a replacement; issue 28's measurements (a
 # drain with and without the checkpoint hook, goodput against the training's own through a chaos
 # run, the chaos command's hang and kill faults). Prints what it measures. Needs root. About 40
-# minutes warm (not timed whole).
+# minutes warm (not timed whole). make steady-real's hours are its own.
 real-nodes: build-cluster
-	$(BIN)/pytest -m e2e tests/e2e/real -s -p no:cacheprovider
+	$(BIN)/pytest -m e2e tests/e2e/real -s -p no:cacheprovider --ignore=tests/e2e/real/test_steady.py
 
 e2e: build-cluster
 	$(BIN)/pytest -m e2e
@@ -145,6 +145,18 @@ bench-real: build-cluster
 	  $(if $(GLOO_TIMEOUT),AITJ_BENCH_REAL_GLOO_TIMEOUT=$(GLOO_TIMEOUT)) \
 	  $(if $(ONLY),AITJ_BENCH_REAL_ONLY="$(ONLY)") \
 	  $(BIN)/pytest -m e2e tests/e2e/real/test_training_recovery.py -s -p no:cacheprovider
+
+# Training under a steady fault rate (root; issue 46): each training the project ships (the seed's
+# Horovod elastic, the MPI and torchrun examples) on two real nodes, QUIET seconds without faults
+# (default 1800: the watchdog and the rules must restart nothing, a slow step every few minutes
+# included), then one worker fault every INTERVAL seconds (180) for CHAOS seconds (1800): force and
+# graceful deletes, a SIGKILL, the training's Python killed inside its pod. Prints and writes into
+# steady-real/<training>/ each fault's time to full width and the goodput against the quiet part.
+# About an hour a training at the defaults; ONLY=horovod (a pytest -k expression) picks trainings.
+steady-real: build-cluster
+	AITJ_STEADY_OUT=$(CURDIR)/steady-real $(if $(QUIET),AITJ_STEADY_QUIET_SECONDS=$(QUIET)) \
+	  $(if $(CHAOS),AITJ_STEADY_CHAOS_SECONDS=$(CHAOS)) $(if $(INTERVAL),AITJ_STEADY_INTERVAL=$(INTERVAL)) \
+	  $(BIN)/pytest -m e2e tests/e2e/real/test_steady.py -s -p no:cacheprovider $(if $(ONLY),-k "$(ONLY)")
 
 # The Grafana dashboards, the alert rules and the monitoring manifests, from aitj/tools/dashboards,
 # and the chart's copies of the manifests (hack/gen_chart.py).

@@ -30,6 +30,9 @@ parser.add_argument("--lr", type=float, default=0.05, help="learning rate for on
 parser.add_argument("--batches-per-commit", type=int, default=10, help="steps between state commits")
 parser.add_argument("--log-every", type=int, default=10, help="steps between progress lines")
 parser.add_argument("--step-seconds", type=float, default=0.05, help="pause after each step")
+parser.add_argument("--slow-every", type=int, default=0,
+                    help="every this many steps, a slow one, as a long checkpoint is (0: never)")
+parser.add_argument("--slow-seconds", type=float, default=0, help="how long a slow step lasts")
 parser.add_argument("--seed", type=int, default=42, help="seed of the model and the data")
 # Options of Horovod's example, accepted for compatibility.
 parser.add_argument("--model", default="mlp", help="ignored: the model is a small MLP")
@@ -81,6 +84,8 @@ def train(state):
             log(f"step {state.step}/{args.num_iters} loss {loss.item():.4f}")
         if state.step % args.batches_per_commit == 0:
             state.commit()
+        if args.slow_every and state.step % args.slow_every == 0:
+            time.sleep(args.slow_seconds)  # every worker, at the same step: no collective waits on it
         if args.step_seconds > 0:
             time.sleep(args.step_seconds)
 

@@ -65,6 +65,9 @@ parser.add_argument("--finish-now", default="/tmp/aitj-train/finish-now",
                     help="a file whose existence on any rank makes every rank save and end after the next step")
 parser.add_argument("--log-every", type=int, default=10, help="steps between progress lines")
 parser.add_argument("--step-seconds", type=float, default=0.05, help="pause after each step")
+parser.add_argument("--slow-every", type=int, default=0,
+                    help="every this many steps, a slow one, as a long checkpoint is (0: never)")
+parser.add_argument("--slow-seconds", type=float, default=0, help="how long a slow step lasts")
 parser.add_argument("--timeout", type=float, default=30, help="torchrun: seconds a collective waits")
 parser.add_argument("--seed", type=int, default=42, help="seed of the model and the data")
 args = parser.parse_args()
@@ -221,6 +224,8 @@ def main():
             checksum = sum(float(p.detach().sum()) for p in model.parameters())
             log(f"step {step}/{args.steps} loss {loss:.4f} samples/s {rate:.0f} checksum {checksum:.6f}")
             since, since_step = now, step
+        if args.slow_every and step % args.slow_every == 0:
+            time.sleep(args.slow_seconds)  # every rank, at the same step: no collective waits on it
         if args.step_seconds > 0:
             time.sleep(args.step_seconds)
     log(f"done: {step} steps")
