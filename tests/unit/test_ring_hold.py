@@ -4,7 +4,7 @@ every change to the list with a connect that has no timeout, and a dead rank 0's
 with its pod, so no change is made until the training's log shows the ring re-formed around a
 live rank 0. The decision as a table, then whole passes: the list kept while held, rewritten
 once the re-forming is read, and a delete (which lets Horovod release its worker in order)
-never held."""
+never held, but a force delete of rank 0's pod (killed 2 s later, before the driver may tell it)."""
 
 from __future__ import annotations
 
@@ -36,13 +36,35 @@ def horovod_job(command: str = SEED_COMMAND, discovery: bool = True) -> Job:
     )
 
 
-def exited(at_seconds: float = FAULT, code: int | None = 137, cause: str = "exitCode 137") -> RestartEntry:
+def exited(
+    at_seconds: float = FAULT, code: int | None = 137, cause: str = "exitCode 137", pod: str | None = None
+) -> RestartEntry:
     return RestartEntry(
         time=format_time(at(at_seconds + 2)),
+        pod=pod,
         cause=cause,
         exit_code=code,
         failure_time=format_time(at(at_seconds)),
     )
+
+
+def force_deleted(pod: str) -> RestartEntry:
+    return exited(code=None, cause="PodForceDeleted", pod=pod)
+
+
+def rank_0_moved(read: float, old_until: float, new_from: float | None, reset: float | None) -> TrainingSeen:
+    """rank_0_moved: w0 stepped as rank 0 until ``old_until``; w1 reset at ``reset`` and
+    stepped as rank 0 from ``new_from`` (None: not yet)."""
+    hosts = {
+        "w0": HostSeen(step=at(old_until).timestamp(), rank=0, reset=at(10).timestamp()),
+        "w1": HostSeen(
+            step=at(new_from if new_from is not None else old_until).timestamp(),
+            rank=0 if new_from is not None else 1,
+            reset=at(reset if reset is not None else 10).timestamp(),
+        ),
+    }
+    last = at(max(old_until, new_from or 0)).timestamp()
+    return TrainingSeen(at(read).timestamp(), last, 3, hosts, (0.2,) * 10)
 
 
 def seen(read: float, last_step: float | None, reset: float | None = None) -> TrainingSeen:
@@ -101,12 +123,37 @@ CASES: list[tuple[str, Job, Sequence[RestartEntry], TrainingSeen | None, float, 
         101,
         until(10),
     ),
+    ("a force delete, nothing read: no rank 0 known", horovod_job(), (force_deleted("w0"),), None, 101, None),
     (
-        "a force delete does not",
+        "a force delete of a pod not rank 0's does not",
         horovod_job(),
-        (exited(code=None, cause="PodForceDeleted"),),
-        None,
+        (force_deleted("w1"),),
+        rank_0_moved(99, 99, None, None),
         101,
+        None,
+    ),
+    (
+        "a force delete of rank 0's pod holds until the log is read since",
+        horovod_job(),
+        (force_deleted("w0"),),
+        rank_0_moved(99, 99, None, None),
+        101,
+        until(10),
+    ),
+    (
+        "its old ring steps on until the kill, no reset since: held",
+        horovod_job(),
+        (force_deleted("w0"),),
+        rank_0_moved(103, 102.5, None, None),
+        103,
+        until(60),
+    ),
+    (
+        "re-formed without it, the new rank 0 steps: no longer held",
+        horovod_job(),
+        (force_deleted("w0"),),
+        rank_0_moved(106, 102, 105, 104),
+        106,
         None,
     ),
     ("a node loss does not", horovod_job(), (exited(code=None, cause="nodeNotReady"),), None, 101, None),
@@ -142,6 +189,15 @@ def test_when_the_list_is_held(
 ) -> None:
     got = ring_hold.held_until(job, restarts, training, at(now).timestamp())
     assert got == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_an_exits_hold_ends_at_a_step_after_a_reset_since_the_fault() -> None:
+    """A training that prints reset lines re-forms after a fault: its steps with none since are
+    the old ring's (a force-deleted rank 0 steps until its kill)."""
+    stepping = dataclasses.replace(seen(104, 103), hosts={"w0": HostSeen(step=T + 3, rank=0, reset=T - 50)})
+    assert not ring_hold.reformed(stepping, T)
+    assert ring_hold.reformed(seen(104, 103, reset=102.5), T)
+    assert ring_hold.reformed(seen(104, 103), T)  # no reset line ever: the steps alone
 
 
 def test_the_latest_restart_decides() -> None:

@@ -18,11 +18,17 @@ shows a step after the fault and after its latest reset line. Horovod needs no l
 drop the dead worker: its ssh session ends, the driver records the failure and blacklists the
 host. The replacements then join the
 ring that stepped, whose rank 0 lives, in one more re-forming. A worker that leaves by a delete
-(a drain, a force delete) is not held: its pod still runs for a moment, and leaving the list at
-once is what lets Horovod release it in order (docs/pods.md).
+(a drain, a graceful delete) is not held: its pod still runs for a while, and leaving the list
+at once is what lets Horovod release it in order (docs/pods.md). But a force delete of the pod
+whose host is the ring's rank 0 is held like an exit: its container is killed 2 s later, and
+unless the driver has read the change and told rank 0 of it by then, it calls a rank 0 whose
+address is gone (seen on real nodes: two trainers force-deleted at once, rank 0 among them, the
+change read after the kill, 78 s in that connect; 1 of 20). Other force deletes leave at once:
+the driver tells a rank 0 that lives.
 
 When: the job's launcher runs ``horovodrun`` with ``--host-discovery-script`` (its command or
-arguments say so: ``elastic_horovod``), and the job's latest restart is of an exit or a stall.
+arguments say so: ``elastic_horovod``), and the job's latest restart is of an exit, a stall, or a
+force delete of rank 0's pod (the host the log last saw step as rank 0).
 Until the recovery watchdog has read the launcher's log after the fault, the list is held for at
 most PROBE_SECONDS; a log with no step line of a training's (aitj.core.trainlog) gives no signal
 and holds nothing; with one, the list is held until the re-forming is read, or the watchdog's
@@ -37,8 +43,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aitj.core.api import Job, ReplicaType, RestartEntry
-from aitj.core.planner.watchdog import bound
-from aitj.core.policy import WATCHDOG_KINDS
+from aitj.core.planner.watchdog import bound, host_pod
+from aitj.core.policy import WATCHDOG_KINDS, FailureKind
 from aitj.core.trainlog import TrainingSeen
 from aitj.core.wire import as_list, mapping, parse_time
 
@@ -46,6 +52,7 @@ PROBE_SECONDS = 10.0  # held, unread: the watchdog reads a recovering job's log 
 GRACE_SECONDS = 30.0  # held past the watchdog's bound: its restart, then the driver's reset
 SETTLE_SECONDS = 2.0  # a step this soon after the fault may be the old ring's last
 WATCHDOG_CAUSES = frozenset(k.value for k in WATCHDOG_KINDS)  # its restarts: the worker is gone too
+FORCE_DELETED = FailureKind.POD_FORCE_DELETED.value
 
 
 def elastic_horovod(job: Job) -> bool:
@@ -78,25 +85,42 @@ def max_np(command: str) -> int | None:
     return int(found[1]) if found is not None else None
 
 
-def fault_at(restarts: Iterable[RestartEntry]) -> float | None:
+def fault_at(restarts: Iterable[RestartEntry], seen: TrainingSeen | None = None) -> float | None:
     """fault_at: when the fault behind the latest restart happened (epoch seconds), if that
-    restart is of an exit or the recovery watchdog's; None otherwise, or with no restart."""
+    restart is of an exit, the recovery watchdog's, or a force delete of the pod ``seen`` last
+    saw step as rank 0; None otherwise, or with no restart."""
     latest = max(restarts, key=lambda r: r.time or "", default=None)
-    if latest is None or (latest.exit_code is None and latest.cause not in WATCHDOG_CAUSES):
+    if latest is None:
+        return None
+    dead = latest.exit_code is not None or latest.cause in WATCHDOG_CAUSES
+    dying = latest.cause == FORCE_DELETED and latest.pod is not None and rank_0(seen) == latest.pod
+    if not dead and not dying:
         return None
     at = parse_time(latest.failure_time) or parse_time(latest.time)
     return at.timestamp() if at is not None else None
 
 
+def rank_0(seen: TrainingSeen | None) -> str | None:
+    """rank_0: the pod whose host the log last saw step as rank 0 (None: none yet)."""
+    if seen is None:
+        return None
+    steps = [(h.step, host) for host, h in seen.hosts.items() if h.rank == 0 and h.step is not None]
+    return host_pod(max(steps)[1]) if steps else None
+
+
 def reformed(seen: TrainingSeen, at: float) -> bool:
     """reformed: the log shows the ring re-formed after the fault at ``at`` and stepping: a step
-    line SETTLE_SECONDS or more after it, and after the training's latest reset line. A reset
-    line alone is a re-forming under way, and a host listed then is lost: rank 0's reset drops
-    the driver's notice of it (docs/pods.md, "Workers join in waves"; seen on real nodes: a
-    replacement listed between two re-formings 2 s apart never joined)."""
+    line SETTLE_SECONDS or more after it, and after the training's latest reset line, itself
+    after the fault where the training prints reset lines. A reset line alone is a re-forming
+    under way, and a host listed then is lost: rank 0's reset drops the driver's notice of it
+    (docs/pods.md, "Workers join in waves"; seen on real nodes: a replacement listed between
+    two re-formings 2 s apart never joined). The ring that steps with no reset since the fault
+    is the old one, still running: a force-deleted rank 0 steps until its kill, 2 s on."""
     if seen.last_step is None or seen.last_step < at + SETTLE_SECONDS:
         return False
     resets = [h.reset for h in seen.hosts.values() if h.reset is not None]
+    if resets and max(resets) < at:
+        return False
     return seen.last_step > max(resets, default=at)
 
 
@@ -106,7 +130,7 @@ def held_until(
     """held_until: until when (epoch seconds) the host list stays as it is; None: not held."""
     if not job.spec.discovery:
         return None
-    at = fault_at(restarts)  # first: asked on every pass, and most jobs have no such restart
+    at = fault_at(restarts, seen)  # first: asked on every pass, and most jobs have no such restart
     if at is None or not elastic_horovod(job):
         return None
     if seen is None or seen.read_at < at:
