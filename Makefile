@@ -131,13 +131,13 @@ bench: build-cluster
 
 # The recovery users feel (root): the seed's Horovod elastic training on two real nodes, made to
 # lose a worker (force and graceful deletes, two force deletes at once, a SIGKILL matched by an
-# exit-code rule), scaled 3 -> 5 -> 3 and hit by node faults (kubelet stopped, containerd down,
+# exit-code rule, the training's Python killed inside its Running pod), scaled 3 -> 5 -> 3 and hit by node faults (kubelet stopped, containerd down,
 # drain), then the MPI and torchrun examples through the same faults, ROUNDS times each, timed from
 # their own output: until training runs again, until it is back at full width, the steps redone.
 # Writes bench-real/ (Horovod) and bench-real/mpi/, bench-real/torchrun/ (table.md,
 # results.json). About 4 minutes a round for each training with its node faults (not timed since
-# the examples got them), 5 more for each Gloo stall, after 2 minutes of set-up each. GLOO_TIMEOUT=30 runs it with HOROVOD_GLOO_TIMEOUT_SECONDS=30 instead of
-# the seed's 300 (into bench-real/gloo-30/). ONLY="at once,kubelet" makes only the faults
+# the examples got them), after 2 minutes of set-up each. GLOO_TIMEOUT=30 runs it with
+# HOROVOD_GLOO_TIMEOUT_SECONDS=30 instead of the seed's 300 (into bench-real/gloo-30/). ONLY="at once,kubelet" makes only the faults
 # whose name contains one of its words; OUT=dir writes there instead.
 bench-real: build-cluster
 	AITJ_BENCH_REAL_ROUNDS=$(or $(ROUNDS),5) \

@@ -22,6 +22,13 @@ def _seconds(values: Sequence[float]) -> str:
     return f"{percentile(values, 50):.1f} / {percentile(values, 99):.1f} s"
 
 
+def _tail(values: Sequence[float]) -> str:
+    """_tail: p50 / p99 / max; below 100 values the nearest-rank p99 is the max itself."""
+    if not values:
+        return "none"
+    return f"{percentile(values, 50):.1f} / {percentile(values, 99):.1f} / {max(values):.1f} s"
+
+
 def rows(recoveries: Sequence[Recovery]) -> list[dict[str, object]]:
     """rows: one per fault kind, in the order the kinds first appear."""
     kinds = list(dict.fromkeys(r.fault.kind for r in recoveries))
@@ -37,7 +44,7 @@ def rows(recoveries: Sequence[Recovery]) -> list[dict[str, object]]:
                 "fault": kind,
                 "n": len(of_kind),
                 "running_again_p50_p99": _seconds(again),
-                "full_width_p50_p99": _seconds(full),
+                "full_width_p50_p99_max": _tail(full),
                 "longest_pause_p50_p99": _seconds(pauses),
                 "steps_redone_p50_max": f"{percentile(redone, 50)} / {max(redone)}",
                 "not_recovered": len(of_kind) - len(full),
@@ -49,7 +56,7 @@ def rows(recoveries: Sequence[Recovery]) -> list[dict[str, object]]:
 def table(recoveries: Sequence[Recovery], baseline: Pace | None, under_faults: Pace | None) -> str:
     """table: the Markdown table of ``rows`` and the pace with and without faults."""
     head = (
-        "| fault | n | running again p50 / p99 | full width p50 / p99 | longest pause p50 / p99 "
+        "| fault | n | running again p50 / p99 | full width p50 / p99 / max | longest pause p50 / p99 "
         "| steps redone p50 / max | not recovered |"
     )
     lines = [head, "|---|---|---|---|---|---|---|"]

@@ -5,7 +5,9 @@ steps redone. Figures are printed and written to AITJ_BENCH_REAL_OUT, never asse
 asserted is that training came back after every fault.
 
 - the seed's Horovod elastic training (its trainers also restarted on exit code 137), through
-  ROUND and the node faults of node_faults.py, into AITJ_BENCH_REAL_OUT itself;
+  ROUND (a trainer force-deleted, two at once, one deleted gracefully, one SIGKILLed, the
+  training's Python killed inside a Running trainer, a scale 3 to 5 to 3) and the node faults
+  of node_faults.py, into AITJ_BENCH_REAL_OUT itself;
 - the MPI and torchrun examples (manifests/examples/mpi.yaml, torchrun.yaml, with the same rule
   for 137, the launcher pinned and the trainers spread the same way), through ROUND and the same
   node faults, into AITJ_BENCH_REAL_OUT/mpi and /torchrun.
@@ -53,6 +55,7 @@ ROUND: tuple[tuple[str, int, Callable[[Training], Callable[[], None]]], ...] = (
     ("two force deletes at once", 3, lambda run: run.delete_trainer(force=True, replicas=3, count=2)),
     ("graceful delete", 3, lambda run: run.delete_trainer(force=False, replicas=3)),
     ("exit code 137 (rule)", 3, lambda run: run.kill_trainer(replicas=3)),
+    ("worker killed in its pod", 3, lambda run: run.kill_worker_process(replicas=3)),
     ("scale-out 3 to 5", 5, lambda run: run.scale_trainers(5)),
     ("scale-in 5 to 3", 3, lambda run: run.scale_trainers(3)),
 )
