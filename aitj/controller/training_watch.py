@@ -184,8 +184,9 @@ class TrainingWatch:
     def record(self, key: JobKey, since: float | None, read: Read | None) -> None:
         """record: a ``read`` (None: unreadable) of the job's master, made for the recovery at
         ``since`` (None: an idle read), folded into the job's training; the pods found waiting
-        or out of the ring marked, and the job's pass kicked when they change, or when what the
-        host list's hold reads of it does (ring_hold). A read that is behind (lines left for the
+        or out of the ring marked, and the job's pass kicked when they change, when what the
+        host list's hold reads of it does (ring_hold), or when the training's width does (the
+        degraded state's OutOfRing, planner.width). A read that is behind (lines left for the
         next) judges no silence: its newest line is not the log's."""
         w = self.jobs.setdefault(key, Watched())
         w.read_at = self.clock()
@@ -194,10 +195,13 @@ class TrainingWatch:
         if read.uid != w.master:
             w.seen = None  # another master: its log is another
         held = _hold_state(w.seen, since)
+        width = w.seen.width if w.seen is not None else None
         w.seen = fold(w.seen, read.events, w.read_at)
         w.master, w.cursor, w.behind, w.views = read.uid, read.cursor, read.behind, {}
         if since is not None and _hold_state(w.seen, since) != held:
             self.kick(key)
+        elif w.seen.width != width and (width is not None or self._short(key, w.seen)):
+            self.kick(key)  # the training's width changed, or first seen short (planner.width)
         marks = self._judge(key, w, since)
         if marks != w.marks:
             w.marks = marks
@@ -210,6 +214,10 @@ class TrainingWatch:
                     why=sorted({m.description for m in marks.values()}),
                 )
             self.kick(key)
+
+    def _short(self, key: JobKey, seen: TrainingSeen) -> bool:
+        """_short: the training steps at a world size below the job's worker pods."""
+        return seen.width is not None and seen.width < workers_wanted(self.body_of(key) or {})
 
     def _judge(self, key: JobKey, w: Watched, since: float | None) -> dict[str, Waiting]:
         """_judge: the recovery at ``since`` marked done when training is back at full width

@@ -273,3 +273,25 @@ def test_a_listed_worker_that_never_joins_an_elastic_horovod_ring_is_marked(
     w.now[0] = at(132).timestamp()  # type: ignore[attr-defined]
     w.read(KEY)
     assert waiting_in(w, pods) == []  # not horovodrun: nothing is marked so
+
+
+def test_the_job_is_kicked_when_its_training_runs_short_or_back(pods: list[PodView], log: Log) -> None:
+    """The degraded state's OutOfRing (aitj.core.planner.width) comes from the pass: the pass
+    runs when the width the log shows changes, and at the first read of a training short."""
+    t0, t1, t2 = trainer_hosts(pods)
+    body = job(restarted=False)
+    body["spec"]["replicaSpecs"]["trainer"]["replicas"] = 3
+    log.text = ring_steps(t0, t1, t2)
+    w, kicks = made(body, pods, 100)
+    w.read(KEY)
+    assert kicks == []  # first read, at full width
+    log.text += line(101, t0, 0, "step 9/1000").replace("/3:", "/2:")
+    w.now[0] = at(106).timestamp()  # type: ignore[attr-defined]
+    w.read(KEY)
+    assert kicks == [KEY]  # 3 -> 2
+    w.now[0] = at(112).timestamp()  # type: ignore[attr-defined]
+    w.read(KEY)
+    assert kicks == [KEY]  # still 2: nothing new
+    short, kicked = made(body, pods, 112)
+    short.read(KEY)
+    assert kicked == [KEY]  # a first read that finds it short

@@ -51,6 +51,7 @@ class ShortfallCause(enum.StrEnum):
     BACKOFF = "Backoff"  # its replacement waits out a rule's backoff before it is created
     BUDGET_EXHAUSTED = "BudgetExhausted"  # a rule's restart budget ran out for it
     NODE_EXCLUDED = "NodeExcluded"  # its replacement may not use the node its last pod failed on
+    OUT_OF_RING = "OutOfRing"  # its pod runs, the training's own log shows it steps without it
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from aitj.core.api import InfrastructureFaults, Job, ReplicaSpec, RestartEntry, RestartScope
+from aitj.core.api import InfrastructureFaults, Job, ReplicaSpec, RestartEntry, RestartScope, ShortfallCause
 from aitj.core.faultclass import FaultClass, cause_class
 from aitj.core.planner import Plan, in_place
 from aitj.core.planner.ledger import Ledger, ReplicaHistory
@@ -45,7 +45,8 @@ def recovery_lines(job: Job, ledger: Ledger, result: Plan, now: datetime) -> tup
         if e.scope is RestartScope.IN_PLACE
     )
     for s in result.shortfalls:
-        lines.append(f"replica {s.replica} index {s.index} held back ({s.cause}): {s.message}")
+        held = "runs out of the ring" if s.cause is ShortfallCause.OUT_OF_RING else "held back"
+        lines.append(f"replica {s.replica} index {s.index} {held} ({s.cause}): {s.message}")
     return tuple(lines)
 
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from aitj.core.api import MAX_LISTED, Degraded, DegradedIndex, Job, JobStatus, Phase
+from aitj.core.planner import width
 from aitj.core.planner.part import Context, Part, steps
 from aitj.core.planner.shortfall import Shortfall, ShortfallCause
 from aitj.core.planner.status import MAX_QUOTED
@@ -51,9 +52,13 @@ def shortfalls(
     order (replica spec order, then index). An ``extra`` Shortfall counts when its index is a
     slot that neither runs nor succeeded; it wins over an Unschedulable pod of the same index
     (its cause says why the pod cannot be placed). Scale-out slots still ``joining`` are the
-    scale operation's business (a rollback at scaleTimeout), not a shortfall."""
+    scale operation's business (a rollback at scaleTimeout), not a shortfall. An ``OutOfRing``
+    one counts as it is: its pod runs, and the training runs without it (aitj.core.planner.width)."""
+    out_of_ring = tuple(sf for sf in extra if sf.cause is ShortfallCause.OUT_OF_RING)
+    if out_of_ring:
+        extra = [sf for sf in extra if sf.cause is not ShortfallCause.OUT_OF_RING]
     if not extra and not any(State.PENDING in counts for counts in found.states.values()):
-        return ()  # no index is held back, and none waits for a node
+        return out_of_ring  # no index is held back, and none waits for a node
     # Only a slot that neither runs nor succeeded falls short (checked first: most run).
     short = [s for s in found.astir if s.state is not State.SUCCEEDED]
     slots = {(s.replica.name, s.index): s for s in short if (s.replica.name, s.index) not in joining}
@@ -66,7 +71,7 @@ def shortfalls(
         found_short = given.get(key) or _unschedulable(slot, now)
         if found_short is not None:
             out.append(found_short)
-    return tuple(out)
+    return (*out, *out_of_ring)
 
 
 def _unschedulable(slot: Slot, now: datetime) -> Shortfall | None:
@@ -90,10 +95,13 @@ def part(ctx: Context) -> Part:
     # value that does not parse (left as it was) still says it has.
     ran = ctx.started is not None or bool(ctx.prev.start_running_time)
     why_not = _not_going_on(ctx.condition.type, ran, ctx.found)
-    value, events = _verdict(ctx.job, ctx.found, ctx.shortfalls, ctx.prev, ctx.now, ctx.joining, why_not)
+    out, soonest = width.out_of_ring(ctx.found, ctx.joining)
+    short = (*ctx.shortfalls, *out)
+    value, events = _verdict(ctx.job, ctx.found, short, ctx.prev, ctx.now, ctx.joining, why_not)
     return Part(
-        steps(events=events, shortfalls=ctx.shortfalls),
+        steps(events=events, shortfalls=short),
         edit=lambda status: status.updated(degraded=value),
+        wake=() if soonest is None else (max(soonest, 1.0),),
     )
 
 
