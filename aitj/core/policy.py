@@ -154,11 +154,7 @@ def classify(pod: PodView, node: NodeView | None, signals: NodeSignals = DEFAULT
     if not pod.terminal and (bad := node_failure(pod, node, signals)) is not None:
         return bad
     if pod.deleting:
-        how = (
-            "with grace period 0"
-            if pod.deletion_grace_seconds == 0
-            else f"(grace period {pod.deletion_grace_seconds}s)"
-        )
+        how = FORCED if pod.deletion_grace_seconds == 0 else f"(grace period {pod.deletion_grace_seconds}s)"
         return Failure(
             FailureKind.POD_FORCE_DELETED,
             f"pod was deleted {how} by someone other than the operator",
@@ -195,7 +191,11 @@ def exit_failure(pod: PodView) -> Failure:
 
 def vanished(pod_name: str) -> Failure:
     """vanished: the pod is gone entirely (no finalizer held it) while its index should exist."""
-    return Failure(FailureKind.POD_FORCE_DELETED, f"pod {pod_name} vanished without the operator deleting it")
+    return Failure(FailureKind.POD_FORCE_DELETED, f"pod {pod_name} {VANISHED}")
+
+
+FORCED = "with grace period 0"  # a PodForceDeleted failure's words when it was a force delete
+VANISHED = "vanished without the operator deleting it"
 
 
 def restart_timer_runs(pod: PodView, replica: ReplicaSpec) -> bool:

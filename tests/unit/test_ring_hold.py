@@ -15,7 +15,9 @@ import pytest
 
 from aitj.core.api import Job, RestartEntry
 from aitj.core.explain import explain
+from aitj.core.observed import PodView
 from aitj.core.planner import ring_hold
+from aitj.core.policy import classify, vanished
 from aitj.core.trainlog import HostSeen, TrainingSeen
 from aitj.core.wire import format_time
 from tests.unit.builders import Cluster, Pod, at, exit_rule, launcher, name_of, seed_job, trainer, views
@@ -37,19 +39,29 @@ def horovod_job(command: str = SEED_COMMAND, discovery: bool = True) -> Job:
 
 
 def exited(
-    at_seconds: float = FAULT, code: int | None = 137, cause: str = "exitCode 137", pod: str | None = None
+    at_seconds: float = FAULT,
+    code: int | None = 137,
+    cause: str = "exitCode 137",
+    pod: str | None = None,
+    message: str | None = None,
 ) -> RestartEntry:
     return RestartEntry(
         time=format_time(at(at_seconds + 2)),
         pod=pod,
         cause=cause,
         exit_code=code,
+        message=message,
         failure_time=format_time(at(at_seconds)),
     )
 
 
-def force_deleted(pod: str) -> RestartEntry:
-    return exited(code=None, cause="PodForceDeleted", pod=pod)
+def force_deleted(pod: str, grace: int = 0) -> RestartEntry:
+    """force_deleted: the restart of ``pod`` deleted by someone else, as the operator records it
+    (a graceful delete has the same cause: only its words tell)."""
+    view = PodView(name=pod, phase="Running", deleted_at=at(FAULT), deletion_grace_seconds=grace)
+    failure = classify(view, None)
+    assert failure is not None
+    return exited(code=None, cause=failure.kind.value, pod=pod, message=failure.description)
 
 
 def rank_0_moved(read: float, old_until: float, new_from: float | None, reset: float | None) -> TrainingSeen:
@@ -141,6 +153,14 @@ CASES: list[tuple[str, Job, Sequence[RestartEntry], TrainingSeen | None, float, 
         until(10),
     ),
     (
+        "a graceful delete of rank 0's pod does not: Horovod lets its worker go in order",
+        horovod_job(),
+        (force_deleted("w0", grace=300),),
+        rank_0_moved(99, 99, None, None),
+        101,
+        None,
+    ),
+    (
         "its old ring steps on until the kill, no reset since: held",
         horovod_job(),
         (force_deleted("w0"),),
@@ -198,6 +218,20 @@ def test_an_exits_hold_ends_at_a_step_after_a_reset_since_the_fault() -> None:
     assert not ring_hold.reformed(stepping, T)
     assert ring_hold.reformed(seen(104, 103, reset=102.5), T)
     assert ring_hold.reformed(seen(104, 103), T)  # no reset line ever: the steps alone
+
+
+@pytest.mark.parametrize(
+    ("failure_words", "want"),
+    [
+        (force_deleted("w0").message, True),
+        (force_deleted("w0", grace=300).message, False),
+        (vanished("w0").description, True),
+        ("container aitj-0 exited with code 137", False),
+    ],
+)
+def test_a_kill_at_once_is_told_from_the_recorded_words(failure_words: str | None, want: bool) -> None:
+    assert ring_hold.killed_at_once("PodForceDeleted", failure_words) is want
+    assert not ring_hold.killed_at_once("exitCode 137", failure_words)
 
 
 def test_the_latest_restart_decides() -> None:

@@ -44,7 +44,7 @@ from typing import Any
 
 from aitj.core.api import Job, ReplicaType, RestartEntry
 from aitj.core.planner.watchdog import bound, host_pod
-from aitj.core.policy import WATCHDOG_KINDS, FailureKind
+from aitj.core.policy import FORCED, VANISHED, WATCHDOG_KINDS, FailureKind
 from aitj.core.trainlog import TrainingSeen
 from aitj.core.wire import as_list, mapping, parse_time
 
@@ -52,7 +52,6 @@ PROBE_SECONDS = 10.0  # held, unread: the watchdog reads a recovering job's log 
 GRACE_SECONDS = 30.0  # held past the watchdog's bound: its restart, then the driver's reset
 SETTLE_SECONDS = 2.0  # a step this soon after the fault may be the old ring's last
 WATCHDOG_CAUSES = frozenset(k.value for k in WATCHDOG_KINDS)  # its restarts: the worker is gone too
-FORCE_DELETED = FailureKind.POD_FORCE_DELETED.value
 
 
 def elastic_horovod(job: Job) -> bool:
@@ -87,17 +86,28 @@ def max_np(command: str) -> int | None:
 
 def fault_at(restarts: Iterable[RestartEntry], seen: TrainingSeen | None = None) -> float | None:
     """fault_at: when the fault behind the latest restart happened (epoch seconds), if that
-    restart is of an exit, the recovery watchdog's, or a force delete of the pod ``seen`` last
-    saw step as rank 0; None otherwise, or with no restart."""
+    restart is of an exit, the recovery watchdog's, or a force delete (grace period 0, not a
+    graceful delete, which has the same cause) of the pod ``seen`` last saw step as rank 0;
+    None otherwise, or with no restart."""
     latest = max(restarts, key=lambda r: r.time or "", default=None)
     if latest is None:
         return None
     dead = latest.exit_code is not None or latest.cause in WATCHDOG_CAUSES
-    dying = latest.cause == FORCE_DELETED and latest.pod is not None and rank_0(seen) == latest.pod
+    dying = (
+        killed_at_once(latest.cause, latest.message) and latest.pod is not None and rank_0(seen) == latest.pod
+    )
     if not dead and not dying:
         return None
     at = parse_time(latest.failure_time) or parse_time(latest.time)
     return at.timestamp() if at is not None else None
+
+
+def killed_at_once(cause: str | None, message: str | None) -> bool:
+    """killed_at_once: a recorded failure (its ``cause`` and ``message``) is a delete whose pod's
+    containers are killed at once (grace period 0, or the pod gone with no finalizer), not a
+    graceful delete, which the same cause names too."""
+    words = message or ""
+    return cause == FailureKind.POD_FORCE_DELETED.value and (FORCED in words or VANISHED in words)
 
 
 def rank_0(seen: TrainingSeen | None) -> str | None:
