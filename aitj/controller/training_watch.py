@@ -222,7 +222,7 @@ class TrainingWatch:
     def _judge(self, key: JobKey, w: Watched, since: float | None) -> dict[str, Waiting]:
         """_judge: the recovery at ``since`` marked done when training is back at full width
         (or gives no signal, or has been watched MAX_WATCH_SECONDS), and the pods found waiting
-        or out of the ring."""
+        or out of the ring, and the master when nothing steps long after the ranks' restarts."""
         seen = w.seen
         if seen is None:
             return {}
@@ -246,7 +246,9 @@ class TrainingWatch:
         if w.behind:
             return {**{n: m for n, m in w.marks.items() if not m.left}, **marks}  # as they were
         if since is not None and w.done != since:
-            return {**watchdog.waiting(restarts_of(body), seen, pods, wanted), **marks}
+            status, master = restarts_of(body), master_pod(body, pods)
+            stuck = watchdog.escalation(status, seen, master, wanted)  # the next rung: the job's own rules
+            return {**stuck, **watchdog.waiting(status, seen, pods, wanted), **marks}
         return marks
 
     def _events(self, pod: PodView, since: str | None = None) -> Read | None:

@@ -241,3 +241,4 @@ class Waiting:
     since: float
     description: str
     left: bool = False
+    hang: bool = False  # the escalation: the master's, raised as a hang for the job's own rules

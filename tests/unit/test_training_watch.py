@@ -295,3 +295,17 @@ def test_the_job_is_kicked_when_its_training_runs_short_or_back(pods: list[PodVi
     short, kicked = made(body, pods, 112)
     short.read(KEY)
     assert kicked == [KEY]  # a first read that finds it short
+
+
+def test_the_master_is_marked_when_nothing_steps_three_bounds_after_the_restart(
+    pods: list[PodView], log: Log
+) -> None:
+    t0, t1, t2 = trainer_hosts(pods)
+    log.text = ring_steps(t0, t1, t2)  # the ring stepped until 95.4 s; nothing since the restart
+    w, _ = made(job(restarted=True), pods, 189)
+    w.read(KEY)
+    assert [p.name for p in w.views(KEY, pods) if p.waiting is not None] == []  # 89 s: not yet
+    w.now[0] = at(190).timestamp()  # type: ignore[attr-defined]
+    w.read(KEY)
+    marked = [p for p in w.views(KEY, pods) if p.waiting is not None]
+    assert [(p.replica, p.waiting.hang) for p in marked if p.waiting is not None] == [("launcher", True)]

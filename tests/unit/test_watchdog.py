@@ -9,13 +9,13 @@ import dataclasses
 
 import pytest
 
-from aitj.core.api import JobStatus, RestartEntry, RestartScope
+from aitj.core.api import FaultTolerantRule, JobStatus, RestartEntry, RestartScope
 from aitj.core.observed import PodView
 from aitj.core.planner import plan, watchdog
 from aitj.core.policy import Failure, FailureKind, RestartDecision, decide
 from aitj.core.trainlog import HostSeen, TrainingSeen, Waiting
 from aitj.core.wire import format_time
-from tests.unit.builders import Cluster, at, node, running_seed, seed_job, trainer
+from tests.unit.builders import Cluster, at, event_rule, launcher, node, running_seed, seed_job, trainer
 
 RESTART = at(100)  # the job's latest restart
 T = RESTART.timestamp()
@@ -260,3 +260,79 @@ def test_a_listed_worker_horovod_never_took_in(
     found = watchdog.left_out(training, STARTED, listed, cap)
     assert set(found) == want, case
     assert all(w.left and "left out of the ring" in w.description for w in found.values())
+
+
+# The escalation: nothing steps long after the latest restart, and nothing tells which rank
+# waits: the master is raised as a hang, for the job's own rules.
+MASTER = PodView(name="launcher-0", phase="Running", created=at(0))
+
+
+@pytest.mark.parametrize(
+    ("case", "training", "restart", "master", "marked"),
+    [
+        ("silent 89 s after the restart: not yet", seen(T + 89, RING), T, MASTER, False),
+        ("silent 90 s, three bounds: the master", seen(T + 90, RING), T, MASTER, True),
+        (
+            "stepped at width 2 at T + 8, silent 90 s since",
+            seen(T + 98, NARROW, last_step=T + 8, width=2),
+            T,
+            MASTER,
+            True,
+        ),
+        ("back at full width", seen(T + 120, RING, last_step=T + 8), T, MASTER, False),
+        ("no restart", seen(T + 120, RING), None, MASTER, False),
+        ("no master running", seen(T + 120, RING), T, dataclasses.replace(MASTER, phase="Pending"), False),
+        (
+            "a slower training's bound: 3 x 10 of its 5 s gaps",
+            dataclasses.replace(seen(T + 120, RING), intervals=(5.0,) * 10),
+            T,
+            MASTER,
+            False,
+        ),
+    ],
+)
+def test_the_escalation_marks_the_master_when_nothing_steps_for_three_bounds(
+    case: str, training: TrainingSeen, restart: float | None, master: PodView, marked: bool
+) -> None:
+    got = watchdog.escalation(status(restart), training, master, wanted=3)
+    assert (got.get(MASTER.name) is not None) is marked, case
+    if marked:
+        assert got[MASTER.name].hang and "nothing tells which rank waits" in got[MASTER.name].description
+
+
+HANG_RULE = event_rule("hang", RestartScope.ALL)
+
+
+@pytest.mark.parametrize(
+    ("waits", "rules", "want"),
+    [
+        (Waiting(T, "stall", left=False), (), FailureKind.STALL),
+        (Waiting(T, "left", left=True), (), FailureKind.LEFT_RING),
+        (Waiting(T, "hang", hang=True), (HANG_RULE,), FailureKind.HANG),
+        (Waiting(T, "hang", hang=True), (), None),  # no rule asks for hang restarts: none is raised
+    ],
+)
+def test_what_a_watchdog_mark_stands_for(
+    waits: Waiting, rules: tuple[FaultTolerantRule, ...], want: FailureKind | None
+) -> None:
+    got = watchdog.waiting_failure(launcher(rules=rules), waits)
+    assert (got.kind if got is not None else None) is want
+
+
+@pytest.mark.parametrize("rule", [True, False], ids=["a rule names hang", "no rule names hang"])
+def test_an_escalated_master_is_restarted_by_the_jobs_own_hang_rule(rule: bool) -> None:
+    job = seed_job(trainer(), launcher(rules=(*launcher().rules, HANG_RULE) if rule else launcher().rules))
+    cluster = Cluster(job, running_seed())
+    cluster.step(10)
+    master = next(n for n in cluster.pods if "-launcher-" in n)
+    mark = Waiting(at(5).timestamp(), "hang: no step for 95 s after the latest restart", hang=True)
+    views = [
+        dataclasses.replace(v, waiting=mark) if v.name == master else v
+        for v in (p.view() for p in cluster.pods.values())
+    ]
+    result = plan(cluster.job, views, {"node-a": node()}, at(120))
+    if not rule:
+        assert not result.restarts and not result.deletes
+        return
+    (record,) = result.restarts
+    assert record.failure.kind is FailureKind.HANG and record.scope is RestartScope.ALL

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 
 from aitj.core.api import Job, ReplicaSpec, RestartScope
 from aitj.core.nodesignals import DEFAULT_SIGNALS, NodeSignals
@@ -50,6 +50,7 @@ from aitj.core.planner.survey_terms import Survey as Survey
 from aitj.core.planner.survey_terms import clean as clean
 from aitj.core.planner.survey_terms import gate, gate_open, waits
 from aitj.core.planner.types import RestartRecord
+from aitj.core.planner.watchdog import waiting_failure
 from aitj.core.policy import (
     Fail,
     FailReason,
@@ -252,9 +253,7 @@ class _Surveyor:
         if failure is None and hang.watched(self.job, r.name, i):
             failure = hang.hung(self.job, r, i, current, self.started)
         if failure is None and (waits := current.waiting) is not None:  # aitj.core.planner.watchdog
-            since = datetime.fromtimestamp(waits.since, UTC)
-            kind = FailureKind.LEFT_RING if waits.left else FailureKind.STALL
-            failure = Failure(kind, waits.description, at=since)
+            failure = waiting_failure(r, waits)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
         if state is State.RUNNING and current.deleting:
             state = State.PENDING

@@ -52,9 +52,11 @@ survivor of a SIGKILL reported READY within a second, every time).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 
-from aitj.core.api import JobStatus
+from aitj.core.api import ExceptionalEvent, JobStatus, ReplicaSpec
 from aitj.core.observed import PodView
+from aitj.core.policy import Failure, FailureKind
 from aitj.core.trainlog import TrainingSeen, Waiting
 from aitj.core.wire import parse_time
 
@@ -178,6 +180,49 @@ def left_ring(
         )
         found[p.name] = Waiting(hs.left, words, left=True)
     return found
+
+
+ESCALATIONS = 3  # the escalation: silent this many bounds after the latest restart
+
+
+def waiting_failure(r: ReplicaSpec, waits: Waiting) -> Failure | None:
+    """waiting_failure: the failure a pod of replica ``r`` marked by the watchdog stands for: a
+    rank out of the ring (``leftRing``) or still waiting in it (``stall``), which the watchdog's
+    own rung restarts; the escalation's ``hang``, only where a rule of ``r`` names ``hang`` (the
+    watchdog is on by default: a job that did not ask for hang restarts is never failed by one)."""
+    since = datetime.fromtimestamp(waits.since, UTC)
+    if waits.hang:
+        named = any(ExceptionalEvent.HANG in rule.events for rule in r.rules)
+        return Failure(FailureKind.HANG, waits.description, at=since) if named else None
+    kind = FailureKind.LEFT_RING if waits.left else FailureKind.STALL
+    return Failure(kind, waits.description, at=since)
+
+
+def escalation(
+    status: JobStatus, seen: TrainingSeen | None, master: PodView | None, wanted: int | None
+) -> Mapping[str, Waiting]:
+    """escalation: by pod name, the master pod marked ``hang`` when training has not stepped
+    for ESCALATIONS bounds since the job's latest restart (or since its last step, whichever is
+    later) and not at the ``wanted`` width since that restart: the ranks restarted (if any could
+    be told) did not bring it back, and nothing tells which rank waits (seen: a re-forming in
+    which every worker reported READY, and no collective completed again). The survey raises it
+    as the exceptional event ``hang`` on the master, which only a rule of the master's replica
+    that names ``hang`` restarts, with the scope it gives (the replica, or the whole job): the
+    job's own rules, the next rung after the ranks."""
+    since = recovered_at(status)
+    if seen is None or seen.last_step is None or since is None or master is None or not master.running:
+        return {}
+    if stepped_at_width(seen, since, wanted):
+        return {}
+    quiet = max(since, seen.last_step)
+    silent = seen.read_at - quiet
+    if silent < ESCALATIONS * bound(seen):
+        return {}
+    words = (
+        f"hang: no step for {int(silent)} s after the latest restart, and nothing tells which rank "
+        f"waits (recovery watchdog, {ESCALATIONS} x its bound of {int(bound(seen))} s)"
+    )
+    return {master.name: Waiting(quiet, words, hang=True)}
 
 
 OUT_SECONDS = 15.0  # Horovod adds a listed host at its next commit, seconds later (seen: about 5 s)
