@@ -143,6 +143,46 @@ def test_the_pods_of_ranks_still_waiting_once_the_bound_has_passed(
         assert w.since >= T and "recovery watchdog, bound 10 s" in w.description
 
 
+# t0's worker killed inside its pod at T - 0.1: t1 reported READY at once, the driver's FAILURE
+# record of t0 came 0.08 s after T and was stamped T (whole seconds); t2 waits in Gloo.
+KILLED_IN_POD = {
+    "t0.job": HostSeen(step=T - 0.2, rank=0, left=T + 0.08),
+    "t1.job": HostSeen(step=T - 0.2, rank=1, joined=T - 0.005),
+    "t2.job": HostSeen(step=T - 0.2, rank=2),
+}
+SURVIVORS = running({"t1": T - 60, "t2": T - 60})
+
+
+@pytest.mark.parametrize(
+    ("case", "hosts", "pods", "want"),
+    [
+        (
+            "a READY before the fault's recorded second, after the ring's last step",
+            KILLED_IN_POD,
+            SURVIVORS,
+            {"t2"},
+        ),
+        (
+            "a READY before the ring's last step is the re-forming before",
+            {**KILLED_IN_POD, "t1.job": HostSeen(step=T - 0.2, rank=1, joined=T - 0.5)},
+            SURVIVORS,
+            set(),
+        ),
+        (
+            "a scale-in's pod out of the ring for 30 s is no survivor",
+            {**KILLED_IN_POD, "t3.job": HostSeen(step=T - 30, rank=3)},
+            [*SURVIVORS, *running({"t3": T - 60})],
+            {"t2"},
+        ),
+    ],
+)
+def test_who_moved_on_and_who_survived(
+    case: str, hosts: dict[str, HostSeen], pods: list[PodView], want: set[str]
+) -> None:
+    training = seen(T + 11, hosts, last_step=T - 0.2)
+    assert set(watchdog.waiting(status(), training, pods, wanted=3)) == want, case
+
+
 def test_the_bound_is_ten_of_rank_0s_p99_gaps_and_at_least_30_s() -> None:
     assert watchdog.bound(TrainingSeen(0, intervals=(1.0,) * 10)) == 30
     assert watchdog.bound(TrainingSeen(0, intervals=(5.0,) * 10)) == 50

@@ -70,6 +70,9 @@ LATE_FLOOR_SECONDS = 10.0
 # may be the broken ring's last (seen: rank 0's step 0.1 s before its SIGKILL, in the second the
 # exit was stamped with, taken for training running again, and the recovery never watched).
 GRAIN_SECONDS = 1.0
+# Every rank prints each step line within a moment: a host whose newest step is this far behind
+# the ring's last one had left the ring before (a scale-in's pod running out its grace period).
+RING_LAG_SECONDS = 10.0
 
 
 def stepped_at_width(seen: TrainingSeen, since: float, wanted: int | None) -> bool:
@@ -126,18 +129,26 @@ def waiting(
     quiet = max(since, seen.last_step)
     silent = seen.read_at - quiet
     # The workers that have left the ring that broke (the driver's READY, or the training's
-    # reset) since the silence began: a new ring forms, and it waits for the others.
+    # reset) since it last stepped: a new ring forms, and it waits for the others. They leave at
+    # the fault itself, which may come before the time recorded for it: a failure's time is
+    # whole seconds, and horovodrun's driver records a worker killed inside its pod when its
+    # ssh session ends (seen: the other survivor's READY at 26.995, the FAILURE record at 27.08,
+    # stamped 27, and nothing was marked while a third rank waited out Gloo's 300 s).
     left = {h: max(s.joined or 0.0, s.reset or 0.0) for h, s in seen.hosts.items()}
-    moved = {h for h, t in left.items() if t >= quiet}
+    moved = {h for h, t in left.items() if t > max(seen.last_step, since - GRAIN_SECONDS)}
     if not moved:
         return {}  # no new ring is forming: nothing tells which rank waits
     first = min(left[h] for h in moved)
     if seen.read_at - first < late_bound(seen):
         return {}
-    # The ranks of the ring that broke (hosts that stepped before the silence) whose pods are
-    # still the job's, running, and older than the silence: the survivors.
+    # The ranks of the ring that broke (hosts that stepped with it, within RING_LAG_SECONDS of
+    # its last step before the silence: not a host that left it before, like a scale-in's pod
+    # that runs out its grace period) whose pods are still the job's, running, and older than
+    # the silence: the survivors.
     alive = {p.name for p in pods if p.running and p.created is not None and p.created.timestamp() <= quiet}
-    ring = {h: s for h, s in seen.hosts.items() if s.step is not None and s.step <= quiet}
+    stepped = {h: s.step for h, s in seen.hosts.items() if s.step is not None and s.step <= quiet}
+    last = max(stepped.values(), default=0.0)
+    ring = {h: seen.hosts[h] for h, t in stepped.items() if t >= last - RING_LAG_SECONDS}
     survivors = {h: s for h, s in ring.items() if host_pod(h) in alive}
     late = {h for h in survivors if h not in moved}
     if late and len(late) == len(survivors):  # keep one to carry the state: the lowest-ranked
