@@ -183,6 +183,22 @@ def test_who_moved_on_and_who_survived(
     assert set(watchdog.waiting(status(), training, pods, wanted=3)) == want, case
 
 
+def test_the_old_ring_stepping_past_a_force_delete_is_not_training_back() -> None:
+    """A force-deleted worker steps until its kill, 2 s on: its ring's steps after the delete,
+    with no reset line since, are not a recovery; a survivor the kill left in a collective is."""
+    started = T - 100  # every host printed its reset line when the training started
+    hosts = {
+        "t0.job": HostSeen(step=T + 2.6, rank=0, reset=started),
+        "t1.job": HostSeen(step=T + 2.6, rank=1, reset=started, joined=T + 2.8),
+        "t2.job": HostSeen(step=T + 2.6, rank=2, reset=started),
+    }
+    training = seen(T + 14, hosts, last_step=T + 2.6)
+    assert not watchdog.stepped_at_width(training, T, 3)
+    assert set(watchdog.waiting(status(), training, SURVIVORS, wanted=3)) == {"t2"}
+    reformed = seen(T + 14, {**hosts, "t1.job": HostSeen(step=T + 9, rank=0, reset=T + 4)}, last_step=T + 9)
+    assert watchdog.stepped_at_width(dataclasses.replace(reformed, width=2), T, None)
+
+
 def test_the_bound_is_ten_of_rank_0s_p99_gaps_and_at_least_30_s() -> None:
     assert watchdog.bound(TrainingSeen(0, intervals=(1.0,) * 10)) == 30
     assert watchdog.bound(TrainingSeen(0, intervals=(5.0,) * 10)) == 50

@@ -43,14 +43,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aitj.core.api import Job, ReplicaType, RestartEntry
-from aitj.core.planner.watchdog import bound, host_pod
+from aitj.core.planner.watchdog import bound, host_pod, stepping_since
 from aitj.core.policy import FORCED, VANISHED, WATCHDOG_KINDS, FailureKind
 from aitj.core.trainlog import TrainingSeen
 from aitj.core.wire import as_list, mapping, parse_time
 
 PROBE_SECONDS = 10.0  # held, unread: the watchdog reads a recovering job's log every 2 s
 GRACE_SECONDS = 30.0  # held past the watchdog's bound: its restart, then the driver's reset
-SETTLE_SECONDS = 2.0  # a step this soon after the fault may be the old ring's last
 WATCHDOG_CAUSES = frozenset(k.value for k in WATCHDOG_KINDS)  # its restarts: the worker is gone too
 
 
@@ -119,19 +118,12 @@ def rank_0(seen: TrainingSeen | None) -> str | None:
 
 
 def reformed(seen: TrainingSeen, at: float) -> bool:
-    """reformed: the log shows the ring re-formed after the fault at ``at`` and stepping: a step
-    line SETTLE_SECONDS or more after it, and after the training's latest reset line, itself
-    after the fault where the training prints reset lines. A reset line alone is a re-forming
-    under way, and a host listed then is lost: rank 0's reset drops the driver's notice of it
-    (docs/pods.md, "Workers join in waves"; seen on real nodes: a replacement listed between
-    two re-formings 2 s apart never joined). The ring that steps with no reset since the fault
-    is the old one, still running: a force-deleted rank 0 steps until its kill, 2 s on."""
-    if seen.last_step is None or seen.last_step < at + SETTLE_SECONDS:
-        return False
-    resets = [h.reset for h in seen.hosts.values() if h.reset is not None]
-    if resets and max(resets) < at:
-        return False
-    return seen.last_step > max(resets, default=at)
+    """reformed: the ring re-formed after the fault at ``at`` and steps
+    (``watchdog.stepping_since``). A host listed while a re-forming is under way is lost: rank 0's
+    reset drops the driver's notice of it (docs/pods.md, "Workers join in waves"; seen on real
+    nodes: a replacement listed between two re-formings 2 s apart never joined); and a ring that
+    steps with no reset since the fault is the old one, a force-deleted rank 0 still in it."""
+    return stepping_since(seen, at)
 
 
 def held_until(

@@ -75,12 +75,25 @@ GRAIN_SECONDS = 1.0
 RING_LAG_SECONDS = 10.0
 
 
-def stepped_at_width(seen: TrainingSeen, since: float, wanted: int | None) -> bool:
-    """stepped_at_width: the log shows a step after the fault at ``since`` (past its second) at
-    the ``wanted`` width (None: any)."""
-    if seen.last_step is None or seen.last_step < since + GRAIN_SECONDS:
+def stepping_since(seen: TrainingSeen, at: float) -> bool:
+    """stepping_since: the log shows the ring re-formed after the fault at ``at`` and stepping: a
+    step line past the fault's second, after the training's latest reset line, itself after the
+    fault where the training prints reset lines. A reset line alone is a re-forming under way.
+    Steps with no reset since the fault are the old ring's, still running: a force-deleted worker
+    steps until its kill, 2 s on (seen: the ring stepped 2.6 s past a force delete, the recovery
+    was taken as done, and a survivor left in a Gloo collective by the kill waited out its 300 s)."""
+    if seen.last_step is None or seen.last_step <= at + GRAIN_SECONDS:
         return False
-    return wanted is None or (seen.width or 0) >= wanted
+    resets = [h.reset for h in seen.hosts.values() if h.reset is not None]
+    if resets and max(resets) < at:
+        return False
+    return seen.last_step > max(resets, default=at)
+
+
+def stepped_at_width(seen: TrainingSeen, since: float, wanted: int | None) -> bool:
+    """stepped_at_width: ``stepping_since`` the fault at ``since``, at the ``wanted`` width
+    (None: any)."""
+    return stepping_since(seen, since) and (wanted is None or (seen.width or 0) >= wanted)
 
 
 def bound(seen: TrainingSeen) -> float:
