@@ -39,6 +39,15 @@ def test_each_node_has_its_own_bridge_subnet_address_cgroup_and_containerd() -> 
     assert all(len(str(n.containerd_socket)) < 108 for n in ns)  # a unix socket path's limit
 
 
+def test_each_bridge_has_a_fixed_locally_administered_unicast_address() -> None:
+    """A bridge with no address set takes its lowest port's, which changes as pods leave."""
+    macs = [n.bridge_mac for n in real_nodes(MAX_REAL_NODES, STATE, RUN, CACHE)]
+    assert len(set(macs)) == len(macs)
+    for mac in macs:
+        first = int(mac.split(":")[0], 16)
+        assert len(mac.split(":")) == 6 and first & 0b10 and not first & 0b1, mac
+
+
 @pytest.mark.parametrize("count", [-1, MAX_REAL_NODES + 1])
 def test_a_count_out_of_range_is_refused_with_the_bounds(count: int) -> None:
     with pytest.raises(ValueError, match=f"between 0 and {MAX_REAL_NODES}"):

@@ -73,6 +73,16 @@ class RealNode:
         return f"aitjbr{self.index}"
 
     @property
+    def bridge_mac(self) -> str:
+        """bridge_mac: the bridge's own hardware address, set once (locally administered, from
+        the node's index). A Linux bridge with none set takes the lowest of its ports': each pod
+        whose veth leaves may change it, and every pod of the node then sends its routed
+        traffic (to the other nodes, to Services) to an address the bridge no longer answers
+        to, dropped until the pod's neighbour entry for the gateway is probed again, 5 to 50 s
+        on (docs/real-nodes.md, "Traps")."""
+        return f"02:0a:fa:{self.index // 256:02x}:{self.index % 256:02x}:01"
+
+    @property
     def subnet(self) -> str:
         return f"10.250.{self.index}.0/24"
 
