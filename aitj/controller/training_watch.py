@@ -194,11 +194,16 @@ class TrainingWatch:
             return
         if read.uid != w.master:
             w.seen = None  # another master: its log is another
-        held = _hold_state(w.seen, since)
+        taken = (
+            watchdog.gone(restarts_of(self.body_of(key) or {}).restarts or ())
+            if since is not None
+            else frozenset()
+        )
+        held = _hold_state(w.seen, since, taken)
         width = w.seen.width if w.seen is not None else None
         w.seen = fold(w.seen, read.events, w.read_at)
         w.master, w.cursor, w.behind, w.views = read.uid, read.cursor, read.behind, {}
-        if since is not None and _hold_state(w.seen, since) != held:
+        if since is not None and _hold_state(w.seen, since, taken) != held:
             self.kick(key)
         elif w.seen.width != width and (width is not None or self._short(key, w.seen)):
             self.kick(key)  # the training's width changed, or first seen short (planner.width)
@@ -228,7 +233,8 @@ class TrainingWatch:
             return {}
         body = self.body_of(key) or {}
         wanted = workers_wanted(body)
-        if since is not None and watchdog.stepped_at_width(seen, since, wanted):
+        taken = watchdog.gone(restarts_of(body).restarts or ())
+        if since is not None and watchdog.stepped_at_width(seen, since, wanted, taken):
             w.done = since  # training steps again at full width: nothing to watch until the next restart
         elif w.behind:
             pass  # the silence is not known yet: the next read comes at once
@@ -320,12 +326,14 @@ def listed_of(body: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(str(n) for n in as_list(mapping(body.get("status")).get("discoveryHosts")))
 
 
-def _hold_state(seen: TrainingSeen | None, since: float | None) -> tuple[bool, bool, bool]:
+def _hold_state(
+    seen: TrainingSeen | None, since: float | None, taken: frozenset[str] = frozenset()
+) -> tuple[bool, bool, bool]:
     """_hold_state: what aitj.core.planner.ring_hold reads of a training since the fault at
     ``since``: read since, has a signal, has re-formed."""
     if seen is None or since is None:
         return (False, False, False)
-    return (seen.read_at >= since, seen.last_step is not None, ring_hold.reformed(seen, since))
+    return (seen.read_at >= since, seen.last_step is not None, ring_hold.reformed(seen, since, taken))
 
 
 def restarts_of(body: Mapping[str, Any]) -> JobStatus:

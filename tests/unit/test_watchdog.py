@@ -199,6 +199,25 @@ def test_the_old_ring_stepping_past_a_force_delete_is_not_training_back() -> Non
     assert watchdog.stepped_at_width(dataclasses.replace(reformed, width=2), T, None)
 
 
+def test_a_jobs_first_fault_before_any_reset_line() -> None:
+    """The Horovod script prints its first reset line at its first re-forming: before it, the
+    force-deleted worker's ring stepping until the kill is told by the deleted pod's host in it
+    (seen: a job's first force delete taken as recovered, a survivor waiting out Gloo's 300 s)."""
+    hosts = {
+        "t0.job": HostSeen(step=T + 1.85, rank=0, left=T + 2.78),
+        "t1.job": HostSeen(step=T + 1.85, rank=2, joined=T + 2.79),
+        "t2.job": HostSeen(step=T + 1.85, rank=1),
+    }
+    deleted = JobStatus(
+        restarts=(RestartEntry(time=format_time(at(100)), pod="t0", replica="trainer", index=0),)
+    )
+    training = seen(T + 14, hosts, last_step=T + 1.85)
+    assert watchdog.gone(deleted.restarts or ()) == {"t0"}
+    assert not watchdog.stepped_at_width(training, T, 3, frozenset({"t0"}))
+    assert watchdog.stepped_at_width(training, T, 3)  # what it read before
+    assert set(watchdog.waiting(deleted, training, SURVIVORS, wanted=3)) == {"t2"}
+
+
 def test_the_bound_is_ten_of_rank_0s_p99_gaps_and_at_least_30_s() -> None:
     assert watchdog.bound(TrainingSeen(0, intervals=(1.0,) * 10)) == 30
     assert watchdog.bound(TrainingSeen(0, intervals=(5.0,) * 10)) == 50

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aitj.core.api import Job, ReplicaType, RestartEntry
-from aitj.core.planner.watchdog import bound, host_pod, stepping_since
+from aitj.core.planner.watchdog import bound, gone, host_pod, stepping_since
 from aitj.core.policy import FORCED, VANISHED, WATCHDOG_KINDS, FailureKind
 from aitj.core.trainlog import TrainingSeen
 from aitj.core.wire import as_list, mapping, parse_time
@@ -117,13 +117,13 @@ def rank_0(seen: TrainingSeen | None) -> str | None:
     return host_pod(max(steps)[1]) if steps else None
 
 
-def reformed(seen: TrainingSeen, at: float) -> bool:
+def reformed(seen: TrainingSeen, at: float, taken: frozenset[str] = frozenset()) -> bool:
     """reformed: the ring re-formed after the fault at ``at`` and steps
     (``watchdog.stepping_since``). A host listed while a re-forming is under way is lost: rank 0's
     reset drops the driver's notice of it (docs/pods.md, "Workers join in waves"; seen on real
     nodes: a replacement listed between two re-formings 2 s apart never joined); and a ring that
     steps with no reset since the fault is the old one, a force-deleted rank 0 still in it."""
-    return stepping_since(seen, at)
+    return stepping_since(seen, at, taken)
 
 
 def held_until(
@@ -137,7 +137,7 @@ def held_until(
         return None
     if seen is None or seen.read_at < at:
         until = at + PROBE_SECONDS  # not read since the fault: held until it is
-    elif seen.last_step is None or reformed(seen, at):
+    elif seen.last_step is None or reformed(seen, at, gone(restarts)):
         return None  # no signal, or the ring has re-formed
     else:
         until = at + bound(seen) + GRACE_SECONDS

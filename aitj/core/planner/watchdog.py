@@ -54,7 +54,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
-from aitj.core.api import ExceptionalEvent, JobStatus, ReplicaSpec
+from aitj.core.api import ExceptionalEvent, JobStatus, ReplicaSpec, RestartEntry
 from aitj.core.observed import PodView
 from aitj.core.policy import Failure, FailureKind
 from aitj.core.trainlog import TrainingSeen, Waiting
@@ -75,14 +75,30 @@ GRAIN_SECONDS = 1.0
 RING_LAG_SECONDS = 10.0
 
 
-def stepping_since(seen: TrainingSeen, at: float) -> bool:
+GONE_SLACK_SECONDS = 0.5  # every rank prints a step line within a moment of the others
+
+
+def gone(restarts: Iterable[RestartEntry]) -> frozenset[str]:
+    """gone: the pods the job's latest fault took (its restarts decided within GRAIN_SECONDS of
+    the latest: two trainers force-deleted at once are two)."""
+    times = [(t.timestamp(), r.pod) for r in restarts if (t := parse_time(r.time)) is not None and r.pod]
+    latest = max((t for t, _ in times), default=None)
+    return frozenset(p for t, p in times if latest is not None and t >= latest - GRAIN_SECONDS)
+
+
+def stepping_since(seen: TrainingSeen, at: float, taken: frozenset[str] = frozenset()) -> bool:
     """stepping_since: the log shows the ring re-formed after the fault at ``at`` and stepping: a
     step line past the fault's second, after the training's latest reset line, itself after the
     fault where the training prints reset lines. A reset line alone is a re-forming under way.
     Steps with no reset since the fault are the old ring's, still running: a force-deleted worker
     steps until its kill, 2 s on (seen: the ring stepped 2.6 s past a force delete, the recovery
-    was taken as done, and a survivor left in a Gloo collective by the kill waited out its 300 s)."""
+    was taken as done, and a survivor left in a Gloo collective by the kill waited out its 300 s).
+    Nor is a step a host of a ``taken`` pod printed too: a job's first fault comes before any
+    reset line (the Horovod script prints its first at its first re-forming)."""
     if seen.last_step is None or seen.last_step <= at + GRAIN_SECONDS:
+        return False
+    old = [h.step for name, h in seen.hosts.items() if host_pod(name) in taken and h.step is not None]
+    if old and seen.last_step <= max(old) + GONE_SLACK_SECONDS:
         return False
     resets = [h.reset for h in seen.hosts.values() if h.reset is not None]
     if resets and max(resets) < at:
@@ -90,10 +106,12 @@ def stepping_since(seen: TrainingSeen, at: float) -> bool:
     return seen.last_step > max(resets, default=at)
 
 
-def stepped_at_width(seen: TrainingSeen, since: float, wanted: int | None) -> bool:
-    """stepped_at_width: ``stepping_since`` the fault at ``since``, at the ``wanted`` width
-    (None: any)."""
-    return stepping_since(seen, since) and (wanted is None or (seen.width or 0) >= wanted)
+def stepped_at_width(
+    seen: TrainingSeen, since: float, wanted: int | None, taken: frozenset[str] = frozenset()
+) -> bool:
+    """stepped_at_width: ``stepping_since`` the fault at ``since`` (which ``taken`` pods), at the
+    ``wanted`` width (None: any)."""
+    return stepping_since(seen, since, taken) and (wanted is None or (seen.width or 0) >= wanted)
 
 
 def bound(seen: TrainingSeen) -> float:
@@ -137,7 +155,7 @@ def waiting(
     since = recovered_at(status)
     if seen is None or seen.last_step is None or since is None:
         return {}
-    if stepped_at_width(seen, since, wanted):
+    if stepped_at_width(seen, since, wanted, gone(status.restarts or ())):
         return {}  # back at full width
     quiet = max(since, seen.last_step)
     silent = seen.read_at - quiet
@@ -236,7 +254,7 @@ def escalation(
     since = recovered_at(status)
     if seen is None or seen.last_step is None or since is None or master is None or not master.running:
         return {}
-    if stepped_at_width(seen, since, wanted):
+    if stepped_at_width(seen, since, wanted, gone(status.restarts or ())):
         return {}
     quiet = max(since, seen.last_step)
     silent = seen.read_at - quiet
