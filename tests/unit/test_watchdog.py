@@ -411,3 +411,13 @@ def test_an_escalated_master_is_restarted_by_the_jobs_own_hang_rule(rule: bool) 
         return
     (record,) = result.restarts
     assert record.failure.kind is FailureKind.HANG and record.scope is RestartScope.ALL
+
+
+def test_a_mark_reads_the_same_read_after_read() -> None:
+    """The watch compares marks read after read (a change is logged and kicks the job): their
+    words name times, not lengths that grow at every read."""
+    for find in (
+        lambda t: watchdog.waiting(status(), seen(t, T0_RE_FORMED), PODS, wanted=3),
+        lambda t: watchdog.escalation(status(), seen(t, RING), MASTER, wanted=3),
+    ):
+        assert find(T + 100) == find(T + 102) != {}

@@ -158,7 +158,6 @@ def waiting(
     if stepped_at_width(seen, since, wanted, gone(status.restarts or ())):
         return {}  # back at full width
     quiet = max(since, seen.last_step)
-    silent = seen.read_at - quiet
     # The workers that have left the ring that broke (the driver's READY, or the training's
     # reset) since it last stepped: a new ring forms, and it waits for the others. They leave at
     # the fault itself, which may come before the time recorded for it: a failure's time is
@@ -184,13 +183,15 @@ def waiting(
     late = {h for h in survivors if h not in moved}
     if late and len(late) == len(survivors):  # keep one to carry the state: the lowest-ranked
         late.discard(min(late, key=lambda h: (survivors[h].rank is None, survivors[h].rank or 0, h)))
+    # The words name times, not lengths: the marks are compared read after read (a change is
+    # logged and kicks the job's pass), and a length would change at every read.
     why = (
         f"its worker has not left the old ring, as {', '.join(sorted(map(host_pod, moved)))} "
-        f"did {int(seen.read_at - first)} s ago"
+        f"did at {_clock(first)}"
     )
     stuck = {host_pod(h) for h in late}
     words = (
-        f"stall: no step for {int(silent)} s after the restart; {why} "
+        f"stall: no step since {_clock(quiet)}, after the restart; {why} "
         f"(recovery watchdog, bound {int(late_bound(seen))} s)"
     )
     return {name: Waiting(quiet, words) for name in stuck}
@@ -261,10 +262,15 @@ def escalation(
     if silent < ESCALATIONS * bound(seen):
         return {}
     words = (
-        f"hang: no step for {int(silent)} s after the latest restart, and nothing tells which rank "
-        f"waits (recovery watchdog, {ESCALATIONS} x its bound of {int(bound(seen))} s)"
+        f"hang: no step since {_clock(quiet)}, after the latest restart, and nothing tells which "
+        f"rank waits (recovery watchdog, {ESCALATIONS} x its bound of {int(bound(seen))} s)"
     )
     return {master.name: Waiting(quiet, words, hang=True)}
+
+
+def _clock(t: float) -> str:
+    """_clock: an epoch second as the log's clock shows it (UTC, to the second)."""
+    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
 
 
 OUT_SECONDS = 15.0  # Horovod adds a listed host at its next commit, seconds later (seen: about 5 s)
