@@ -21,9 +21,10 @@ moving on, and the survivors of the ring that broke that have not are waiting: a
 blocked in a Gloo collective of the old ring, the SIGKILL case (seen on real nodes: the other
 survivor reported READY at once, the blocked one never), once ``late_bound`` has passed since
 the first of them moved on. With no worker moving on, nothing tells
-which rank waits, and nothing is marked. Not caught (seen too): a re-forming in which every
-worker reported READY and rank 1 of the width-2 ring then stayed in Horovod's reinitialisation
-while rank 0 and the new worker waited in the rendezvous. One survivor is always kept:
+which rank waits, and nothing is marked (``escalation``, three bounds on, is for that: seen, a
+re-forming in which every worker reported READY and rank 1 of the width-2 ring then stayed in
+Horovod's reinitialisation while rank 0 and the new worker waited in the rendezvous). One
+survivor is always kept:
 Horovod carries the state over through a host of the old ring, and with none left its driver
 gives the job up (seen: a first version restarted both survivors of a SIGKILL, and the job
 ended).
@@ -73,8 +74,6 @@ GRAIN_SECONDS = 1.0
 # Every rank prints each step line within a moment: a host whose newest step is this far behind
 # the ring's last one had left the ring before (a scale-in's pod running out its grace period).
 RING_LAG_SECONDS = 10.0
-
-
 GONE_SLACK_SECONDS = 0.5  # every rank prints a step line within a moment of the others
 
 
