@@ -233,7 +233,8 @@ class TrainingWatch:
             return {}
         body = self.body_of(key) or {}
         wanted = workers_wanted(body)
-        taken = watchdog.gone(restarts_of(body).restarts or ())
+        status = restarts_of(body) if since is not None else None  # once a read, and not for idle ones
+        taken = watchdog.gone(status.restarts or ()) if status is not None else frozenset()
         if since is not None and watchdog.stepped_at_width(seen, since, wanted, taken):
             w.done = since  # training steps again at full width: nothing to watch until the next restart
         elif w.behind:
@@ -251,9 +252,8 @@ class TrainingWatch:
             marks = {**watchdog.left_out(seen, pods, w.listed_since, ring_hold.max_np(command)), **marks}
         if w.behind:
             return {**{n: m for n, m in w.marks.items() if not m.left}, **marks}  # as they were
-        if since is not None and w.done != since:
-            status, master = restarts_of(body), master_pod(body, pods)
-            stuck = watchdog.escalation(status, seen, master, wanted)  # the next rung: the job's own rules
+        if status is not None and w.done != since:
+            stuck = watchdog.escalation(status, seen, master_pod(body, pods), wanted)  # the next rung
             return {**stuck, **watchdog.waiting(status, seen, pods, wanted), **marks}
         return marks
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from aitj.core.api import Job, JobStatus, ReplicaType
-from aitj.core.planner import objects, resources, ring_hold
+from aitj.core.planner import objects, resources, ring_hold, width
 from aitj.core.planner.discovery_texts import Texts
 from aitj.core.planner.ledger_records import record_entry
 from aitj.core.planner.part import Context, Part, steps
@@ -134,7 +134,7 @@ def hold(ctx: Context) -> float | None:
     log as the recovery watchdog read it; None: not held, or no list was written yet."""
     if ctx.prev.discovery_hosts is None:
         return None
-    seen = next((s.pod.training for s in ctx.found.masters if s.pod is not None and s.pod.training), None)
+    seen = width.training(ctx.found)
     restarts = (*(ctx.prev.restarts or ()), *(record_entry(r) for r in ctx.records))
     return ring_hold.held_until(ctx.job, restarts, seen, ctx.now.timestamp())
 
