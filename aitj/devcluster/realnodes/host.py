@@ -119,9 +119,8 @@ def guard(run_dir: Path, nodes: Iterable[RealNode]) -> None:
     for node in nodes:
         if run("ip", "link", "show", node.bridge, check=False).returncode != 0:
             run("ip", "link", "add", node.bridge, "type", "bridge")
-        run(
-            "ip", "link", "set", node.bridge, "address", node.bridge_mac
-        )  # set: it no longer follows its ports
+        # An address set by hand stays; one left unset follows the bridge's ports (bridge_mac).
+        run("ip", "link", "set", node.bridge, "address", node.bridge_mac)
         run("ip", "addr", "replace", f"{node.ip}/24", "dev", node.bridge)
         run("ip", "link", "set", node.bridge, "up")
     run("ip", "route", "replace", SERVICE_RANGE, "dev", nodes[0].bridge)

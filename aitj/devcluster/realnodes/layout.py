@@ -79,7 +79,7 @@ class RealNode:
         whose veth leaves may change it, and every pod of the node then sends its routed
         traffic (to the other nodes, to Services) to an address the bridge no longer answers
         to, dropped until the pod's neighbour entry for the gateway is probed again, 5 to 50 s
-        on (docs/real-nodes.md, "Traps")."""
+        on (docs/real-nodes.md, "What real nodes taught us")."""
         return f"02:0a:fa:{self.index // 256:02x}:{self.index % 256:02x}:01"
 
     @property
