@@ -129,6 +129,8 @@ def measured(
     }
     print(report.write(out, run.recoveries, baseline, under_faults, facts), flush=True)
     (out / "launcher.log").write_text(run.log())
+    for n, text in enumerate(run.forensics, 1):  # what each stall waited on (forensics.py)
+        (out / f"forensics-{n}.txt").write_text(text)
     # The operator's side of each fault: when it decided the restart, what it saw, its latency.
     decided = [
         line

@@ -22,6 +22,7 @@ import yaml
 from aitj.tools.trainbench.recovery import Fault, Recovery, healed, recovery
 from aitj.tools.trainbench.timeline import Event, Reset, Step, parse
 from tests.clusters import KubeCluster
+from tests.e2e.real.forensics import FORENSICS_SECONDS, capture
 from tests.e2e.real.jobs import pods_by_index
 from tests.e2e.real.nodes import pod_processes
 from tests.jobs import Doc, create_job, patch_job, phase
@@ -46,6 +47,7 @@ class Training:
     def __init__(self, cluster: KubeCluster, namespace: str, job: str, launcher: str) -> None:
         self.cluster, self.namespace, self.job, self.launcher = cluster, namespace, job, launcher
         self.recoveries: list[Recovery] = []
+        self.forensics: list[str] = []  # forensics.capture of each fault not healed in time
 
     def log(self) -> str:
         return self.cluster.kubectl(
@@ -77,8 +79,14 @@ class Training:
                 return over()
             return healed(self.events(), Fault(kind, done, width, until=done))
 
-        with contextlib.suppress(AssertionError):  # not healed in time: counted below
-            wait_for(settled, heal_seconds, f"training back at width {width} after a {kind}", interval=1)
+        what = f"training back at width {width} after a {kind}"
+        try:
+            wait_for(settled, min(FORENSICS_SECONDS, heal_seconds), what, interval=1)
+        except AssertionError:  # a stall: what it waits on, taken while it waits
+            why = f"{kind} made at {time.strftime('%H:%M:%S', time.gmtime(t))} UTC, not healed"
+            self.forensics.append(capture(self.cluster, self.namespace, why))
+            with contextlib.suppress(AssertionError):  # not healed in time: counted below
+                wait_for(settled, heal_seconds - (time.time() - done), what, interval=1)
         time.sleep(SETTLE_SECONDS)
         got = recovery(self.events(), Fault(kind, t, width, until=time.time()))
         print(
