@@ -85,15 +85,19 @@ def max_np(command: str) -> int | None:
 
 def fault_at(restarts: Iterable[RestartEntry], seen: TrainingSeen | None = None) -> float | None:
     """fault_at: when the fault behind the latest restart happened (epoch seconds), if that
-    restart is of an exit, the recovery watchdog's, or a force delete (grace period 0, not a
-    graceful delete, which has the same cause) of the pod ``seen`` last saw step as rank 0;
-    None otherwise, or with no restart."""
+    restart is of an exit or the recovery watchdog's, or the fault (``watchdog.gone``: the
+    restarts of its second) force-deleted (grace period 0, not a graceful delete, which has the
+    same cause) the pod ``seen`` last saw step as rank 0; None otherwise, or with no restart."""
     latest = max(restarts, key=lambda r: r.time or "", default=None)
     if latest is None:
         return None
     dead = latest.exit_code is not None or latest.cause in WATCHDOG_CAUSES
-    dying = (
-        killed_at_once(latest.cause, latest.message) and latest.pod is not None and rank_0(seen) == latest.pod
+    # Of the pods the fault took (two force-deleted at once are recorded in the same second,
+    # in either order), any one that was rank 0's.
+    taken, head = gone(restarts), rank_0(seen)
+    dying = any(
+        killed_at_once(r.cause, r.message) and r.pod is not None and r.pod == head and r.pod in taken
+        for r in restarts
     )
     if not dead and not dying:
         return None
