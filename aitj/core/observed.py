@@ -64,16 +64,14 @@ MAX_DRAIN_CHECKPOINT_ANNOTATION = 256
 # says the cluster dropped them (docs/semantics.md, "In-place restarts and the escalation ladder").
 ANNOTATION_IN_PLACE = f"{LABEL_PREFIX}/in-place"
 MAX_IN_PLACE_ANNOTATION = 1024  # 255 codes of up to 3 digits and their commas
-# The kubelet's reason on the containers it stops to restart them all (not the one that exited).
-RESTARTING_ALL_CONTAINERS = "RestartingAllContainers"
+RESTARTING_ALL_CONTAINERS = "RestartingAllContainers"  # the kubelet's, on the others one exit restarts
 MAX_LEDGER_ANNOTATION = 256 * 1024
 MAX_HOSTS_ANNOTATION = 128  # a digest (aitj.core.planner.hostfiles.digest): 16 hex characters
 
 DISRUPTION_TARGET = "DisruptionTarget"
 # DisruptionTarget reasons (k8s.io/api/core/v1). The scheduler's was renamed in 1.27.
 PREEMPTION_REASONS = frozenset({"PreemptionByScheduler", "PreemptionByKubeScheduler"})
-# Disruptions caused by the node going away; the planner prefers nodeNotReady for these when
-# the node is indeed not Ready.
+# The node going away's: the planner prefers nodeNotReady for these when the node is not Ready.
 NODE_DISRUPTION_REASONS = frozenset({"DeletionByTaintManager", "DeletionByPodGC"})
 KUBELET_EVICTED = "Evicted"  # pod.status.reason after a kubelet (node-pressure) eviction
 
@@ -119,7 +117,7 @@ class PodView:
     finalizers: tuple[str, ...] = ()
     exit_code: int | None = None
     exit_container: str | None = None
-    exit_at: datetime | None = None  # finishedAt of the container that gave exit_code
+    exit_at: datetime | None = None  # finishedAt of the container of exit_code (none: the last's)
     disruption: str | None = None
     disruption_at: datetime | None = None
     reason: str | None = None  # status.reason: Evicted, NodeLost, UnexpectedAdmissionError, ...
@@ -318,12 +316,14 @@ def _statuses_in_spec_order(
 def _exit(
     spec: Mapping[str, Any], status: Mapping[str, Any]
 ) -> tuple[int | None, str | None, datetime | None]:
+    finished = None  # with no non-zero code: when the last container finished (policy.classify)
     for s in _statuses_in_spec_order(spec, status):
         terminated = mapping(mapping(s.get("state")).get("terminated"))
-        code = as_int(terminated.get("exitCode"))
+        code, at = as_int(terminated.get("exitCode")), parse_time(terminated.get("finishedAt"))
         if code:  # 0 is success, None is "not terminated"
-            return code, str(s.get("name", "")), parse_time(terminated.get("finishedAt"))
-    return None, None, None
+            return code, str(s.get("name", "")), at
+        finished = at if finished is None or (at is not None and at > finished) else finished
+    return None, None, finished
 
 
 def _running_since(status: Mapping[str, Any]) -> datetime | None:

@@ -130,7 +130,7 @@ def classify(pod: PodView, node: NodeView | None, signals: NodeSignals = DEFAULT
     else makes a node bad (``aitj.core.nodesignals``; "bad" below). The cause wins
     over the symptom, so the checks run in this order:
 
-    1. Succeeded: success, never a failure (exit code 0 is success).
+    1. Succeeded: success (exit code 0), unless it finished after someone else's delete began.
     2. A True DisruptionTarget condition: PreemptionByScheduler is PodPreempted; a taint-manager
        or pod-GC deletion on a node that is bad is nodeNotReady; an eviction from a
        cordoned node (``drain``) is nodeNotReady; anything else PodEvicted.
@@ -140,14 +140,16 @@ def classify(pod: PodView, node: NodeView | None, signals: NodeSignals = DEFAULT
     5. Being deleted (the operator never deletes a pod it still wants): PodForceDeleted.
     6. Failed without an exit code: nodeNotReady if the node is bad, else PodFailed.
     """
-    if pod.phase == "Succeeded":
+    started = pod.deletion_started
+    # A worker that exits 0 on the SIGTERM of a delete is that delete's (seen: torchrun's, after a
+    # force delete the pod's finalizer held, and its index was counted done).
+    if pod.phase == "Succeeded" and (started is None or pod.exit_at is None or pod.exit_at < started):
         return None
     if pod.disruption is not None:
         return disrupted(pod, node, signals)
     if pod.reason == KUBELET_EVICTED:
         detail = f": {pod.message}" if pod.message else ""
         return Failure(FailureKind.POD_EVICTED, f"pod was evicted by the kubelet{detail}", at=pod.exit_at)
-    started = pod.deletion_started
     exited_first = pod.exit_at is None or started is None or pod.exit_at <= started
     if pod.phase == "Failed" and pod.exit_code is not None and (not pod.deleting or exited_first):
         return exit_failure(pod)
@@ -155,11 +157,8 @@ def classify(pod: PodView, node: NodeView | None, signals: NodeSignals = DEFAULT
         return bad
     if pod.deleting:
         how = FORCED if pod.deletion_grace_seconds == 0 else f"(grace period {pod.deletion_grace_seconds}s)"
-        return Failure(
-            FailureKind.POD_FORCE_DELETED,
-            f"pod was deleted {how} by someone other than the operator",
-            at=started,
-        )
+        words = f"pod was deleted {how} by someone other than the operator"
+        return Failure(FailureKind.POD_FORCE_DELETED, words, at=started)
     if pod.phase == "Failed":
         if (bad := node_failure(pod, node, signals)) is not None:
             return bad

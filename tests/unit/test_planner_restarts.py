@@ -71,6 +71,20 @@ def test_a_force_deleted_trainer_is_replaced_at_the_same_index_with_a_new_name()
     assert condition(result)["type"] == "Restarting"
 
 
+def test_a_trainer_that_exits_0_on_a_force_delete_is_replaced_not_counted_done() -> None:
+    """Seen with torchrun on real nodes: the pod's finalizer holds it, the kubelet stops its
+    container, the worker exits 0 on the SIGTERM, and the pod's phase is Succeeded before the
+    operator's pass reads it. The index is not done: the delete is the failure."""
+    cluster = running()
+    cluster.pods[TRAINERS[1]].exited(0, finished=101).deleted(100, grace=0)
+    result = cluster.step(102)
+    assert [(c.index, c.generation) for c in result.creates] == [(1, 1)]
+    assert result.status is not None
+    status = as_json(result.status)
+    assert status["RestartCount"]["trainer"] == 1
+    assert "succeeded" not in status["restartLedger"]["trainer"]
+
+
 def test_a_restart_event_names_the_cause_and_the_rule() -> None:
     cluster = running()
     cluster.pods[TRAINERS[0]].deleted(100, grace=0)

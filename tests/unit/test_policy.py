@@ -60,6 +60,27 @@ GONE = None
             id="a succeeded pod deleted later is done",
         ),
         pytest.param(
+            Pod("trainer", 0).exited(0, finished=102).deleted(100, grace=0),
+            READY,
+            FailureKind.POD_FORCE_DELETED,
+            None,
+            id="a worker that exits 0 on someone's force delete is the delete, not a success",
+        ),
+        pytest.param(
+            Pod("trainer", 0).exited(0, finished=100).deleted(100, grace=30),
+            READY,
+            FailureKind.POD_FORCE_DELETED,
+            None,
+            id="an exit 0 in the second a graceful delete began is the delete",
+        ),
+        pytest.param(
+            Pod("trainer", 0).exited(0, finished=101).disrupted("EvictionByEvictionAPI").deleted(100, 30),
+            CORDONED,
+            FailureKind.NODE_NOT_READY,
+            None,
+            id="a worker that exits 0 on a drain's eviction is the drain",
+        ),
+        pytest.param(
             Pod("launcher", 0).exited(1), READY, FailureKind.EXIT_CODE, 1, id="exit code 1 is a failure"
         ),
         pytest.param(Pod("launcher", 0).exited(128), READY, FailureKind.EXIT_CODE, 128, id="exit code 128"),

@@ -255,8 +255,8 @@ class _Surveyor:
         if failure is None and (waits := current.waiting) is not None:  # aitj.core.planner.watchdog
             failure = waiting_failure(r, waits)
         state = {"Succeeded": State.SUCCEEDED, "Running": State.RUNNING}.get(current.phase, State.PENDING)
-        if state is State.RUNNING and current.deleting:
-            state = State.PENDING
+        if current.deleting and (state is State.RUNNING or failure is not None):
+            state = State.PENDING  # on its way out; an exit 0 after a delete is the delete's (classify)
         slot = Slot(r, i, top, current.name, state, current, failure)
         if self.judged is not None:
             self.judged[id(current)] = (current, self.made_of(r, i, current, nodes), slot)
