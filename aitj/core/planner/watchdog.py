@@ -63,10 +63,12 @@ from aitj.core.wire import parse_time
 
 FLOOR_SECONDS = 30.0
 CADENCES = 10  # the bound in rank 0's p99 gaps between steps
-# A survivor still in the old ring this long after another worker moved on is late. At the 30 s
-# floor a SIGKILL's recovery took about 40 s, the floor, the restart and a re-forming: a fault
-# every three minutes would cost a fifth of the training.
-LATE_FLOOR_SECONDS = 10.0
+# A survivor still in the old ring this long after another worker moved on is late. Seen on real
+# nodes (py-spy and ss, taken 8 s after a SIGKILL): the survivor that moved on reported READY
+# within a second, and the late one waited in the old ring's allreduce on that survivor's
+# sockets, which Horovod's reset leaves open and silent: only Gloo's timeout ends that wait. At
+# a 10 s floor a SIGKILL cost about 20 s; at the first version's 30 s, about 40 s.
+LATE_FLOOR_SECONDS = 3.0
 # A fault's time is the kubelet's finishedAt, in whole seconds: a step line within that second
 # may be the broken ring's last (seen: rank 0's step 0.1 s before its SIGKILL, in the second the
 # exit was stamped with, taken for training running again, and the recovery never watched).
