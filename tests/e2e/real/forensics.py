@@ -74,10 +74,10 @@ def capture(cluster: KubeCluster, namespace: str, why: str) -> str:
     parts = [f"# {why}, taken at {stamp} UTC\n"]
     for pod in cluster.core.list_namespaced_pod(namespace).items:
         parts.append(_pod(pod))
-    parts.append(f"## conntrack -L -p tcp, the pods' flows ({POD_RANGE})\n")
+    parts.append(f"## conntrack -L -p tcp, the pods' flows ({POD_RANGE}) but those closed\n")
     pods = POD_RANGE.split(".0.0/", 1)[0] + "."
     flows = _run("conntrack", "-L", "-p", "tcp").splitlines()
-    parts += [line + "\n" for line in flows if f"src={pods}" in line]
+    parts += [line + "\n" for line in flows if f"src={pods}" in line and " TIME_WAIT " not in line]
     parts.append("## iptables -L KUBE-FORWARD -v -n (kube-proxy's drops)\n")
     parts.append(_run("iptables", "-L", "KUBE-FORWARD", "-v", "-n"))
     return "".join(parts)
