@@ -13,8 +13,7 @@ the caller passes ``now``. Two steps, like the Kubernetes Job controller's
   carries its ``trace``: every rule, whether it was active, whether it matched, and why; the
   planner and ``aitj explain`` read that one trace, so they cannot disagree about a rule.
 Restart limits are counted by the planner; a rule whose budget is spent is passed to ``decide``
-(``spent``) and matches nothing. docs/semantics.md tells every branch below.
-"""
+(``spent``) and matches nothing. docs/semantics.md tells every branch below."""
 
 from __future__ import annotations
 
@@ -46,6 +45,7 @@ class FailureKind(enum.StrEnum):
     HANG = ExceptionalEvent.HANG.value  # no progress line (aitj.core.planner.hang)
     STALL = "stall"  # a rank waiting after a recovery: the watchdog's (aitj.core.planner.watchdog)
     LEFT_RING = "leftRing"  # a worker out of the ring while its pod runs: the watchdog's too
+    RING_HUNG = "ringHung"  # nothing stepped nor moved on long after a recovery: its escalation
     POD_FAILED = "PodFailed"
     RESTART_TIMEOUT = "RestartTimeout"
 
@@ -63,7 +63,7 @@ class FailureKind(enum.StrEnum):
         return event_class(self.event)
 
 
-WATCHDOG_KINDS = frozenset({FailureKind.STALL, FailureKind.LEFT_RING})  # its own rung restarts them
+WATCHDOG_KINDS = frozenset({FailureKind.STALL, FailureKind.LEFT_RING, FailureKind.RING_HUNG})  # its rung's
 
 
 @dataclass(frozen=True)
@@ -355,8 +355,9 @@ def decide(
     trace = _trace(replica, fault_tolerant, failure, spent)
     if failure.kind is FailureKind.RESTART_TIMEOUT:
         return Fail(FailReason.RESTART_TIMEOUT, failure.description, trace)
-    if failure.kind in WATCHDOG_KINDS:  # the watchdog's own rung, whatever the rules
-        return RestartDecision(RestartScope.POD, "the recovery watchdog", trace)
+    if failure.kind in WATCHDOG_KINDS:  # the watchdog's own rung, whatever the rules: a pod, or all
+        scope = RestartScope.ALL if failure.kind is FailureKind.RING_HUNG else RestartScope.POD
+        return RestartDecision(scope, "the recovery watchdog", trace)
     if not allows(policy, failure.kind):
         return Fail(
             FailReason.NOT_RESTARTABLE,

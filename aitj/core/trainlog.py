@@ -242,3 +242,4 @@ class Waiting:
     description: str
     left: bool = False
     hang: bool = False  # the escalation: the master's, raised as a hang for the job's own rules
+    alone: bool = False  # ... and no worker moved on: the watchdog restarts the job where none does

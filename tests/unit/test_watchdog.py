@@ -339,41 +339,57 @@ def test_a_listed_worker_horovod_never_took_in(
 
 
 # The escalation: nothing steps long after the latest restart, and nothing tells which rank
-# waits: the master is raised as a hang, for the job's own rules.
+# waits: the master is raised as a hang, for the job's own rules; ``alone`` where no worker
+# moved on either (RING: nobody left the old ring), for the watchdog's restart of the job.
 MASTER = PodView(name="launcher-0", phase="Running", created=at(0))
 
 
 @pytest.mark.parametrize(
-    ("case", "training", "restart", "master", "marked"),
+    ("case", "training", "restart", "master", "alone"),
     [
-        ("silent 89 s after the restart: not yet", seen(T + 89, RING), T, MASTER, False),
-        ("silent 90 s, three bounds: the master", seen(T + 90, RING), T, MASTER, True),
+        ("silent 89 s after the restart: not yet", seen(T + 89, RING), T, MASTER, None),
         (
-            "stepped at width 2 at T + 8, silent 90 s since",
-            seen(T + 98, NARROW, last_step=T + 8, width=2),
+            "silent 90 s, three bounds, nobody moved on: the master, alone",
+            seen(T + 90, RING),
             T,
             MASTER,
             True,
         ),
-        ("back at full width", seen(T + 120, RING, last_step=T + 8), T, MASTER, False),
-        ("no restart", seen(T + 120, RING), None, MASTER, False),
-        ("no master running", seen(T + 120, RING), T, dataclasses.replace(MASTER, phase="Pending"), False),
+        (
+            "a survivor moved on, the other never did: the master, not alone",
+            seen(T + 90, T0_RE_FORMED),
+            T,
+            MASTER,
+            False,
+        ),
+        (
+            "stepped at width 2 at T + 8, silent 90 s since, two reached the new rendezvous",
+            seen(T + 98, NARROW, last_step=T + 8, width=2),
+            T,
+            MASTER,
+            False,
+        ),
+        ("back at full width", seen(T + 120, RING, last_step=T + 8), T, MASTER, None),
+        ("no restart", seen(T + 120, RING), None, MASTER, None),
+        ("no master running", seen(T + 120, RING), T, dataclasses.replace(MASTER, phase="Pending"), None),
         (
             "a slower training's bound: 3 x 10 of its 5 s gaps",
             dataclasses.replace(seen(T + 120, RING), intervals=(5.0,) * 10),
             T,
             MASTER,
-            False,
+            None,
         ),
     ],
 )
 def test_the_escalation_marks_the_master_when_nothing_steps_for_three_bounds(
-    case: str, training: TrainingSeen, restart: float | None, master: PodView, marked: bool
+    case: str, training: TrainingSeen, restart: float | None, master: PodView, alone: bool | None
 ) -> None:
     got = watchdog.escalation(status(restart), training, master, wanted=3)
-    assert (got.get(MASTER.name) is not None) is marked, case
-    if marked:
-        assert got[MASTER.name].hang and "nothing tells which rank waits" in got[MASTER.name].description
+    mark = got.get(MASTER.name)
+    assert (None if mark is None else mark.alone) is alone, case
+    if mark is not None:
+        who = "no worker has left the ring that broke" if alone else "nothing tells which rank waits"
+        assert mark.hang and who in mark.description
 
 
 HANG_RULE = event_rule("hang", RestartScope.ALL)
@@ -386,6 +402,8 @@ HANG_RULE = event_rule("hang", RestartScope.ALL)
         (Waiting(T, "left", left=True), (), FailureKind.LEFT_RING),
         (Waiting(T, "hang", hang=True), (HANG_RULE,), FailureKind.HANG),
         (Waiting(T, "hang", hang=True), (), None),  # no rule asks for hang restarts: none is raised
+        (Waiting(T, "hang", hang=True, alone=True), (), FailureKind.RING_HUNG),  # nobody moved on
+        (Waiting(T, "hang", hang=True, alone=True), (HANG_RULE,), FailureKind.HANG),  # the job's rule first
     ],
 )
 def test_what_a_watchdog_mark_stands_for(
@@ -395,23 +413,40 @@ def test_what_a_watchdog_mark_stands_for(
     assert (got.kind if got is not None else None) is want
 
 
-@pytest.mark.parametrize("rule", [True, False], ids=["a rule names hang", "no rule names hang"])
-def test_an_escalated_master_is_restarted_by_the_jobs_own_hang_rule(rule: bool) -> None:
+@pytest.mark.parametrize(
+    ("rule", "alone", "want"),
+    [
+        (True, False, FailureKind.HANG),
+        (False, False, None),
+        (False, True, FailureKind.RING_HUNG),
+        (True, True, FailureKind.HANG),
+    ],
+    ids=[
+        "a rule names hang",
+        "no rule names hang",
+        "no rule, nobody moved on: the watchdog restarts the job",
+        "a rule names hang, nobody moved on: the rule",
+    ],
+)
+def test_an_escalated_master_is_restarted_by_the_jobs_own_hang_rule_or_by_the_watchdog(
+    rule: bool, alone: bool, want: FailureKind | None
+) -> None:
     job = seed_job(trainer(), launcher(rules=(*launcher().rules, HANG_RULE) if rule else launcher().rules))
     cluster = Cluster(job, running_seed())
     cluster.step(10)
     master = next(n for n in cluster.pods if "-launcher-" in n)
-    mark = Waiting(at(5).timestamp(), "hang: no step for 95 s after the latest restart", hang=True)
+    mark = Waiting(at(5).timestamp(), "hang: no step since 12:00:05", hang=True, alone=alone)
     views = [
         dataclasses.replace(v, waiting=mark) if v.name == master else v
         for v in (p.view() for p in cluster.pods.values())
     ]
     result = plan(cluster.job, views, {"node-a": node()}, at(120))
-    if not rule:
+    if want is None:
         assert not result.restarts and not result.deletes
         return
     (record,) = result.restarts
-    assert record.failure.kind is FailureKind.HANG and record.scope is RestartScope.ALL
+    assert record.failure.kind is want and record.scope is RestartScope.ALL
+    assert {d.name for d in result.deletes} == set(cluster.pods)  # every pod of the job goes
 
 
 def test_a_mark_reads_the_same_read_after_read() -> None:

@@ -50,7 +50,9 @@ from aitj.core.wire import as_list, mapping, parse_time
 
 PROBE_SECONDS = 10.0  # held, unread: the watchdog reads a recovering job's log every 2 s
 GRACE_SECONDS = 30.0  # held past the watchdog's bound: its restart, then the driver's reset
-WATCHDOG_CAUSES = frozenset(k.value for k in WATCHDOG_KINDS)  # its restarts: the worker is gone too
+# Its restarts of a rank: the worker is gone too. Not its restart of the whole job (ringHung):
+# horovodrun starts anew on the list as it is then.
+WATCHDOG_CAUSES = frozenset(k.value for k in WATCHDOG_KINDS if k is not FailureKind.RING_HUNG)
 
 
 def elastic_horovod(job: Job) -> bool:

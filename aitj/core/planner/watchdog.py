@@ -145,6 +145,19 @@ def host_pod(host: str) -> str:
     return host.split(".", 1)[0]
 
 
+def moved_on(seen: TrainingSeen, since: float) -> Mapping[str, float]:
+    """moved_on: the hosts that have left the ring that broke (the driver's READY, or the
+    training's reset) since it last stepped, and when: a new ring forms, and it waits for the
+    others. They leave at the fault itself, which may come before the time recorded for it
+    (``since``): a failure's time is whole seconds, and horovodrun's driver records a worker
+    killed inside its pod when its ssh session ends (seen: the other survivor's READY at 26.995,
+    the FAILURE record at 27.08, stamped 27, and nothing was marked while a third rank waited
+    out Gloo's 300 s)."""
+    assert seen.last_step is not None
+    left = {h: max(s.joined or 0.0, s.reset or 0.0) for h, s in seen.hosts.items()}
+    return {h: t for h, t in left.items() if t > max(seen.last_step, since - GRAIN_SECONDS)}
+
+
 def waiting(
     status: JobStatus, seen: TrainingSeen | None, pods: Iterable[PodView], wanted: int | None
 ) -> Mapping[str, Waiting]:
@@ -159,17 +172,10 @@ def waiting(
     if stepped_at_width(seen, since, wanted, gone(status.restarts or ())):
         return {}  # back at full width
     quiet = max(since, seen.last_step)
-    # The workers that have left the ring that broke (the driver's READY, or the training's
-    # reset) since it last stepped: a new ring forms, and it waits for the others. They leave at
-    # the fault itself, which may come before the time recorded for it: a failure's time is
-    # whole seconds, and horovodrun's driver records a worker killed inside its pod when its
-    # ssh session ends (seen: the other survivor's READY at 26.995, the FAILURE record at 27.08,
-    # stamped 27, and nothing was marked while a third rank waited out Gloo's 300 s).
-    left = {h: max(s.joined or 0.0, s.reset or 0.0) for h, s in seen.hosts.items()}
-    moved = {h for h, t in left.items() if t > max(seen.last_step, since - GRAIN_SECONDS)}
+    moved = moved_on(seen, since)
     if not moved:
         return {}  # no new ring is forming: nothing tells which rank waits
-    first = min(left[h] for h in moved)
+    first = min(moved.values())
     if seen.read_at - first < late_bound(seen):
         return {}
     # The ranks of the ring that broke (hosts that stepped with it, within RING_LAG_SECONDS of
@@ -232,12 +238,14 @@ ESCALATIONS = 3  # the escalation: silent this many bounds after the latest rest
 def waiting_failure(r: ReplicaSpec, waits: Waiting) -> Failure | None:
     """waiting_failure: the failure a pod of replica ``r`` marked by the watchdog stands for: a
     rank out of the ring (``leftRing``) or still waiting in it (``stall``), which the watchdog's
-    own rung restarts; the escalation's ``hang``, only where a rule of ``r`` names ``hang`` (the
-    watchdog is on by default: a job that did not ask for hang restarts is never failed by one)."""
+    own rung restarts; the escalation's ``hang`` where a rule of ``r`` names ``hang`` (the
+    watchdog is on by default: a job that did not ask for hang restarts is never failed by one),
+    else, when no worker moved on (``alone``), ``ringHung``, the whole job restarted by its rung."""
     since = datetime.fromtimestamp(waits.since, UTC)
     if waits.hang:
-        named = any(ExceptionalEvent.HANG in rule.events for rule in r.rules)
-        return Failure(FailureKind.HANG, waits.description, at=since) if named else None
+        if any(ExceptionalEvent.HANG in rule.events for rule in r.rules):
+            return Failure(FailureKind.HANG, waits.description, at=since)
+        return Failure(FailureKind.RING_HUNG, waits.description, at=since) if waits.alone else None
     kind = FailureKind.LEFT_RING if waits.left else FailureKind.STALL
     return Failure(kind, waits.description, at=since)
 
@@ -250,9 +258,13 @@ def escalation(
     later) and not at the ``wanted`` width since that restart: the ranks restarted (if any could
     be told) did not bring it back, and nothing tells which rank waits (seen: a re-forming in
     which every worker reported READY, and no collective completed again). The survey raises it
-    as the exceptional event ``hang`` on the master, which only a rule of the master's replica
-    that names ``hang`` restarts, with the scope it gives (the replica, or the whole job): the
-    job's own rules, the next rung after the ranks."""
+    as the exceptional event ``hang`` on the master, which a rule of the master's replica that
+    names ``hang`` restarts, with the scope it gives (the replica, or the whole job): the job's
+    own rules, the next rung after the ranks. Where none does, and no worker has left the ring
+    that broke since (``alone``: the survivors all wait in a collective of the old ring, which
+    only the framework's own timeout ends, the seed's 300 s; seen once in 40 double force
+    deletes), the watchdog's rung restarts every pod of the job (``ringHung``, scope All): a
+    slow start (a checkpoint's load) shows workers moving on, and is left alone."""
     since = recovered_at(status)
     if seen is None or seen.last_step is None or since is None or master is None or not master.running:
         return {}
@@ -262,11 +274,13 @@ def escalation(
     silent = seen.read_at - quiet
     if silent < ESCALATIONS * bound(seen):
         return {}
+    alone = not moved_on(seen, since)
+    who = "no worker has left the ring that broke" if alone else "nothing tells which rank waits"
     words = (
-        f"hang: no step since {_clock(quiet)}, after the latest restart, and nothing tells which "
-        f"rank waits (recovery watchdog, {ESCALATIONS} x its bound of {int(bound(seen))} s)"
+        f"hang: no step since {_clock(quiet)}, after the latest restart, and {who} "
+        f"(recovery watchdog, {ESCALATIONS} x its bound of {int(bound(seen))} s)"
     )
-    return {master.name: Waiting(quiet, words, hang=True)}
+    return {master.name: Waiting(quiet, words, hang=True, alone=alone)}
 
 
 def _clock(t: float) -> str:
