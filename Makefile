@@ -148,11 +148,11 @@ bench-real: build-cluster
 
 # Training under a steady fault rate (root; issue 46): each training the project ships (the seed's
 # Horovod elastic, the MPI and torchrun examples) on two real nodes, QUIET seconds without faults
-# (default 1800: the watchdog and the rules must restart nothing, a slow step every few minutes
+# (default 3600: the watchdog and the rules must restart nothing, a slow step every few minutes
 # included), then one worker fault every INTERVAL seconds (180) for CHAOS seconds (1800): force and
 # graceful deletes, a SIGKILL, the training's Python killed inside its pod. Prints and writes into
 # steady-real/<training>/ each fault's time to full width and the goodput against the quiet part.
-# About an hour a training at the defaults; ONLY=horovod (a pytest -k expression) picks trainings.
+# About 90 minutes a training at the defaults; ONLY=horovod (a pytest -k expression) picks trainings.
 steady-real: build-cluster
 	AITJ_STEADY_OUT=$(CURDIR)/steady-real $(if $(QUIET),AITJ_STEADY_QUIET_SECONDS=$(QUIET)) \
 	  $(if $(CHAOS),AITJ_STEADY_CHAOS_SECONDS=$(CHAOS)) $(if $(INTERVAL),AITJ_STEADY_INTERVAL=$(INTERVAL)) \

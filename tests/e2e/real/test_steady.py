@@ -15,7 +15,7 @@ restart without faults (the watchdog and the rules raise no false alarm, slow st
 and training back at full width after every fault before the next. The goodput is a figure, not
 an assertion.
 
-AITJ_STEADY_QUIET_SECONDS (default 1800), AITJ_STEADY_CHAOS_SECONDS (1800),
+AITJ_STEADY_QUIET_SECONDS (default 3600: the issue's fault-free hour), AITJ_STEADY_CHAOS_SECONDS (1800),
 AITJ_STEADY_INTERVAL (180), AITJ_STEADY_SEED (46), AITJ_STEADY_SLOW_EVERY (steps, default 2000:
 about every three minutes of the seed's training) and AITJ_STEADY_SLOW_SECONDS (20). Long: its
 short twins in make test are tests/unit/test_trainbench_steady.py (the schedule and the
@@ -45,7 +45,7 @@ from tests.e2e.real.training import Training, example_job, started
 from tests.jobs import Doc, get_job, seed_variant, set_path
 from tests.operator_process import OperatorProcess
 
-QUIET_SECONDS = float(os.environ.get("AITJ_STEADY_QUIET_SECONDS", "1800"))
+QUIET_SECONDS = float(os.environ.get("AITJ_STEADY_QUIET_SECONDS", "3600"))
 CHAOS_SECONDS = float(os.environ.get("AITJ_STEADY_CHAOS_SECONDS", "1800"))
 INTERVAL = float(os.environ.get("AITJ_STEADY_INTERVAL", "180"))
 SEED = int(os.environ.get("AITJ_STEADY_SEED", "46"))
