@@ -280,7 +280,7 @@ def test_the_silence_is_counted_from_the_fault_not_from_the_restarts_decision() 
 
 LISTED = frozenset({"t0", "t1", "t2b"})
 STARTED = running({"t0": T - 60, "t1": T - 60, "t2b": T + 3})
-STARTED = [dataclasses.replace(p, running_since=p.created) for p in STARTED]
+STARTED = [dataclasses.replace(p, running_since=at(T + 1 - at(0).timestamp())) for p in STARTED]
 
 
 @pytest.mark.parametrize(
@@ -288,7 +288,14 @@ STARTED = [dataclasses.replace(p, running_since=p.created) for p in STARTED]
     [
         ("failed while its pod runs on", HostSeen(step=T - 1, rank=1, left=T), LISTED, {"t1"}),
         ("never failed", HostSeen(step=T - 1, rank=1), LISTED, set()),
-        ("failed before the pod started: another pod's worker", HostSeen(left=T - 90), LISTED, set()),
+        ("failed before the pod was made: another pod's worker", HostSeen(left=T - 90), LISTED, set()),
+        (
+            # An InPlace rule: the containers started again after the failure, in the same pod.
+            "failed, then restarted in place: Horovod keeps the host blacklisted",
+            HostSeen(step=T - 31, rank=1, left=T - 30),
+            LISTED,
+            {"t1"},
+        ),
         ("stepped again since: taken back", HostSeen(step=T + 5, rank=1, left=T), LISTED, set()),
         ("out of the host list (a scale-in)", HostSeen(step=T - 1, left=T), frozenset({"t0", "t2b"}), set()),
     ],

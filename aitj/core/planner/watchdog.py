@@ -208,19 +208,20 @@ def left_ring(
     seen: TrainingSeen | None, pods: Iterable[PodView], listed: frozenset[str]
 ) -> Mapping[str, Waiting]:
     """left_ring: by pod name, the job's running pods in the host list (``listed``) whose
-    worker horovodrun's driver recorded failed since the pod started, and which has not stepped
+    worker horovodrun's driver recorded failed since the pod was made, and which has not stepped
     since: the worker process died inside a pod that runs on (the seed's trainers run sshd as
-    their first process, so a crashed or OOM-killed worker leaves the pod Running), and Horovod
-    has blacklisted the host, for good in 0.28. Only a new pod, under a new name, brings the
-    width back."""
+    their first process, so a crashed or OOM-killed worker leaves the pod Running), or the pod
+    was restarted in place after its worker died (an ``InPlace`` rule: same pod, same host name),
+    and Horovod has blacklisted the host, for good in 0.28. Only a new pod, under a new name,
+    brings the width back."""
     if seen is None:
         return {}
     found: dict[str, Waiting] = {}
     for p in pods:
-        if not p.running or p.deleting or p.name not in listed or p.running_since is None:
+        if not p.running or p.deleting or p.name not in listed or p.created is None:
             continue
         hs = seen.hosts.get(p.name)
-        if hs is None or hs.left is None or hs.left < p.running_since.timestamp():
+        if hs is None or hs.left is None or hs.left < p.created.timestamp():
             continue
         if hs.step is not None and hs.step > hs.left:
             continue  # it came back (horovodrun's blacklist cooldown)
