@@ -45,7 +45,7 @@ Off where no such line was ever read (no signal), and while nothing recovers: a 
 slows, or checkpoints for minutes, with no restart behind it is never a stall (spec.progress's
 hang detection is for that). ``bound``: ten times rank 0's p99 gap between steps, at least
 FLOOR_SECONDS. A survivor is judged late sooner, ``late_bound`` after the first worker moved on
-(ten of the same gaps, at least LATE_FLOOR_SECONDS): that a new ring forms without it is the
+(three of the same gaps, at least LATE_FLOOR_SECONDS): that a new ring forms without it is the
 stronger sign, and a survivor that is merely slow reports within a step or two (seen: the other
 survivor of a SIGKILL reported READY within a second, every time).
 """
@@ -69,6 +69,10 @@ CADENCES = 10  # the bound in rank 0's p99 gaps between steps
 # sockets, which Horovod's reset leaves open and silent: only Gloo's timeout ends that wait. At
 # a 10 s floor a SIGKILL cost about 20 s; at the first version's 30 s, about 40 s.
 LATE_FLOOR_SECONDS = 3.0
+# ... or three of rank 0's p99 gaps between step lines, where longer: a survivor still in a step
+# reaches the collective, and fails there, within one (the seed's prints a line every 10 steps,
+# about 1.1 s at p99: ten such gaps made every late survivor cost 11 s more).
+LATE_CADENCES = 3
 # A fault's time is the kubelet's finishedAt, in whole seconds: a step line within that second
 # may be the broken ring's last (seen: rank 0's step 0.1 s before its SIGKILL, in the second the
 # exit was stamped with, taken for training running again, and the recovery never watched).
@@ -125,7 +129,7 @@ def late_bound(seen: TrainingSeen) -> float:
     """late_bound: how long after the first worker left the broken ring a survivor may take to
     leave it too (seconds)."""
     cadence = seen.cadence
-    return max(LATE_FLOOR_SECONDS, CADENCES * cadence) if cadence is not None else LATE_FLOOR_SECONDS
+    return max(LATE_FLOOR_SECONDS, LATE_CADENCES * cadence) if cadence is not None else LATE_FLOOR_SECONDS
 
 
 def recovered_at(status: JobStatus) -> float | None:
