@@ -23,8 +23,12 @@ at once is what lets Horovod release it in order (docs/pods.md). But a force del
 whose host is the ring's rank 0 is held like an exit: its container is killed 2 s later, and
 unless the driver has read the change and told rank 0 of it by then, it calls a rank 0 whose
 address is gone (seen on real nodes: two trainers force-deleted at once, rank 0 among them, the
-change read after the kill, 78 s in that connect; 1 of 20). Other force deletes leave at once:
-the driver tells a rank 0 that lives.
+change read after the kill, 78 s in that connect; 1 of 20). Only where it is the one pod the
+fault took: several force-deleted at once reach the operator as events 0.1 s apart, the first
+pass takes its pod out at once, and a hold from the second kept the dying rank 0 in a list that
+had changed; Horovod re-formed around it, and its kill mid-rendezvous failed the other worker's
+``hvd.init`` outright and ended the job (1 of about 40). Those leave at once, as other force
+deletes do: the driver tells a rank 0 that lives, or, late, waits out that connect.
 
 When: the job's launcher runs ``horovodrun`` with ``--host-discovery-script`` (its command or
 arguments say so: ``elastic_horovod``), and the job's latest restart is of an exit, a stall, or a
@@ -88,18 +92,24 @@ def max_np(command: str) -> int | None:
 def fault_at(restarts: Iterable[RestartEntry], seen: TrainingSeen | None = None) -> float | None:
     """fault_at: when the fault behind the latest restart happened (epoch seconds), if that
     restart is of an exit or the recovery watchdog's, or the fault (``watchdog.gone``: the
-    restarts of its second) force-deleted (grace period 0, not a graceful delete, which has the
-    same cause) the pod ``seen`` last saw step as rank 0; None otherwise, or with no restart."""
+    restarts of its second) took one pod alone, force-deleted (grace period 0, not a graceful
+    delete, which has the same cause), the pod ``seen`` last saw step as rank 0; None otherwise,
+    or with no restart."""
     latest = max(restarts, key=lambda r: r.time or "", default=None)
     if latest is None:
         return None
     dead = latest.exit_code is not None or latest.cause in WATCHDOG_CAUSES
-    # Of the pods the fault took (two force-deleted at once are recorded in the same second,
-    # in either order), any one that was rank 0's.
-    taken, head = gone(restarts), rank_0(seen)
-    dying = any(
-        killed_at_once(r.cause, r.message) and r.pod is not None and r.pod == head and r.pod in taken
-        for r in restarts
+    # Rank 0's pod force-deleted alone. Not one of several a fault took (two force-deleted at
+    # once): their deletes reach the operator as events 0.1 s apart, the first pass has already
+    # taken the first pod out of the list, and a hold from the second kept the dying rank 0 in it;
+    # Horovod re-formed around it, it was killed mid-rendezvous, the other worker's hvd.init
+    # failed outright (not a reset), and horovodrun gave the job up (seen once on real nodes).
+    taken = gone(restarts)
+    dying = (
+        len(taken) == 1
+        and killed_at_once(latest.cause, latest.message)
+        and latest.pod is not None
+        and rank_0(seen) == latest.pod
     )
     if not dead and not dying:
         return None
