@@ -104,12 +104,11 @@ def fault_at(restarts: Iterable[RestartEntry], seen: TrainingSeen | None = None)
     # taken the first pod out of the list, and a hold from the second kept the dying rank 0 in it;
     # Horovod re-formed around it, it was killed mid-rendezvous, the other worker's hvd.init
     # failed outright (not a reset), and horovodrun gave the job up (seen once on real nodes).
-    taken = gone(restarts)
     dying = (
-        len(taken) == 1
-        and killed_at_once(latest.cause, latest.message)
+        killed_at_once(latest.cause, latest.message)
         and latest.pod is not None
         and rank_0(seen) == latest.pod
+        and len(gone(restarts)) == 1  # last: it parses every restart's time, on every pass
     )
     if not dead and not dying:
         return None
