@@ -11,6 +11,7 @@ machine once the processes are stopped.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -111,14 +112,33 @@ def up(
         cluster.wait_for(node.containerd_socket.exists, f"containerd of {node.name}", 30)
     for path, body in start.api_objects(nodes[0], ports):
         cluster.apiserver.request("POST", path, body)
-    for component in commands:
-        if component.startswith("kubelet/") or component in ("kube-proxy", "coredns", "apiserver-relay"):
-            cluster.start_component(component)
+    for node in nodes:
+        _start_kubelet(cluster, node)
+    for component in ("kube-proxy", "coredns", "apiserver-relay"):
+        cluster.start_component(component)
     cluster.wait_for(lambda: _nodes_ready(cluster, nodes), f"{len(nodes)} real node(s) Ready", 90)
     for node in nodes:
         _advertise(cluster, node)
     dns = f"http://{nodes[0].ip}:{start.DNS_HEALTH_PORT}/health"
     cluster.wait_for(lambda: http_ok(dns), "CoreDNS", 30)
+
+
+# Every kubelet binds its device-plugin socket at this path, whatever its --root-dir (the path is
+# a constant of the device-plugin API), after removing what the directory held. Two kubelets
+# started together can both remove, then both bind: the second fails "address already in use"
+# and exits (seen once, 2026-11-28). One at a time, each after the last has bound it, both run.
+DEVICE_PLUGIN_SOCKET = Path("/var/lib/kubelet/device-plugins/kubelet.sock")
+
+
+def _start_kubelet(cluster: Cluster, node: RealNode) -> None:
+    """_start_kubelet starts ``node``'s kubelet and waits until it has bound DEVICE_PLUGIN_SOCKET."""
+    since = time.time() - 1  # the socket's mtime has whole-second precision on some filesystems
+    cluster.start_component(f"kubelet/{node.name}")
+    cluster.wait_for(
+        lambda: DEVICE_PLUGIN_SOCKET.exists() and DEVICE_PLUGIN_SOCKET.stat().st_mtime >= since,
+        f"the kubelet of {node.name} to bind {DEVICE_PLUGIN_SOCKET}",
+        60,
+    )
 
 
 def down(cluster: Cluster, count: int, *, say: Callable[[str], None] = lambda _: None) -> None:
