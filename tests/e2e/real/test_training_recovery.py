@@ -118,6 +118,7 @@ def measured(
     waited on ``heal_seconds`` at most; writes the table, the figures, the launcher's log, the
     operator's restarts and what training saw of the node faults into ``out`` and asserts every
     fault healed."""
+    run.evidence = out  # what each stall waited on (forensics.py), written as it is taken
     time.sleep(20)
     baseline = pace(run.events(), time.time() - 20, time.time(), BATCH)
     faults_from = time.time()
@@ -139,8 +140,6 @@ def measured(
     }
     print(report.write(out, run.recoveries, baseline, under_faults, facts), flush=True)
     (out / "launcher.log").write_text(run.log())
-    for n, text in enumerate(run.forensics, 1):  # what each stall waited on (forensics.py)
-        (out / f"forensics-{n}.txt").write_text(text)
     # The operator's side of each fault: when it decided the restart, what it saw, its latency.
     decided = [
         line

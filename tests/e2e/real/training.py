@@ -48,11 +48,25 @@ class Training:
         self.cluster, self.namespace, self.job, self.launcher = cluster, namespace, job, launcher
         self.recoveries: list[Recovery] = []
         self.forensics: list[str] = []  # forensics.capture of each fault not healed in time
+        # Where each capture is written as it is taken (forensics-N.txt), if set: a run stopped
+        # by hand keeps the evidence of the stalls it saw.
+        self.evidence: Path | None = None
+        self._past = ""  # the logs of the launchers a whole-job restart replaced, as last read
+        self._last = ""  # the current launcher's log as last read
 
     def log(self) -> str:
-        return self.cluster.kubectl(
-            "logs", "--timestamps", "-n", self.namespace, self.launcher, check=False
-        ).stdout
+        """log: the launcher's log; where the launcher was replaced (the whole job restarted,
+        the recovery watchdog's ringHung), the old one's as last read, then the new one's, so the
+        recovery that took is measured, not a training that never came back."""
+        read = self.cluster.kubectl("logs", "--timestamps", "-n", self.namespace, self.launcher, check=False)
+        if read.returncode == 0:
+            self._last = read.stdout
+            return self._past + self._last
+        now = pods_by_index(self.cluster, self.namespace, self.job, "launcher").get(0)
+        if now is None or now.metadata.name == self.launcher:
+            return self._past + self._last
+        self._past, self._last, self.launcher = self._past + self._last, "", now.metadata.name
+        return self.log()
 
     def events(self) -> list[Event]:
         return parse(self.log().splitlines())
@@ -85,6 +99,9 @@ class Training:
         except AssertionError:  # a stall: what it waits on, taken while it waits
             why = f"{kind} made at {time.strftime('%H:%M:%S', time.gmtime(t))} UTC, not healed"
             self.forensics.append(capture(self.cluster, self.namespace, why))
+            if self.evidence is not None:
+                self.evidence.mkdir(parents=True, exist_ok=True)
+                (self.evidence / f"forensics-{len(self.forensics)}.txt").write_text(self.forensics[-1])
             with contextlib.suppress(AssertionError):  # not healed in time: counted below
                 wait_for(settled, heal_seconds - (time.time() - done), what, interval=1)
         time.sleep(SETTLE_SECONDS)
