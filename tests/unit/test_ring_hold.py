@@ -135,31 +135,13 @@ CASES: list[tuple[str, Job, Sequence[RestartEntry], TrainingSeen | None, float, 
         101,
         until(10),
     ),
-    # A force delete's restart is stamped at 102 (exited(): 2 s after the fault): the list waits
-    # SETTLE_SECONDS from then for the other deletes of the same call.
+    ("a force delete, nothing read: no rank 0 known", horovod_job(), (force_deleted("w0"),), None, 101, None),
     (
-        "a force delete, nothing read: no rank 0 known, it waits for others of its call",
+        "a force delete of a pod not rank 0's does not",
         horovod_job(),
-        (force_deleted("w0"),),
-        None,
+        (force_deleted("w1"),),
+        rank_0_moved(99, 99, None, None),
         101,
-        until(4),
-    ),
-    ("... and no longer", horovod_job(), (force_deleted("w0"),), None, 104, None),
-    (
-        "a force delete of a pod not rank 0's waits for others of its call",
-        horovod_job(),
-        (force_deleted("w1"),),
-        rank_0_moved(99, 99, None, None),
-        103.5,
-        until(4),
-    ),
-    (
-        "... and no longer",
-        horovod_job(),
-        (force_deleted("w1"),),
-        rank_0_moved(99, 99, None, None),
-        104,
         None,
     ),
     (
@@ -167,46 +149,30 @@ CASES: list[tuple[str, Job, Sequence[RestartEntry], TrainingSeen | None, float, 
         horovod_job(),
         (force_deleted("w0"),),
         rank_0_moved(99, 99, None, None),
-        105,
+        101,
         until(10),
     ),
     (
-        # The first delete's pass held the list for it: both stay listed until the ring re-forms.
-        "two force-deleted in the same second, rank 0's recorded second: held",
+        # The first delete's pass has taken w1 out already: a hold would keep the dying rank 0.
+        "two force-deleted in the same second, rank 0's recorded second: not held",
         horovod_job(),
         (force_deleted("w1"), force_deleted("w0")),
         rank_0_moved(99, 99, None, None),
-        105,
-        until(10),
+        101,
+        None,
     ),
     (
-        "two force-deleted in the same second, rank 0's recorded first: held",
+        "two force-deleted in the same second, rank 0's recorded first: not held either",
         horovod_job(),
         (force_deleted("w0"), force_deleted("w1")),
         rank_0_moved(99, 99, None, None),
-        105,
-        until(10),
-    ),
-    (
-        "two force-deleted at once, re-formed without both: no longer held",
-        horovod_job(),
-        (force_deleted("w0"), force_deleted("w2")),
-        rank_0_moved(106, 102, 105, 104),
-        106,
+        101,
         None,
     ),
     (
         "a graceful delete of rank 0's pod does not: Horovod lets its worker go in order",
         horovod_job(),
         (force_deleted("w0", grace=300),),
-        rank_0_moved(99, 99, None, None),
-        101,
-        None,
-    ),
-    (
-        "a graceful delete does not wait for others either",
-        horovod_job(),
-        (force_deleted("w1", grace=300),),
         rank_0_moved(99, 99, None, None),
         101,
         None,
@@ -313,7 +279,7 @@ def test_a_killed_worker_stays_listed_and_its_replacement_waits_until_the_ring_r
     assert first.discovery is None and list(cluster.status["discoveryHosts"]) == OLD
     assert first.list_held == pytest.approx(9) and first.requeue_after == pytest.approx(9)
     said = explain(cluster.job, views(cluster.pods.values()), cluster.nodes, at(101)).next_pass
-    assert "keep Horovod's host list as it is (9 s at most: until its ring re-forms" in " ".join(said)
+    assert "keep Horovod's host list as it is until its ring re-forms" in " ".join(said)
     cluster.pods[NEW[0]].running(103)
     cluster.training = seen(103, 99.9)  # read since: no step yet, Horovod's driver still waits
     waiting = cluster.step(103)
@@ -334,45 +300,12 @@ def test_with_no_read_the_hold_ends_after_the_probe() -> None:
     assert late.discovery is not None and list(cluster.status["discoveryHosts"]) == [OLD[0], OLD[1], NEW[2]]
 
 
-def test_a_force_deleted_worker_leaves_the_list_once_the_others_of_its_call_could_come() -> None:
+def test_a_deleted_worker_leaves_the_list_at_once() -> None:
     cluster = running()
     cluster.training = seen(99.9, 99.9)
     cluster.pods[OLD[1]].deleted(FAULT, 0)
-    first = cluster.step(101)
-    assert first.list_held == pytest.approx(ring_hold.SETTLE_SECONDS) and first.discovery is None
-    result = cluster.step(101 + ring_hold.SETTLE_SECONDS)
-    assert result.list_held is None and OLD[1] not in cluster.status["discoveryHosts"]
-
-
-def test_a_gracefully_deleted_worker_leaves_the_list_at_once() -> None:
-    cluster = running()
-    cluster.training = seen(99.9, 99.9)
-    cluster.pods[OLD[1]].deleted(FAULT, 30)
     result = cluster.step(101)
     assert result.list_held is None and OLD[1] not in cluster.status["discoveryHosts"]
-
-
-def test_two_force_deleted_by_one_call_rank_0_among_them_stay_listed_until_the_ring_re_forms() -> None:
-    """The deletes of one ``kubectl delete --force`` reach the operator 0.1 s apart: the first's
-    pass keeps the list, the second's finds rank 0 among the fault's pods and keeps both listed
-    (a change would make horovodrun's driver call the dying rank 0, seen for 146 s)."""
-    cluster = running()
-    cluster.training = seen(99.9, 99.9)  # w0 (OLD[0]'s host in seen()) is rank 0
-    cluster.training = dataclasses.replace(
-        cluster.training, hosts={f"{OLD[0]}.j": HostSeen(step=at(99.9).timestamp(), rank=0)}
-    )
-    cluster.pods[OLD[1]].deleted(FAULT, 0)
-    first = cluster.step(100.5)
-    assert first.discovery is None and first.list_held is not None
-    cluster.pods[OLD[0]].deleted(FAULT + 0.1, 0)
-    second = cluster.step(100.6)
-    assert second.discovery is None and list(cluster.status["discoveryHosts"]) == OLD
-    assert second.list_held == pytest.approx(FAULT + ring_hold.PROBE_SECONDS - 100.6, abs=1)
-    cluster.pods[NEW[0]].running(103)
-    cluster.pods[NEW[1]].running(103)
-    cluster.training = seen(106, 105.5, reset=104)  # the survivor re-formed alone and steps
-    joined = cluster.step(106)
-    assert joined.discovery is not None and list(cluster.status["discoveryHosts"]) == [NEW[0], NEW[1], OLD[2]]
 
 
 def test_a_job_whose_launcher_is_not_horovodrun_is_never_held() -> None:

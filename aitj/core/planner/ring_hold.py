@@ -23,19 +23,16 @@ at once is what lets Horovod release it in order (docs/pods.md). But a force del
 whose host is the ring's rank 0 is held like an exit: its container is killed 2 s later, and
 unless the driver has read the change and told rank 0 of it by then, it calls a rank 0 whose
 address is gone (seen on real nodes: two trainers force-deleted at once, rank 0 among them, the
-change read after the kill, 78 s in that connect; 1 of 20). Several force-deleted at once (``kubectl
-delete --force`` of two pods) reach the operator as events 0.1 s apart, so a force delete's list
-change first waits SETTLE_SECONDS for the others of the same call: had the first pass taken its
-pod out at once, the driver would tell the dying rank 0 of that (146 s in the connect, 1 of 20),
-and a hold from the second pass would keep the dying rank 0 in a list that had changed (Horovod
-re-formed around it, its kill mid-rendezvous failed the other worker's ``hvd.init`` outright, and
-horovodrun ended the job; 1 of about 40). Held from before the first, the list keeps every pod
-the fault took, rank 0's among them, until the survivors re-form without them.
+change read after the kill, 78 s in that connect; 1 of 20). Only where it is the one pod the
+fault took: several force-deleted at once reach the operator as events 0.1 s apart, the first
+pass takes its pod out at once, and a hold from the second kept the dying rank 0 in a list that
+had changed; Horovod re-formed around it, and its kill mid-rendezvous failed the other worker's
+``hvd.init`` outright and ended the job (1 of about 40). Those leave at once, as other force
+deletes do: the driver tells a rank 0 that lives, or, late, waits out that connect.
 
 When: the job's launcher runs ``horovodrun`` with ``--host-discovery-script`` (its command or
 arguments say so: ``elastic_horovod``), and the job's latest restart is of an exit, a stall, or a
-force delete of rank 0's pod (the host the log last saw step as rank 0), alone or with
-others in the same second; any other force delete holds the list SETTLE_SECONDS only.
+force delete of rank 0's pod (the host the log last saw step as rank 0).
 Until the recovery watchdog has read the launcher's log after the fault, the list is held for at
 most PROBE_SECONDS; a log with no step line of a training's (aitj.core.trainlog) gives no signal
 and holds nothing; with one, the list is held until the re-forming is read, or the watchdog's
@@ -57,9 +54,6 @@ from aitj.core.wire import as_list, mapping, parse_time
 
 PROBE_SECONDS = 10.0  # held, unread: the watchdog reads a recovering job's log every 2 s
 GRACE_SECONDS = 30.0  # held past the watchdog's bound: its restart, then the driver's reset
-# A force delete's list change waits this long after the restart's time (whole seconds, so 1 to
-# 2 s after its pass) for the other deletes of the same call, 0.1 s apart, to be read with it.
-SETTLE_SECONDS = 2.0
 # Its restarts of a rank: the worker is gone too. Not its restart of the whole job (ringHung):
 # horovodrun starts anew on the list as it is then.
 WATCHDOG_CAUSES = frozenset(k.value for k in WATCHDOG_KINDS if k is not FailureKind.RING_HUNG)
@@ -97,32 +91,29 @@ def max_np(command: str) -> int | None:
 
 def fault_at(restarts: Iterable[RestartEntry], seen: TrainingSeen | None = None) -> float | None:
     """fault_at: when the fault behind the latest restart happened (epoch seconds), if that
-    restart is of an exit or the recovery watchdog's, or a force delete (grace period 0, not a
-    graceful delete, which has the same cause) of a fault (``watchdog.gone``: the restarts of its
-    second) that took the pod ``seen`` last saw step as rank 0; None otherwise, or with no restart."""
+    restart is of an exit or the recovery watchdog's, or the fault (``watchdog.gone``: the
+    restarts of its second) took one pod alone, force-deleted (grace period 0, not a graceful
+    delete, which has the same cause), the pod ``seen`` last saw step as rank 0; None otherwise,
+    or with no restart."""
     latest = max(restarts, key=lambda r: r.time or "", default=None)
     if latest is None:
         return None
     dead = latest.exit_code is not None or latest.cause in WATCHDOG_CAUSES
+    # Rank 0's pod force-deleted alone. Not one of several a fault took (two force-deleted at
+    # once): their deletes reach the operator as events 0.1 s apart, the first pass has already
+    # taken the first pod out of the list, and a hold from the second kept the dying rank 0 in it;
+    # Horovod re-formed around it, it was killed mid-rendezvous, the other worker's hvd.init
+    # failed outright (not a reset), and horovodrun gave the job up (seen once on real nodes).
     dying = (
         killed_at_once(latest.cause, latest.message)
-        and (rank := rank_0(seen)) is not None
-        and rank in gone(restarts)  # last: it parses every restart's time, on every pass
+        and latest.pod is not None
+        and rank_0(seen) == latest.pod
+        and len(gone(restarts)) == 1  # last: it parses every restart's time, on every pass
     )
     if not dead and not dying:
         return None
     at = parse_time(latest.failure_time) or parse_time(latest.time)
     return at.timestamp() if at is not None else None
-
-
-def settling(restarts: Iterable[RestartEntry]) -> float | None:
-    """settling: until when (epoch seconds) a force delete's list change waits for the others of
-    the same call (SETTLE_SECONDS after the latest restart's time, if it is such a delete)."""
-    latest = max(restarts, key=lambda r: r.time or "", default=None)
-    if latest is None or not killed_at_once(latest.cause, latest.message):
-        return None
-    at = parse_time(latest.time)
-    return at.timestamp() + SETTLE_SECONDS if at is not None else None
 
 
 def killed_at_once(cause: str | None, message: str | None) -> bool:
@@ -157,19 +148,12 @@ def held_until(
     if not job.spec.discovery:
         return None
     at = fault_at(restarts, seen)  # first: asked on every pass, and most jobs have no such restart
-    settle = settling(restarts)
-    if (at is None and settle is None) or not elastic_horovod(job):
+    if at is None or not elastic_horovod(job):
         return None
-    ring = None if at is None else ring_until(at, restarts, seen)
-    until = max(settle or 0.0, ring or 0.0)
-    return until if now < until else None
-
-
-def ring_until(at: float, restarts: Sequence[RestartEntry], seen: TrainingSeen | None) -> float | None:
-    """ring_until: until when the list waits for the ring to re-form after the fault at ``at``;
-    None: a log with no step line (no signal), or re-formed."""
     if seen is None or seen.read_at < at:
-        return at + PROBE_SECONDS  # not read since the fault: held until it is
-    if seen.last_step is None or reformed(seen, at, gone(restarts)):
-        return None
-    return at + bound(seen) + GRACE_SECONDS
+        until = at + PROBE_SECONDS  # not read since the fault: held until it is
+    elif seen.last_step is None or reformed(seen, at, gone(restarts)):
+        return None  # no signal, or the ring has re-formed
+    else:
+        until = at + bound(seen) + GRACE_SECONDS
+    return until if now < until else None
