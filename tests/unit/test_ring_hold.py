@@ -215,6 +215,27 @@ CASES: list[tuple[str, Job, Sequence[RestartEntry], TrainingSeen | None, float, 
 
 
 @pytest.mark.parametrize(
+    ("recorded", "now", "expected"),
+    [
+        ((force_deleted("w1"),), 101, 101 + ring_hold.SETTLE_SECONDS),
+        ((force_deleted("w1", grace=300),), 101, None),  # a graceful delete leaves at once
+        ((exited(code=None, cause="nodeNotReady"),), 101, None),
+        ((), 101, None),  # recorded by an earlier pass: that pass held it
+    ],
+    ids=["force delete", "graceful delete", "node lost", "an earlier pass's"],
+)
+def test_a_pass_that_records_a_force_delete_keeps_the_list_a_moment(
+    recorded: Sequence[RestartEntry], now: float, expected: float | None
+) -> None:
+    restarts = (force_deleted("w1"), *recorded)
+    training = rank_0_moved(99, 99, None, None)
+    got = ring_hold.held_until(horovod_job(), restarts, training, at(now).timestamp(), recorded)
+    assert got == (pytest.approx(at(expected).timestamp()) if expected is not None else None)
+    mpi = horovod_job("mpiexec -n 3 train.py")
+    assert ring_hold.held_until(mpi, restarts, training, at(now).timestamp(), recorded) is None
+
+
+@pytest.mark.parametrize(
     ("job", "restarts", "training", "now", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_when_the_list_is_held(
@@ -279,7 +300,7 @@ def test_a_killed_worker_stays_listed_and_its_replacement_waits_until_the_ring_r
     assert first.discovery is None and list(cluster.status["discoveryHosts"]) == OLD
     assert first.list_held == pytest.approx(9) and first.requeue_after == pytest.approx(9)
     said = explain(cluster.job, views(cluster.pods.values()), cluster.nodes, at(101)).next_pass
-    assert "keep Horovod's host list as it is until its ring re-forms" in " ".join(said)
+    assert "keep Horovod's host list as it is (9.0 s at most: until its ring re-forms" in " ".join(said)
     cluster.pods[NEW[0]].running(103)
     cluster.training = seen(103, 99.9)  # read since: no step yet, Horovod's driver still waits
     waiting = cluster.step(103)
@@ -300,12 +321,44 @@ def test_with_no_read_the_hold_ends_after_the_probe() -> None:
     assert late.discovery is not None and list(cluster.status["discoveryHosts"]) == [OLD[0], OLD[1], NEW[2]]
 
 
-def test_a_deleted_worker_leaves_the_list_at_once() -> None:
+def test_a_gracefully_deleted_worker_leaves_the_list_at_once() -> None:
+    cluster = running()
+    cluster.training = seen(99.9, 99.9)
+    cluster.pods[OLD[1]].deleted(FAULT, 30)
+    result = cluster.step(101)
+    assert result.list_held is None and OLD[1] not in cluster.status["discoveryHosts"]
+
+
+def test_a_force_deleted_worker_leaves_the_list_one_settle_after_the_pass_that_read_it() -> None:
     cluster = running()
     cluster.training = seen(99.9, 99.9)
     cluster.pods[OLD[1]].deleted(FAULT, 0)
-    result = cluster.step(101)
-    assert result.list_held is None and OLD[1] not in cluster.status["discoveryHosts"]
+    first = cluster.step(101)
+    assert first.discovery is None and first.list_held == pytest.approx(ring_hold.SETTLE_SECONDS)
+    assert first.requeue_after == pytest.approx(ring_hold.SETTLE_SECONDS)
+    after = cluster.step(101 + ring_hold.SETTLE_SECONDS)
+    assert after.list_held is None and OLD[1] not in cluster.status["discoveryHosts"]
+
+
+@pytest.mark.parametrize("rank_0_first", [False, True])
+def test_the_pods_of_one_force_delete_leave_the_list_in_one_change(rank_0_first: bool) -> None:
+    """The deletes of one ``kubectl delete --force`` of two pods, rank 0's among them, reach the
+    operator 0.1 s apart: taken out one pass apart, Horovod re-formed with the dying rank 0 after
+    the first change and was told of the second once its address was gone (146 s); the pass that
+    reads a force delete keeps the list SETTLE_SECONDS, and the one after takes both out."""
+    cluster = running()
+    rank_0 = HostSeen(step=at(99.9).timestamp(), rank=0)
+    cluster.training = dataclasses.replace(seen(99.9, 99.9), hosts={f"{OLD[0]}.j": rank_0})
+    first, second = (OLD[0], OLD[1]) if rank_0_first else (OLD[1], OLD[0])
+    cluster.pods[first].deleted(FAULT, 0)
+    one = cluster.step(100.5)
+    assert one.discovery is None and list(cluster.status["discoveryHosts"]) == OLD
+    cluster.pods[second].deleted(FAULT + 0.1, 0)
+    two = cluster.step(100.6)
+    assert two.discovery is None and list(cluster.status["discoveryHosts"]) == OLD
+    assert two.list_held == pytest.approx(ring_hold.SETTLE_SECONDS)  # not the rank-0 hold: two pods
+    both = cluster.step(100.6 + ring_hold.SETTLE_SECONDS)
+    assert both.discovery is not None and list(cluster.status["discoveryHosts"]) == [OLD[2]]
 
 
 def test_a_job_whose_launcher_is_not_horovodrun_is_never_held() -> None:

@@ -179,8 +179,9 @@ def _other_lines(result: Plan) -> list[str]:
         )
     if result.list_held is not None:
         lines.append(
-            f"keep Horovod's host list as it is until its ring re-forms ({result.list_held:.0f} s at "
-            "most): a change before that makes horovodrun's driver call a worker that is gone"
+            f"keep Horovod's host list as it is ({result.list_held:.1f} s at most: until its ring "
+            "re-forms without a dead worker, or for the other deletes of a force delete's call, which "
+            "leave it together): a change before that makes horovodrun's driver call a worker that is gone"
         )
     if result.removes:
         lines.append("delete the job's Service (cleanPodPolicy All)")

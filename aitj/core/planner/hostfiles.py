@@ -135,8 +135,9 @@ def hold(ctx: Context) -> float | None:
     if ctx.prev.discovery_hosts is None:
         return None
     seen = width.training(ctx.found)
-    restarts = (*(ctx.prev.restarts or ()), *(record_entry(r) for r in ctx.records))
-    return ring_hold.held_until(ctx.job, restarts, seen, ctx.now.timestamp())
+    recorded = tuple(record_entry(r) for r in ctx.records)
+    restarts = (*(ctx.prev.restarts or ()), *recorded)
+    return ring_hold.held_until(ctx.job, restarts, seen, ctx.now.timestamp(), recorded)
 
 
 def record(status: JobStatus, lists: HostLists | None) -> JobStatus:

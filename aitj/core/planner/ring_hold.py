@@ -24,15 +24,24 @@ whose host is the ring's rank 0 is held like an exit: its container is killed 2 
 unless the driver has read the change and told rank 0 of it by then, it calls a rank 0 whose
 address is gone (seen on real nodes: two trainers force-deleted at once, rank 0 among them, the
 change read after the kill, 78 s in that connect; 1 of 20). Only where it is the one pod the
-fault took: several force-deleted at once reach the operator as events 0.1 s apart, the first
-pass takes its pod out at once, and a hold from the second kept the dying rank 0 in a list that
-had changed; Horovod re-formed around it, and its kill mid-rendezvous failed the other worker's
-``hvd.init`` outright and ended the job (1 of about 40). Those leave at once, as other force
-deletes do: the driver tells a rank 0 that lives, or, late, waits out that connect.
+fault took: several force-deleted at once reach the operator as events 0.1 s apart, and a hold
+from the second pass kept the dying rank 0 in a list the first had changed; Horovod re-formed
+around it, and its kill mid-rendezvous failed the other worker's ``hvd.init`` outright and ended
+the job (1 of about 40). Nor is the list held while such pods die: they die 0.1 s apart, the
+first death re-forms the ring at once with the second still alive and listed, which then dies in
+the new ring's rendezvous, and the survivor waits there until Gloo's timeout (tried: 2 of 11).
+Those pods leave the list together, at once: a pass that records a force delete keeps the list
+SETTLE_SECONDS, time for the other deletes of the same call, and the pass after takes them all
+out in one change. The driver then re-forms without any of them 1 to 2 s after the delete,
+while their containers live (killed about 2.9 s after it), and tells the rank 0 that leaves
+while it still answers. Taken out one pass apart, the first change re-formed the ring with the
+dying rank 0 as its rank 0, and the second was told to it once its address was gone: 146 s in
+that connect (1 of 20; bench-real/worker-faults/forensics-1.txt).
 
 When: the job's launcher runs ``horovodrun`` with ``--host-discovery-script`` (its command or
 arguments say so: ``elastic_horovod``), and the job's latest restart is of an exit, a stall, or a
-force delete of rank 0's pod (the host the log last saw step as rank 0).
+force delete of rank 0's pod (the host the log last saw step as rank 0); and for
+SETTLE_SECONDS after a pass that recorded any force delete.
 Until the recovery watchdog has read the launcher's log after the fault, the list is held for at
 most PROBE_SECONDS; a log with no step line of a training's (aitj.core.trainlog) gives no signal
 and holds nothing; with one, the list is held until the re-forming is read, or the watchdog's
@@ -54,6 +63,9 @@ from aitj.core.wire import as_list, mapping, parse_time
 
 PROBE_SECONDS = 10.0  # held, unread: the watchdog reads a recovering job's log every 2 s
 GRACE_SECONDS = 30.0  # held past the watchdog's bound: its restart, then the driver's reset
+# After a pass that records a force delete: the other deletes of the same call come 0.1 to 0.2 s
+# later; the kill, about 2.9 s after the delete, must find the list changed and read already.
+SETTLE_SECONDS = 0.3
 # Its restarts of a rank: the worker is gone too. Not its restart of the whole job (ringHung):
 # horovodrun starts anew on the list as it is then.
 WATCHDOG_CAUSES = frozenset(k.value for k in WATCHDOG_KINDS if k is not FailureKind.RING_HUNG)
@@ -142,18 +154,30 @@ def reformed(seen: TrainingSeen, at: float, taken: frozenset[str] = frozenset())
 
 
 def held_until(
-    job: Job, restarts: Sequence[RestartEntry], seen: TrainingSeen | None, now: float
+    job: Job,
+    restarts: Sequence[RestartEntry],
+    seen: TrainingSeen | None,
+    now: float,
+    recorded: Sequence[RestartEntry] = (),
 ) -> float | None:
-    """held_until: until when (epoch seconds) the host list stays as it is; None: not held."""
+    """held_until: until when (epoch seconds) the host list stays as it is; None: not held.
+    ``recorded``: the restarts this pass records (also in ``restarts``)."""
     if not job.spec.discovery:
         return None
     at = fault_at(restarts, seen)  # first: asked on every pass, and most jobs have no such restart
-    if at is None or not elastic_horovod(job):
+    settling = any(killed_at_once(r.cause, r.message) for r in recorded)
+    if (at is None and not settling) or not elastic_horovod(job):
         return None
-    if seen is None or seen.read_at < at:
-        until = at + PROBE_SECONDS  # not read since the fault: held until it is
-    elif seen.last_step is None or reformed(seen, at, gone(restarts)):
-        return None  # no signal, or the ring has re-formed
-    else:
-        until = at + bound(seen) + GRACE_SECONDS
+    ring = None if at is None else ring_until(at, restarts, seen)
+    until = max(now + SETTLE_SECONDS if settling else 0.0, ring or 0.0)
     return until if now < until else None
+
+
+def ring_until(at: float, restarts: Sequence[RestartEntry], seen: TrainingSeen | None) -> float | None:
+    """ring_until: until when the list waits for the ring to re-form after the fault at ``at``;
+    None: a log with no step line (no signal), or re-formed."""
+    if seen is None or seen.read_at < at:
+        return at + PROBE_SECONDS  # not read since the fault: held until it is
+    if seen.last_step is None or reformed(seen, at, gone(restarts)):
+        return None
+    return at + bound(seen) + GRACE_SECONDS
