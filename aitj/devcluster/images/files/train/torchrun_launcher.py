@@ -21,8 +21,10 @@ trainer over ssh, as horovodrun runs its workers.
 - **A trainer gone is forgotten at once**: torch 1.13 keeps a member that left without a word
   (a force-deleted pod, or an agent ended by a signal) in a completed rendezvous round until its
   heartbeat is 15 s old (5 s x 3, not settable there), and the others' next round waits for
-  that. The launcher knows sooner: when a host leaves the list, it removes that host's agents
-  from the rendezvous state in its store, as torch's own sanitizer would 15 s later, with the
+  that. The launcher knows sooner: when a host leaves the list, or its session ends (its agent
+  killed inside a pod that runs on: the next agent there registers anew, and the others waited
+  15 s for the dead one, 17 to 18 s in all before training ran again), it removes that host's
+  agents from the rendezvous state in its store, as torch's own sanitizer would 15 s later, with the
   same compare-and-set the agents use. The state is torch 1.13's (``_RendezvousState``,
   pickled and base64-encoded at ``torch.rendezvous.<rdzv_id>``): this part is for this image's
   torch, and does nothing if it finds anything else.
@@ -84,6 +86,7 @@ def run():
                 say(f"{host}: session ended with {code}")
                 del sessions[host]
                 failed_at[host] = time.monotonic()
+                forget({host})  # its agent is gone; the next session's registers anew
             elif host not in hosts:
                 say(f"{host}: no longer listed, session ended")
                 proc.terminate()
