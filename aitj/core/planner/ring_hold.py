@@ -29,14 +29,15 @@ from the second pass kept the dying rank 0 in a list the first had changed; Horo
 around it, and its kill mid-rendezvous failed the other worker's ``hvd.init`` outright and ended
 the job (1 of about 40). Nor is the list held while such pods die: they die 0.1 s apart, the
 first death re-forms the ring at once with the second still alive and listed, which then dies in
-the new ring's rendezvous, and the survivor waits there until Gloo's timeout (tried: 2 of 11).
+the new ring's rendezvous, and the survivor waits there until Gloo's timeout (tried: 2 of 11;
+bench-real/horovod-double-delete-hold/).
 Those pods leave the list together, at once: a pass that records a force delete keeps the list
 SETTLE_SECONDS, time for the other deletes of the same call, and the pass after takes them all
 out in one change. The driver then re-forms without any of them 1 to 2 s after the delete,
 while their containers live (killed about 2.9 s after it), and tells the rank 0 that leaves
 while it still answers. Taken out one pass apart, the first change re-formed the ring with the
 dying rank 0 as its rank 0, and the second was told to it once its address was gone: 146 s in
-that connect (1 of 20; bench-real/worker-faults/forensics-1.txt).
+that connect (1 of 20; bench-real/worker-faults/forensics-1.txt, double-delete-146s.txt).
 
 When: the job's launcher runs ``horovodrun`` with ``--host-discovery-script`` (its command or
 arguments say so: ``elastic_horovod``), and the job's latest restart is of an exit, a stall, or a
