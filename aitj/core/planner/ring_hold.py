@@ -34,7 +34,7 @@ bench-real/horovod-double-delete-hold/).
 Those pods leave the list together, at once: a pass that records a force delete keeps the list
 SETTLE_SECONDS, time for the other deletes of the same call, and the pass after takes them all
 out in one change. The driver then re-forms without any of them 1 to 2 s after the delete,
-while their containers live (killed about 2.9 s after it), and tells the rank 0 that leaves
+while their containers live (killed about 2 s after it), and tells the rank 0 that leaves
 while it still answers. Taken out one pass apart, the first change re-formed the ring with the
 dying rank 0 as its rank 0, and the second was told to it once its address was gone: 146 s in
 that connect (1 of 20; bench-real/worker-faults/forensics-1.txt, double-delete-146s.txt).
@@ -65,7 +65,7 @@ from aitj.core.wire import as_list, mapping, parse_time
 PROBE_SECONDS = 10.0  # held, unread: the watchdog reads a recovering job's log every 2 s
 GRACE_SECONDS = 30.0  # held past the watchdog's bound: its restart, then the driver's reset
 # After a pass that records a force delete: the other deletes of the same call come 0.1 to 0.2 s
-# later; the kill, about 2.9 s after the delete, must find the list changed and read already.
+# later; the kill, about 2 s after the delete, must find the list changed and read already.
 SETTLE_SECONDS = 0.3
 # Its restarts of a rank: the worker is gone too. Not its restart of the whole job (ringHung):
 # horovodrun starts anew on the list as it is then.
