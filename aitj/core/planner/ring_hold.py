@@ -37,7 +37,7 @@ out in one change. The driver then re-forms without any of them 1 to 2 s after t
 while their containers live (killed about 2 s after it), and tells the rank 0 that leaves
 while it still answers. Taken out one pass apart, the first change re-formed the ring with the
 dying rank 0 as its rank 0, and the second was told to it once its address was gone: 146 s in
-that connect (1 of 20; bench-real/worker-faults/forensics-1.txt, double-delete-146s.txt).
+that connect (1 of 20; bench-real/horovod-double-delete-146s/).
 
 When: the job's launcher runs ``horovodrun`` with ``--host-discovery-script`` (its command or
 arguments say so: ``elastic_horovod``), and the job's latest restart is of an exit, a stall, or a
