@@ -153,7 +153,7 @@ CASES: list[tuple[str, Job, Sequence[RestartEntry], TrainingSeen | None, float, 
         until(10),
     ),
     (
-        # The first delete's pass has taken w1 out already: a hold would keep the dying rank 0.
+        # Not the rank-0 hold: the pods of one fault leave together, after the settle (below).
         "two force-deleted in the same second, rank 0's recorded second: not held",
         horovod_job(),
         (force_deleted("w1"), force_deleted("w0")),

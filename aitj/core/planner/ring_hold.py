@@ -31,7 +31,7 @@ the job (1 of about 40). Nor is the list held while such pods die: they die 0.1 
 first death re-forms the ring at once with the second still alive and listed, which then dies in
 the new ring's rendezvous, and the survivor waits there until Gloo's timeout (tried: 2 of 11;
 bench-real/horovod-double-delete-hold/).
-Those pods leave the list together, at once: a pass that records a force delete keeps the list
+Those pods leave the list together, 0.3 s on: a pass that records a force delete keeps the list
 SETTLE_SECONDS, time for the other deletes of the same call, and the pass after takes them all
 out in one change. The driver then re-forms without any of them 1 to 2 s after the delete,
 while their containers live (killed about 2 s after it), and tells the rank 0 that leaves
