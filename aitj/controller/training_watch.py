@@ -253,7 +253,10 @@ class TrainingWatch:
         if w.behind:
             return {**{n: m for n, m in w.marks.items() if not m.left}, **marks}  # as they were
         if status is not None and w.done != since:
-            stuck = watchdog.escalation(status, seen, master_pod(body, pods), wanted)  # the next rung
+            master = master_pod(body, pods)
+            stuck = watchdog.escalation(status, seen, master, wanted)  # the next rung
+            if command is not None:  # a driver held by a call to a gone rank 0: the same rung, at once
+                stuck = {**stuck, **watchdog.driver_blocked(status, seen, master, pods, w.listed_since)}
             return {**stuck, **watchdog.waiting(status, seen, pods, wanted), **marks}
         return marks
 

@@ -32,6 +32,10 @@ from datetime import datetime
 # reported to the driver's barrier. Untagged, and it names the host: a worker's own lines carry
 # horovodrun's tag, the rank it started as, which a later worker may start as too.
 _RECORD = re.compile(r"^INFO:root:record state: (\S+)\[\d+\] = (READY|FAILURE)$")
+# ... and at every reset, its main thread: it waits for slots (at INFO), then, once it holds the
+# lock its discovery thread shares, counts them (at DEBUG) and resets the workers (at INFO).
+_AWAIT = re.compile(r"^INFO:root:wait for available slots: (\d{1,6})$")
+_FOUND = re.compile(r"^(?:DEBUG:root:current available slots: \d+|INFO:root:reset workers: \d+)$")
 _PROGRESS = re.compile(
     r"\] (?P<host>\S+) rank (?P<rank>\d+)/(?P<size>\d+): "
     r"(?:step (?P<step>\d+)/\d+|reset: world size now \d+, resuming at step (?P<resume>\d+))"
@@ -107,25 +111,48 @@ class Left:
     host: str
 
 
+@dataclass(frozen=True)
+class Awaiting:
+    """Awaiting: horovodrun's driver began, at ``t``, to wait for ``slots`` slots (its reset)."""
+
+    t: float
+    slots: int
+
+
+@dataclass(frozen=True)
+class Counted:
+    """Counted: horovodrun's driver, at ``t``, held its hosts' lock and counted the slots, or reset
+    the workers: the wait before it is over."""
+
+    t: float
+
+
 Driver = Joined | Left  # horovodrun's driver's records, which name the host
+Slots = Awaiting | Counted  # its main thread's wait for slots
 
 
-def tagged(line: str) -> Event | Driver | None:
-    """tagged: ``parse_line``, and the driver's records of a worker ready or failed (the
-    operator's)."""
+def tagged(line: str) -> Event | Driver | Slots | None:
+    """tagged: ``parse_line``, the driver's records of a worker ready or failed, and its waits
+    for slots (the operator's)."""
     stamp, _, text = line.partition(" ")
-    record = _RECORD.match(text.rstrip())
-    if record is not None:
-        try:
-            t = runtime_time(stamp)
-        except ValueError:
-            return None
-        host = record[1].split(".", 1)[0]
-        return Joined(t, host) if record[2] == "READY" else Left(t, host)
-    return parse_line(line)
+    text = text.rstrip()
+    record, awaiting, counted = _RECORD.match(text), _AWAIT.match(text), _FOUND.match(text)
+    if record is None and awaiting is None and counted is None:
+        return parse_line(line)
+    try:
+        t = runtime_time(stamp)
+    except ValueError:
+        return None
+    if awaiting is not None:
+        return Awaiting(t, int(awaiting[1]))
+    if counted is not None:
+        return Counted(t)
+    assert record is not None
+    host = record[1].split(".", 1)[0]
+    return Joined(t, host) if record[2] == "READY" else Left(t, host)
 
 
-def parse_tagged(lines: Iterable[str]) -> list[Event | Driver]:
+def parse_tagged(lines: Iterable[str]) -> list[Event | Driver | Slots]:
     """parse_tagged: ``tagged`` of every line, in time order (the operator's reading)."""
     events = [e for e in map(tagged, lines) if e is not None]
     return sorted(events, key=lambda e: e.t)
@@ -177,6 +204,14 @@ class TrainingSeen:
     width: int | None = None
     hosts: Mapping[str, HostSeen] = field(default_factory=dict, compare=False)
     intervals: tuple[float, ...] = ()
+    awaiting: Awaiting | None = None  # horovodrun's driver's newest wait for slots
+    counted: float | None = None  # ... and when it last counted them (Counted)
+
+    @property
+    def still_awaiting(self) -> Awaiting | None:
+        """still_awaiting: the driver's newest wait for slots, if it has not counted them since."""
+        a = self.awaiting
+        return a if a is not None and (self.counted is None or a.t > self.counted) else None
 
     @property
     def cadence(self) -> float | None:
@@ -188,14 +223,24 @@ class TrainingSeen:
         return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
-def fold(before: TrainingSeen | None, events: Sequence[Event | Driver], read_at: float) -> TrainingSeen:
+def fold(
+    before: TrainingSeen | None, events: Sequence[Event | Driver | Slots], read_at: float
+) -> TrainingSeen:
     """fold: ``before`` (None: nothing read yet) with the ``events`` of a new read of the log's
     tail, in time order (lines read before come again and change nothing)."""
     last_step = before.last_step if before is not None else None
     width = before.width if before is not None else None
     hosts = dict(before.hosts) if before is not None else {}
     intervals = _gaps(list(before.intervals) if before is not None else [], events, last_step)
+    awaiting = before.awaiting if before is not None else None
+    counted = before.counted if before is not None else None
     for e in events:
+        if isinstance(e, Awaiting):
+            awaiting = e if awaiting is None or e.t >= awaiting.t else awaiting
+            continue
+        if isinstance(e, Counted):
+            counted = max(e.t, counted or e.t)
+            continue
         old = hosts.get(e.host, HostSeen())
         if isinstance(e, Joined):
             hosts[e.host] = replace(old, joined=max(e.t, old.joined or e.t))
@@ -213,10 +258,13 @@ def fold(before: TrainingSeen | None, events: Sequence[Event | Driver], read_at:
     if len(hosts) > MAX_HOSTS:
         newest = sorted(hosts, key=lambda h: max(hosts[h].step or 0.0, hosts[h].reset or 0.0))
         hosts = {h: hosts[h] for h in newest[-MAX_HOSTS:]}
-    return TrainingSeen(read_at, last_step, width, hosts, tuple(intervals[-MAX_INTERVALS:]))
+    kept = tuple(intervals[-MAX_INTERVALS:])
+    return TrainingSeen(read_at, last_step, width, hosts, kept, awaiting, counted)
 
 
-def _gaps(intervals: list[float], events: Sequence[Event | Driver], seen_to: float | None) -> list[float]:
+def _gaps(
+    intervals: list[float], events: Sequence[Event | Driver | Slots], seen_to: float | None
+) -> list[float]:
     """_gaps: ``intervals`` with rank 0's new gaps between steps (after ``seen_to``, the newest
     step read before). A gap counts only between two steps of one read with no reset between
     them: a stall or a re-forming is not the training's cadence."""

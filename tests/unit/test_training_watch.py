@@ -309,3 +309,32 @@ def test_the_master_is_marked_when_nothing_steps_three_bounds_after_the_restart(
     w.read(KEY)
     marked = [p for p in w.views(KEY, pods) if p.waiting is not None]
     assert [(p.replica, p.waiting.hang) for p in marked if p.waiting is not None] == [("launcher", True)]
+
+
+def test_a_horovod_driver_held_with_its_slots_listed_marks_the_master(pods: list[PodView], log: Log) -> None:
+    """Two trainers force-deleted at once, the ring's rank 0 among them, killed before the
+    driver read the list without them: it waits for a slot with the survivor listed, and never
+    counts it (held in a call to the dead rank 0). The master is marked, alone: the watchdog's
+    restart of the job."""
+    t0, t1, t2 = trainer_hosts(pods)
+    log.text = ring_steps(t1, t0, t2) + f"{stamp(101)} INFO:root:wait for available slots: 1\n"
+    body = job(restarted=True)
+    body["status"]["discoveryHosts"] = [t0]
+    command = ["/bin/bash", "-c", "horovodrun -np 3 --host-discovery-script /etc/edl/d.sh python x"]
+    body["spec"]["replicaSpecs"]["launcher"]["template"] = {
+        "spec": {"containers": [{"name": "a", "command": command}]}
+    }
+    w, kicks = made(body, pods, 102)
+    w.read(KEY)  # t0 listed from this read on
+    assert waiting_in(w, pods) == []
+    w.now[0] = at(107).timestamp()  # type: ignore[attr-defined]
+    w.read(KEY)
+    marked = [p for p in w.views(KEY, pods) if p.waiting is not None]
+    assert [(p.replica, p.waiting.hang, p.waiting.alone) for p in marked if p.waiting] == [
+        ("launcher", True, True)
+    ]
+    assert kicks[-1] == KEY
+    log.text += f"{stamp(107.5)} DEBUG:root:current available slots: 1\n"
+    w.now[0] = at(109).timestamp()  # type: ignore[attr-defined]
+    w.read(KEY)
+    assert waiting_in(w, pods) == []  # it counted them: it went on

@@ -78,3 +78,24 @@ def test_the_drivers_records_of_a_worker_ready_or_failed_are_read_by_its_host() 
     assert seen.hosts["trainer-x82s7-2"].left is not None and seen.hosts["trainer-x82s7-2"].joined is None
     assert seen.hosts["trainer-pz9h7-0"].joined is None  # blocked in the old ring: never reported
     assert trainlog.parse(lines) == [e for e in events if isinstance(e, Step)]  # the bench's reading
+
+
+def test_the_drivers_wait_for_slots_stands_until_it_counts_them_or_resets() -> None:
+    """horovodrun's driver logs its wait for slots at every reset, then, holding its hosts' lock,
+    counts them (at DEBUG) and resets the workers (at INFO). A wait with neither after it is
+    one its discovery thread holds it in."""
+    wait = "2026-11-28T23:08:10.969698986Z INFO:root:wait for available slots: 1"
+    count = "2026-11-28T23:08:10.970101914Z DEBUG:root:current available slots: 3"
+    reset = "2026-11-28T23:08:10.970481198Z INFO:root:reset workers: 3"
+    events = trainlog.parse_tagged([wait, count, reset])
+    assert [type(e).__name__ for e in events] == ["Awaiting", "Counted", "Counted"]
+    assert isinstance(events[0], trainlog.Awaiting) and events[0].slots == 1
+    held = fold(None, events[:1], read_at=1e10)
+    assert held.still_awaiting == events[0]
+    assert fold(held, events[:1], read_at=1e10).still_awaiting == events[0]  # read again: the same
+    assert fold(held, events[1:2], read_at=1e10).still_awaiting is None  # counted (DEBUG)
+    assert fold(None, [events[0], events[2]], read_at=1e10).still_awaiting is None  # reset (INFO)
+    later = trainlog.parse_tagged([wait.replace("10.969", "15.000")])
+    assert fold(fold(None, events, read_at=1e10), later, read_at=1e10).still_awaiting == later[0]
+    assert trainlog.tagged("not-a-time INFO:root:wait for available slots: 1") is None
+    assert trainlog.parse(["wait for available slots: 1", wait]) == []  # not the bench's reading

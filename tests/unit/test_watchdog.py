@@ -13,7 +13,7 @@ from aitj.core.api import FaultTolerantRule, JobStatus, RestartEntry, RestartSco
 from aitj.core.observed import PodView
 from aitj.core.planner import plan, watchdog
 from aitj.core.policy import Failure, FailureKind, RestartDecision, decide
-from aitj.core.trainlog import HostSeen, TrainingSeen, Waiting
+from aitj.core.trainlog import Awaiting, HostSeen, TrainingSeen, Waiting
 from aitj.core.wire import format_time
 from tests.unit.builders import Cluster, at, event_rule, launcher, node, running_seed, seed_job, trainer
 
@@ -397,6 +397,79 @@ def test_the_escalation_marks_the_master_when_nothing_steps_for_three_bounds(
     if mark is not None:
         who = "no worker has left the ring that broke" if alone else "nothing tells which rank waits"
         assert mark.hang and who in mark.description
+
+
+# horovodrun's driver held: two trainers force-deleted at once (t1, t2), t1 the ring's rank 0 and
+# killed before the driver read the list without them; its wait for one slot at T + 3 is never
+# counted, while the survivor t0 has been listed all along.
+HELD = TrainingSeen(T + 8, last_step=BEFORE, width=3, hosts=RING, awaiting=Awaiting(T + 3, 1))
+LISTED_AT = {"t0": T - 60, "t2b": T + 5}
+SURVIVED = running({"t0": T - 60, "t2b": T + 3})
+
+
+@pytest.mark.parametrize(
+    ("case", "training", "listed", "pods", "marked"),
+    [
+        ("waited 5 s for 1 slot, t0 listed all along: held", HELD, LISTED_AT, SURVIVED, True),
+        ("waited 4.9 s: not yet", dataclasses.replace(HELD, read_at=T + 7.9), LISTED_AT, SURVIVED, False),
+        ("counted since: it went on", dataclasses.replace(HELD, counted=T + 3.1), LISTED_AT, SURVIVED, False),
+        (
+            "waits for 3 slots, 2 hosts listed: Horovod's own wait for hosts",
+            dataclasses.replace(HELD, awaiting=Awaiting(T + 3, 3)),
+            LISTED_AT,
+            SURVIVED,
+            False,
+        ),
+        (
+            "2 slots, t2b listed 5 s too: held",
+            dataclasses.replace(HELD, read_at=T + 10, awaiting=Awaiting(T + 3, 2)),
+            LISTED_AT,
+            SURVIVED,
+            True,
+        ),
+        (
+            "t0 listed only 4 s ago (t2b 3 s)",
+            HELD,
+            {**LISTED_AT, "t0": T + 4},
+            SURVIVED,
+            False,
+        ),
+        (
+            "t0 blacklisted by the driver: not a slot",
+            dataclasses.replace(HELD, hosts={**RING, "t0": HostSeen(left=T + 2)}),
+            LISTED_AT,
+            SURVIVED,
+            False,
+        ),
+        ("t0 not running", HELD, LISTED_AT, running({"t2b": T + 3}), False),
+        (
+            "a wait from before the restart",
+            dataclasses.replace(HELD, awaiting=Awaiting(T - 2, 1)),
+            LISTED_AT,
+            SURVIVED,
+            False,
+        ),
+    ],
+)
+def test_a_driver_held_with_its_slots_listed_marks_the_master(
+    case: str, training: TrainingSeen, listed: dict[str, float], pods: list[PodView], marked: bool
+) -> None:
+    got = watchdog.driver_blocked(status(), training, MASTER, pods, listed)
+    assert (MASTER.name in got) is marked, case
+    if marked:
+        mark = got[MASTER.name]
+        assert mark.hang and mark.alone and mark.since == T + 3
+        assert "horovodrun's driver has waited for" in mark.description
+        read_later = dataclasses.replace(training, read_at=T + 30)
+        later = watchdog.driver_blocked(status(), read_later, MASTER, pods, listed)
+        assert later == got  # the words name times: the same read after read
+
+
+def test_a_held_driver_is_nothing_without_a_restart_or_a_running_master() -> None:
+    assert watchdog.driver_blocked(status(None), HELD, MASTER, SURVIVED, LISTED_AT) == {}
+    pending = dataclasses.replace(MASTER, phase="Pending")
+    assert watchdog.driver_blocked(status(), HELD, pending, SURVIVED, LISTED_AT) == {}
+    assert watchdog.driver_blocked(status(), None, MASTER, SURVIVED, LISTED_AT) == {}
 
 
 HANG_RULE = event_rule("hang", RestartScope.ALL)

@@ -37,7 +37,8 @@ out in one change. The driver then re-forms without any of them 1 to 2 s after t
 while their containers live (killed about 2 s after it), and tells the rank 0 that leaves
 while it still answers; usually: in 1 of 40 the driver read the change only after the kill,
 and called the dead rank 0 all the same (146 s; bench-real/worker-faults/double-deletes-2/), a
-race left open. Taken out one pass apart, the first change re-formed the ring with the
+race the list cannot close: the recovery watchdog restarts the job once the driver is seen held
+(``watchdog.driver_blocked``). Taken out one pass apart, the first change re-formed the ring with the
 dying rank 0 as its rank 0, and the second was told to it once its address was gone: 146 s in
 that connect (1 of 20; bench-real/horovod-double-delete-146s/).
 

@@ -245,7 +245,8 @@ def waiting_failure(r: ReplicaSpec, waits: Waiting) -> Failure | None:
     rank out of the ring (``leftRing``) or still waiting in it (``stall``), which the watchdog's
     own rung restarts; the escalation's ``hang`` where a rule of ``r`` names ``hang`` (the
     watchdog is on by default: a job that did not ask for hang restarts is never failed by one),
-    else, when no worker moved on (``alone``), ``ringHung``, the whole job restarted by its rung."""
+    else, when no worker moved on or horovodrun's driver is held (``alone``: ``escalation``,
+    ``driver_blocked``), ``ringHung``, the whole job restarted by its rung."""
     since = datetime.fromtimestamp(waits.since, UTC)
     if waits.hang:
         if any(ExceptionalEvent.HANG in rule.events for rule in r.rules):
@@ -286,6 +287,63 @@ def escalation(
         f"(recovery watchdog, {ESCALATIONS} x its bound of {int(bound(seen))} s)"
     )
     return {master.name: Waiting(quiet, words, hang=True, alone=alone)}
+
+
+# horovodrun's driver counts the slots within a second of a list change that brings enough
+# (its discovery thread polls the script every second and wakes it); this much later it is held.
+DRIVER_SECONDS = 5.0
+
+
+def driver_blocked(
+    status: JobStatus,
+    seen: TrainingSeen | None,
+    master: PodView | None,
+    pods: Iterable[PodView],
+    listed_since: Mapping[str, float],
+) -> Mapping[str, Waiting]:
+    """driver_blocked: by pod name, the master pod marked ``hang`` (``alone``: the watchdog's
+    restart of the job, where no rule of the master's names ``hang``) when, after the job's
+    latest restart, horovodrun's driver has waited DRIVER_SECONDS for slots and not counted
+    them, while the host list has offered at least as many Running hosts, not blacklisted, for
+    as long (``listed_since``: when each pod was first seen listed). Why: its discovery thread
+    tells the old ring's rank 0 of each change to the list while holding the lock the reset
+    waits on, with a connect that has no timeout (``_notify_workers_host_changes``); when that
+    rank 0 is dead, nothing moves until the kernel gives up on its address: 20 to 140 s where
+    the bridge still knew it, 127 s per attempt (3) where the network drops such packets (seen on
+    real nodes: two trainers force-deleted at once, rank 0 among them, the driver's read of the
+    list after their kill, 146 s; bench-real/worker-faults/double-deletes-2/). Nothing the
+    operator can do to the list reaches a driver that holds its lock; a new launcher does."""
+    since = recovered_at(status)
+    waits = seen.still_awaiting if seen is not None else None
+    if seen is None or waits is None or since is None or master is None or not master.running:
+        return {}
+    now = seen.read_at
+    if waits.t < since - GRAIN_SECONDS or now - waits.t < DRIVER_SECONDS:
+        return {}
+    offered = [
+        p
+        for p in pods
+        if p.running
+        and not p.deleting
+        and p.created is not None
+        and listed_since.get(p.name, now) <= now - DRIVER_SECONDS
+        and not _blacklisted(seen, p.name, p.created.timestamp())
+    ]
+    if len(offered) < waits.slots:
+        return {}  # a wait for hosts that are not there yet: Horovod's own, left alone
+    words = (
+        f"hang: horovodrun's driver has waited for {waits.slots} slots since {_clock(waits.t)} and "
+        "not counted them although the host list offers them: it is held in a call to a worker "
+        f"that is gone (recovery watchdog, {int(DRIVER_SECONDS)} s)"
+    )
+    return {master.name: Waiting(waits.t, words, hang=True, alone=True)}
+
+
+def _blacklisted(seen: TrainingSeen, pod: str, created: float) -> bool:
+    """_blacklisted: the driver recorded the worker of ``pod`` (made at ``created``) failed:
+    Horovod 0.28 does not count its host again."""
+    host = seen.hosts.get(pod)
+    return host is not None and host.left is not None and host.left >= created
 
 
 def _clock(t: float) -> str:
