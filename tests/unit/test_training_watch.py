@@ -88,6 +88,12 @@ def ring_steps(*hosts: str) -> str:
     return "".join(line(95 + k * 0.1, h, r, f"step {k}/1000") for k in range(5) for r, h in enumerate(hosts))
 
 
+def launches(body: dict[str, Any], command: str) -> None:
+    """launches: the job's launcher runs ``command`` in bash."""
+    container = {"name": "a", "command": ["/bin/bash", "-c", command]}
+    body["spec"]["replicaSpecs"]["launcher"]["template"] = {"spec": {"containers": [container]}}
+
+
 def waiting_in(w: watch.TrainingWatch, pods: list[PodView]) -> list[str]:
     return [p.name for p in w.views(KEY, pods) if p.waiting is not None]
 
@@ -253,14 +259,7 @@ def test_a_listed_worker_that_never_joins_an_elastic_horovod_ring_is_marked(
     )
     body = job(restarted=False)
     body["status"]["discoveryHosts"] = [t0, t1, t2]
-    command = [
-        "/bin/bash",
-        "-c",
-        "horovodrun -np 3 --max-np=5 --host-discovery-script /etc/edl/d.sh python x",
-    ]
-    body["spec"]["replicaSpecs"]["launcher"]["template"] = {
-        "spec": {"containers": [{"name": "a", "command": command}]}
-    }
+    launches(body, "horovodrun -np 3 --max-np=5 --host-discovery-script /etc/edl/d.sh python x")
     w, kicks = made(body, pods, 110)
     w.read(KEY)  # t2 listed from this read on
     assert waiting_in(w, pods) == []
@@ -320,10 +319,7 @@ def test_a_horovod_driver_held_with_its_slots_listed_marks_the_master(pods: list
     log.text = ring_steps(t1, t0, t2) + f"{stamp(101)} INFO:root:wait for available slots: 1\n"
     body = job(restarted=True)
     body["status"]["discoveryHosts"] = [t0]
-    command = ["/bin/bash", "-c", "horovodrun -np 3 --host-discovery-script /etc/edl/d.sh python x"]
-    body["spec"]["replicaSpecs"]["launcher"]["template"] = {
-        "spec": {"containers": [{"name": "a", "command": command}]}
-    }
+    launches(body, "horovodrun -np 3 --host-discovery-script /etc/edl/d.sh python x")
     w, kicks = made(body, pods, 102)
     w.read(KEY)  # t0 listed from this read on
     assert waiting_in(w, pods) == []
