@@ -1,7 +1,10 @@
 """Training under a steady fault rate (``make steady-real``; issue 46): each training the project
 ships (the seed's Horovod elastic, the MPI and torchrun examples) on two real nodes, first
 QUIET_SECONDS without faults, then one worker fault every INTERVAL seconds for CHAOS_SECONDS,
-whether or not the last one has healed (aitj.tools.trainbench.steady). The faults, in turns
+whether or not the last one has healed (aitj.tools.trainbench.steady). Each fault is followed
+as make bench-real follows one (the log read every second until it heals, forensics written to
+the output folder if it does not), and the launcher's log is read every LOG_SECONDS between
+them, so the lines of a launcher a whole-job restart deletes are kept. The faults, in turns
 shuffled by SEED: a trainer force-deleted, one deleted gracefully, one SIGKILLed from the
 machine as the OOM killer does (exit 137, which the bench's rule restarts), and the training's
 Python killed inside a Running trainer (its pod stays Running; nothing in the API changes).
@@ -53,6 +56,8 @@ SLOW_EVERY = int(os.environ.get("AITJ_STEADY_SLOW_EVERY", "2000"))
 SLOW_SECONDS = float(os.environ.get("AITJ_STEADY_SLOW_SECONDS", "20"))
 OUT = Path(os.environ.get("AITJ_STEADY_OUT", "steady-real"))
 WIDTH = 3
+LOG_SECONDS = 30.0  # the launcher's log read this often between faults
+HEAL_MARGIN = 10.0  # a fault is followed until it heals, or until this long before the next
 FAULTS: dict[str, Callable[[Training], Callable[[], None]]] = {
     "force delete": lambda run: run.delete_trainer(force=True, replicas=WIDTH),
     "graceful delete": lambda run: run.delete_trainer(force=False, replicas=WIDTH),
@@ -94,8 +99,13 @@ def restarts(cluster: KubeCluster, namespace: str) -> list[dict[str, Any]]:
     return list((get_job(cluster, namespace, "steady").get("status") or {}).get("restarts") or [])
 
 
-def until(t: float) -> None:
-    time.sleep(max(0.0, t - time.time()))
+def watched(run: Training, t: float) -> None:
+    """watched: until ``t``, the launcher's log read every LOG_SECONDS. A whole-job restart
+    (the watchdog's ringHung) deletes the launcher and its log with it; what was read of it is
+    kept (Training.log), and a run that read it only at its end lost an hour of it (seen)."""
+    while (left := t - time.time()) > 0:
+        time.sleep(min(left, LOG_SECONDS))
+        run.log()
 
 
 @pytest.mark.parametrize(
@@ -112,18 +122,22 @@ def test_training_keeps_its_goodput_under_a_fault_every_few_minutes(
     ns = real_namespace
     alone(real_cluster, ns)
     run = started(real_cluster, ns, job(), width=WIDTH, step=50)
+    out = OUT / training
+    run.evidence = out  # each stall's forensics, written as taken
     quiet_from, before = time.time(), len(restarts(real_cluster, ns))
-    until(quiet_from + QUIET_SECONDS)
+    watched(run, quiet_from + QUIET_SECONDS)
     quiet_to = time.time()
     false_alarms = restarts(real_cluster, ns)[before:]
 
     chaos_from = time.time()
     made: list[tuple[str, float]] = []
     for planned in steady.plan(tuple(FAULTS), CHAOS_SECONDS, INTERVAL, SEED):
-        until(chaos_from + planned.at)
+        watched(run, chaos_from + planned.at)
         made.append((planned.kind, time.time()))
-        FAULTS[planned.kind](run)()
-    until(chaos_from + CHAOS_SECONDS)
+        # Followed as the bench follows a fault (the log read every second, forensics taken if
+        # it does not heal), until it heals or the next is near.
+        run.fault(planned.kind, WIDTH, FAULTS[planned.kind](run), heal_seconds=INTERVAL - HEAL_MARGIN)
+    watched(run, chaos_from + CHAOS_SECONDS)
     chaos_to = time.time()
 
     events = run.events()
@@ -132,7 +146,6 @@ def test_training_keeps_its_goodput_under_a_fault_every_few_minutes(
     without = pace(events, max(quiet_from, quiet_to - (chaos_to - chaos_from)), quiet_to, BATCH)
     through = pace(events, chaos_from, chaos_to, BATCH)
     share = steady.goodput(without, through)
-    out = OUT / training
     facts = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.node()}, {os.cpu_count()} cores",
