@@ -34,6 +34,7 @@ from datetime import datetime
 _RECORD = re.compile(r"^INFO:root:record state: (\S+)\[\d+\] = (READY|FAILURE)$")
 # ... and at every reset, its main thread: it waits for slots (at INFO), then, once it holds the
 # lock its discovery thread shares, counts them (at DEBUG) and resets the workers (at INFO).
+_START = re.compile(r"^INFO:root:start worker process: (\S+)\[\d+\]$")  # it takes a host in
 _AWAIT = re.compile(r"^INFO:root:wait for available slots: (\d{1,6})$")
 _FOUND = re.compile(r"^(?:DEBUG:root:current available slots: \d+|INFO:root:reset workers: \d+)$")
 _PROGRESS = re.compile(
@@ -127,7 +128,16 @@ class Counted:
     t: float
 
 
-Driver = Joined | Left  # horovodrun's driver's records, which name the host
+@dataclass(frozen=True)
+class Started:
+    """Started: horovodrun's driver started a worker on ``host`` at ``t``: the host is being taken
+    into the ring (its worker joins the next rendezvous)."""
+
+    t: float
+    host: str
+
+
+Driver = Joined | Left | Started  # horovodrun's driver's records, which name the host
 Slots = Awaiting | Counted  # its main thread's wait for slots
 
 
@@ -137,7 +147,8 @@ def tagged(line: str) -> Event | Driver | Slots | None:
     stamp, _, text = line.partition(" ")
     text = text.rstrip()
     record, awaiting, counted = _RECORD.match(text), _AWAIT.match(text), _FOUND.match(text)
-    if record is None and awaiting is None and counted is None:
+    start = _START.match(text)
+    if record is None and awaiting is None and counted is None and start is None:
         return parse_line(line)
     try:
         t = runtime_time(stamp)
@@ -147,6 +158,8 @@ def tagged(line: str) -> Event | Driver | Slots | None:
         return Awaiting(t, int(awaiting[1]))
     if counted is not None:
         return Counted(t)
+    if start is not None:
+        return Started(t, start[1].split(".", 1)[0])
     assert record is not None
     host = record[1].split(".", 1)[0]
     return Joined(t, host) if record[2] == "READY" else Left(t, host)
@@ -191,6 +204,7 @@ class HostSeen:
     rank: int | None = None
     joined: float | None = None  # the driver's newest record of its worker ready (Joined)
     left: float | None = None  # the driver's newest record of its worker failed (Left)
+    started: float | None = None  # the driver's newest start of a worker on it (Started)
 
 
 @dataclass(frozen=True)
@@ -247,6 +261,9 @@ def fold(
             continue
         if isinstance(e, Left):
             hosts[e.host] = replace(old, left=max(e.t, old.left or e.t))
+            continue
+        if isinstance(e, Started):
+            hosts[e.host] = replace(old, started=max(e.t, old.started or e.t))
             continue
         if isinstance(e, Reset):
             hosts[e.host] = replace(old, reset=max(e.t, old.reset or e.t))

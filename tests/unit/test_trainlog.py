@@ -70,13 +70,15 @@ def test_the_drivers_records_of_a_worker_ready_or_failed_are_read_by_its_host() 
         "2026-11-28T10:11:20.019079279Z [0]<stdout>:[10:11:20] trainer-884p4-1 rank 0/3: step 410/1000000",
         "2026-11-28T10:11:21.205251564Z INFO:root:record state: trainer-x82s7-2.watchdog[0] = FAILURE",
         "2026-11-28T10:11:21.217193858Z INFO:root:record state: trainer-884p4-1.watchdog[0] = READY",
+        "2026-11-28T10:11:22.079054766Z INFO:root:start worker process: trainer-q2x8r-2.watchdog[0]",
     ]
     events = trainlog.parse_tagged(lines)
-    assert [type(e).__name__ for e in events] == ["Step", "Step", "Step", "Left", "Joined"]
+    assert [type(e).__name__ for e in events] == ["Step", "Step", "Step", "Left", "Joined", "Started"]
     seen = fold(None, events, read_at=1e10)
     assert seen.hosts["trainer-884p4-1"].joined is not None and seen.hosts["trainer-884p4-1"].left is None
     assert seen.hosts["trainer-x82s7-2"].left is not None and seen.hosts["trainer-x82s7-2"].joined is None
     assert seen.hosts["trainer-pz9h7-0"].joined is None  # blocked in the old ring: never reported
+    assert seen.hosts["trainer-q2x8r-2"].started is not None  # the driver takes its host in
     assert trainlog.parse(lines) == [e for e in events if isinstance(e, Step)]  # the bench's reading
 
 

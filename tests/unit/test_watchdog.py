@@ -333,6 +333,22 @@ STEPPING = {
         ("the ring does not step", T + 40, STEPPING, T + 19, None, set()),
         ("the ring stepped too little since", T + 20, STEPPING, T + 12, None, set()),
         ("the ring is at horovodrun's --max-np", T + 20, STEPPING, T + 19, 2, set()),
+        (
+            "its worker started since it was listed: the ring takes it in",
+            T + 20,
+            {**STEPPING, "t2b": HostSeen(started=T + 19.5)},
+            T + 19,
+            None,
+            set(),
+        ),
+        (
+            "a worker started on it before it was listed: another pod's",
+            T + 20,
+            {**STEPPING, "t2b": HostSeen(started=T - 1)},
+            T + 19,
+            None,
+            {"t2b"},
+        ),
     ],
 )
 def test_a_listed_worker_horovod_never_took_in(

@@ -365,7 +365,11 @@ def left_out(
     stepped since it was listed, while the ring steps without it: Horovod lost the notice of the
     host (its rank 0's reset drops a notice that comes during it: docs/pods.md, "Workers join in
     waves"), and nothing would bring it in but another change to the list. None while the ring
-    is at ``width_cap`` (horovodrun's ``--max-np``: it takes no more)."""
+    is at ``width_cap`` (horovodrun's ``--max-np``: it takes no more). Nor a host whose worker
+    the driver started since it was listed: the ring is taking it in, and stops stepping to do
+    so (seen on real nodes, in the operator's log: two replacements listed 20 s were restarted as
+    left out a second after the ring's last step, and it stepped no more until the watchdog
+    restarted the job 4 minutes on; the launcher's log went with that restart)."""
     if seen is None or seen.last_step is None or seen.read_at - seen.last_step > STEPPING_SECONDS:
         return {}
     if width_cap is not None and (seen.width or 0) >= width_cap:
@@ -378,6 +382,8 @@ def left_out(
         hs = seen.hosts.get(p.name)
         if hs is not None and hs.step is not None and hs.step >= since:
             continue
+        if hs is not None and hs.started is not None and hs.started >= since:
+            continue  # Horovod is taking it in: its driver started a worker on it
         if seen.last_step < since + OUT_SECONDS:
             continue  # the ring has not stepped long enough since it was listed
         words = (
