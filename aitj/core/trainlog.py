@@ -34,9 +34,10 @@ from datetime import datetime
 _RECORD = re.compile(r"^INFO:root:record state: (\S+)\[\d+\] = (READY|FAILURE)$")
 # ... and at every reset, its main thread: it waits for slots (at INFO), then, once it holds the
 # lock its discovery thread shares, counts them (at DEBUG) and resets the workers (at INFO).
-_START = re.compile(r"^INFO:root:start worker process: (\S+)\[\d+\]$")  # it takes a host in
 _AWAIT = re.compile(r"^INFO:root:wait for available slots: (\d{1,6})$")
 _FOUND = re.compile(r"^(?:DEBUG:root:current available slots: \d+|INFO:root:reset workers: \d+)$")
+# ... then starts a worker on each host it takes into the ring.
+_START = re.compile(r"^INFO:root:start worker process: (\S+)\[\d+\]$")
 _PROGRESS = re.compile(
     r"\] (?P<host>\S+) rank (?P<rank>\d+)/(?P<size>\d+): "
     r"(?:step (?P<step>\d+)/\d+|reset: world size now \d+, resuming at step (?P<resume>\d+))"
