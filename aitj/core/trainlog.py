@@ -40,7 +40,8 @@ _FOUND = re.compile(r"^(?:DEBUG:root:current available slots: \d+|INFO:root:rese
 _START = re.compile(r"^INFO:root:start worker process: (\S+)\[\d+\]$")
 _PROGRESS = re.compile(
     r"\] (?P<host>\S+) rank (?P<rank>\d+)/(?P<size>\d+): "
-    r"(?:step (?P<step>\d+)/\d+|reset: world size now \d+, resuming at step (?P<resume>\d+))"
+    r"(?:step (?P<step>\d+)/\d+|reset: world size now \d+, resuming at step (?P<resume>\d+)"
+    r"|(?P<start>start): \d+ steps)"
 )
 
 
@@ -78,11 +79,12 @@ def runtime_time(stamp: str) -> float:
     return datetime.fromisoformat(f"{head}.{micros}+00:00").timestamp()
 
 
-def parse_line(line: str) -> Event | None:
-    """parse_line: the Step or Reset a timestamped log line reports, else None."""
+def parse_line(line: str, *, starts: bool = False) -> Event | None:
+    """parse_line: the Step or Reset a timestamped log line reports, else None. With ``starts``,
+    a training's start line too (the Horovod script's first, per rank), as a Reset to step 0."""
     stamp, _, text = line.partition(" ")
     found = _PROGRESS.search(text)
-    if found is None:
+    if found is None or (found["start"] is not None and not starts):
         return None
     try:
         t = runtime_time(stamp)
@@ -91,7 +93,7 @@ def parse_line(line: str) -> Event | None:
     host, rank, size = found["host"], int(found["rank"]), int(found["size"])
     if found["step"] is not None:
         return Step(t, host, rank, size, int(found["step"]))
-    return Reset(t, host, rank, size, int(found["resume"]))
+    return Reset(t, host, rank, size, 0 if found["start"] is not None else int(found["resume"]))
 
 
 @dataclass(frozen=True)
@@ -172,9 +174,9 @@ def parse_tagged(lines: Iterable[str]) -> list[Event | Driver | Slots]:
     return sorted(events, key=lambda e: e.t)
 
 
-def parse(lines: Iterable[str]) -> list[Event]:
-    """parse: the events of a log, in time order."""
-    events = [e for e in (parse_line(line) for line in lines) if e is not None]
+def parse(lines: Iterable[str], *, starts: bool = False) -> list[Event]:
+    """parse: the events of a log, in time order (``parse_line``'s ``starts``)."""
+    events = [e for e in (parse_line(line, starts=starts) for line in lines) if e is not None]
     return sorted(events, key=lambda e: e.t)
 
 

@@ -218,6 +218,9 @@ def test_a_trainings_start_is_a_re_forming_at_step_0_for_the_bench() -> None:
     ]
     events = timeline.parse(lines)
     assert [type(e).__name__ for e in events] == ["Step", "Reset", "Step"]
+    from aitj.core import trainlog
+
+    assert [type(e).__name__ for e in trainlog.parse(lines)] == ["Step", "Step"]  # not the operator's
     fault_at = timeline.runtime_time("2026-11-29T02:19:40.000000Z")
     assert healed(events, Fault("two force deletes at once", fault_at, 3, until=fault_at + 60))
     assert not healed(timeline.parse([lines[0], lines[2]]), Fault("x", fault_at, 3, until=fault_at + 60))

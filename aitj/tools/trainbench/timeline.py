@@ -2,7 +2,6 @@
 which the recovery watchdog reads too); the bench and the chaos command read it from here, with
 one line more: a training's start."""
 
-import re
 from collections.abc import Iterable
 
 from aitj.core import trainlog
@@ -10,26 +9,11 @@ from aitj.core.trainlog import Event, Reset, Step, parse_line, ring, runtime_tim
 
 __all__ = ["Event", "Reset", "Step", "parse", "parse_line", "ring", "runtime_time"]
 
-# The Horovod script's first line, per rank (no reset line follows a start): a fixed pattern.
-_START = re.compile(r"\] (?P<host>\S+) rank (?P<rank>\d+)/(?P<size>\d+): start: \d+ steps")
-
 
 def parse(lines: Iterable[str]) -> list[Event]:
     """parse: ``trainlog.parse``, and each start line read as a re-forming at step 0, so the
     world a whole-job restart makes (the recovery watchdog's ringHung: a new launcher, a new
     horovodrun) is seen to heal the fault before it, its lost steps counted as redone (seen: a
     job restarted that way stepped at full width 21 s after the fault, and the bench, waiting
-    for a reset line, called it never healed)."""
-    lines = list(lines)
-    starts: list[Event] = []
-    for line in lines:
-        stamp, _, text = line.partition(" ")
-        found = _START.search(text)
-        if found is None:
-            continue
-        try:
-            t = runtime_time(stamp)
-        except ValueError:
-            continue
-        starts.append(Reset(t, found["host"], int(found["rank"]), int(found["size"]), 0))
-    return sorted([*trainlog.parse(lines), *starts], key=lambda e: e.t)
+    for a reset line, called it never healed). The operator reads no start line."""
+    return trainlog.parse(lines, starts=True)
