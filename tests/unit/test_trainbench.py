@@ -160,6 +160,12 @@ def test_the_table_counts_unrecovered_faults_apart_from_the_percentiles() -> Non
         "not_recovered": 1,
     }
     assert "| force delete | 2 |" in table([ok, stuck], None, None)
+    # With each fault's cost (steady.lost), their p50 and max, and the sum under the table.
+    (row,) = rows([ok, stuck], [4.0, None])
+    assert row["training_lost_p50_max"] == "4.0 / 4.0 s"
+    text = table([ok, stuck], None, None, [4.0, 9.0])
+    assert "| 0 / 7 | 1 | 4.0 / 9.0 s |" in text
+    assert "13 s in all, 6.5 s a fault" in text
 
 
 @pytest.mark.parametrize(

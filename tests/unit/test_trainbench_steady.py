@@ -8,7 +8,8 @@ from collections import Counter
 import pytest
 
 from aitj.tools.trainbench.recovery import Fault, Pace, Recovery
-from aitj.tools.trainbench.steady import Planned, faults, goodput, not_recovered, plan, worst
+from aitj.tools.trainbench.steady import Planned, faults, goodput, lost, not_recovered, plan, worst
+from aitj.tools.trainbench.timeline import Step
 
 KINDS = ("force delete", "graceful delete", "SIGKILL", "worker killed in its pod")
 
@@ -71,3 +72,24 @@ def test_the_tail_and_the_faults_never_healed() -> None:
     assert worst(runs) == 38.0
     assert not_recovered(runs) == [runs[1]]
     assert worst([recovered(None)]) is None and not_recovered([recovered(4.0)]) == []
+
+
+def steps(*points: tuple[float, int, int]) -> list[Step]:
+    """steps: rank 0's step lines, (time, step, world size)."""
+    return [Step(t, "h0", 0, size, step) for t, step, size in points]
+
+
+def test_a_fault_costs_the_seconds_its_window_is_short_of_at_the_pace_without_faults() -> None:
+    without = Pace(10, 30)  # 10 steps a second at width 3, a batch of 1
+    kept = steps(*[(t, 10 * t, 3) for t in range(0, 101)])
+    assert lost(kept, Fault("a", 0, 3, 100), without, 1) == pytest.approx(0.0)
+    # Stopped 10 s, then 20 s at width 2 (10 steps a second): 10 + 20 / 3 seconds lost.
+    broken = steps(
+        (0, 0, 3),
+        *[(t, 10 * t, 3) for t in range(1, 41)],
+        *[(t, 10 * (t - 10), 2) for t in range(50, 71)],
+        *[(t, 10 * (t - 10), 3) for t in range(71, 101)],
+    )
+    assert lost(broken, Fault("a", 0, 3, 100), without, 1) == pytest.approx(10 + 20 / 3, abs=0.5)
+    assert lost(kept, Fault("a", 0, 3, 100), None, 1) is None
+    assert lost([], Fault("a", 0, 3, 100), without, 1) is None

@@ -6,7 +6,8 @@ made about as often and a run is repeatable; what each fault hits is picked when
 Each fault's recovery is read from the training's own log until the next fault (or the end:
 aitj.tools.trainbench.recovery), and the goodput is the samples per second through the faults
 over the samples per second without them (``recovery.pace``: rank 0's net progress, so steps
-redone after a restart count once).
+redone after a restart count once). Each fault's own cost is ``lost``: the seconds of training
+its window is short of, at the pace without faults; they say which kinds the goodput goes to.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aitj.tools.trainbench.recovery import Fault, Pace, Recovery
+from aitj.tools.trainbench.recovery import Fault, Pace, Recovery, pace
+from aitj.tools.trainbench.timeline import Event
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,17 @@ def goodput(without: Pace | None, through: Pace | None) -> float | None:
     if without is None or through is None or without.samples_per_second <= 0:
         return None
     return through.samples_per_second / without.samples_per_second
+
+
+def lost(events: Sequence[Event], fault: Fault, without: Pace | None, batch: int) -> float | None:
+    """lost: the seconds of training ``fault``'s window (until the next fault) is short of: its
+    length less the time the samples made in it take at the pace ``without`` faults. A window
+    that kept that pace loses 0 (or a little less: the pace wanders, within a percent or so).
+    None with no pace to go by."""
+    through = pace(events, fault.t, fault.until, batch)
+    if without is None or through is None or without.samples_per_second <= 0:
+        return None
+    return (fault.until - fault.t) * (1 - through.samples_per_second / without.samples_per_second)
 
 
 def not_recovered(recoveries: Sequence[Recovery]) -> list[Recovery]:

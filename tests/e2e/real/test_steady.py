@@ -10,10 +10,12 @@ machine as the OOM killer does (exit 137, which the bench's rule restarts), and 
 Python killed inside a Running trainer (its pod stays Running; nothing in the API changes).
 
 The trainings take a slow step every SLOW_EVERY steps, SLOW_SECONDS long on every rank, as a
-long checkpoint does. Printed and written to AITJ_STEADY_OUT/<training>/ (steady.md,
-results.json, the launcher's log): each fault's time to full width, the goodput (samples per
-second through the faults over those of the last CHAOS_SECONDS without them, both read from
-the training's own step lines), the restarts the operator made without faults. Asserted: no
+long checkpoint does. Printed and written to AITJ_STEADY_OUT/<training>/ (table.md,
+results.json, faults.json, restarts.json, and the logs): each fault's time to full width, the
+goodput (samples per second through the faults over those of the last CHAOS_SECONDS without
+them, both read from the training's own step lines) and the seconds of training each fault
+cost, the restarts the operator made without faults, and the launcher's and the operator's
+logs. Asserted: no
 restart without faults (the watchdog and the rules raise no false alarm, slow steps included),
 and training back at full width after every fault before the next. The goodput is a figure, not
 an assertion.
@@ -146,6 +148,7 @@ def test_training_keeps_its_goodput_under_a_fault_every_few_minutes(
     without = pace(events, max(quiet_from, quiet_to - (chaos_to - chaos_from)), quiet_to, BATCH)
     through = pace(events, chaos_from, chaos_to, BATCH)
     share = steady.goodput(without, through)
+    lost = [steady.lost(events, r.fault, without, BATCH) for r in recoveries]
     facts = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.node()}, {os.cpu_count()} cores",
@@ -157,8 +160,9 @@ def test_training_keeps_its_goodput_under_a_fault_every_few_minutes(
         "worst full width": f"{steady.worst(recoveries)} s",
         "restarts without faults": str(len(false_alarms)),
     }
-    text = report.write(out, recoveries, without, through, facts)
+    text = report.write(out, recoveries, without, through, facts, lost)
     (out / "launcher.log").write_text(run.log())
+    (out / "operator.log").write_text(real_operator.logs())  # pytest's own folders rotate
     chaos_restarts = restarts(real_cluster, ns)[before + len(false_alarms) :]
     (out / "restarts.json").write_text(
         json.dumps({"without_faults": false_alarms, "through_faults": chaos_restarts}, indent=2) + "\n"
