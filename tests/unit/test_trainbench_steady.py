@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from aitj.tools.trainbench.recovery import Fault, Pace, Recovery
+from aitj.tools.trainbench.recovery import Fault, Pace, Recovery, pace
 from aitj.tools.trainbench.steady import Planned, faults, goodput, lost, not_recovered, plan, worst
 from aitj.tools.trainbench.timeline import Step
 
@@ -93,3 +93,22 @@ def test_a_fault_costs_the_seconds_its_window_is_short_of_at_the_pace_without_fa
     assert lost(broken, Fault("a", 0, 3, 100), without, 1) == pytest.approx(10 + 20 / 3, abs=0.5)
     assert lost(kept, Fault("a", 0, 3, 100), None, 1) is None
     assert lost([], Fault("a", 0, 3, 100), without, 1) is None
+
+
+def test_a_stall_up_to_the_next_fault_is_lost_whole() -> None:
+    without = Pace(10, 30)
+    stalled = steps(*[(t, 10 * t, 3) for t in range(0, 21)])
+    assert lost(stalled, Fault("a", 10.5, 3, 100), without, 1) == pytest.approx(100 - 20)
+
+
+def test_the_trainings_own_slow_steps_are_neither_lost_nor_trained() -> None:
+    # A slow step of 20 s after step 500 (every 500 steps): at the pace without faults, read the
+    # same way, the window lost nothing; counted in, it would have lost the 20 s.
+    slowed = steps(*[(t, 10 * t, 3) for t in range(0, 51)], *[(t, 10 * (t - 20), 3) for t in range(71, 101)])
+    without = pace(slowed, 0, 100, 1, slow=(500, 20.0))
+    assert without == Pace(10, 30)
+    assert pace(slowed, 0, 100, 1) == Pace(8, 24)
+    assert lost(slowed, Fault("a", 0, 3, 100), Pace(10, 30), 1, slow=(500, 20.0)) == pytest.approx(0.0)
+    assert lost(slowed, Fault("a", 0, 3, 100), Pace(10, 30), 1) == pytest.approx(20.0)
+    # A gap after such a step that is shorter than a slow step is not one (the line was late).
+    assert pace(steps((0, 490, 3), (1, 500, 3), (2, 510, 3)), 0, 2, 1, slow=(500, 20.0)) == Pace(10, 30)

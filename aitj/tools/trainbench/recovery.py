@@ -122,13 +122,48 @@ class Pace:
     samples_per_second: float
 
 
-def pace(events: Sequence[Event], start: float, end: float, batch: int) -> Pace | None:
-    """pace: rank 0's net progress between ``start`` and ``end`` (last step less first, over
-    the time between them); samples count each step at the world size it ran with. None with
-    fewer than two steps."""
+@dataclass(frozen=True)
+class Stretch:
+    """Stretch: rank 0's progress from its first step line in a stretch to its last: the
+    seconds between them (the training's own slow steps out, where asked), the steps made (net:
+    steps redone count once) and the samples (each step at the world size it ran with)."""
+
+    first: float
+    last: float
+    seconds: float
+    steps: int
+    samples: float
+
+
+def stretch(
+    events: Sequence[Event], start: float, end: float, batch: int, slow: tuple[int, float] | None = None
+) -> Stretch | None:
+    """stretch: rank 0's progress between ``start`` and ``end``; None with fewer than two step
+    lines. ``slow`` (every how many steps, how many seconds): the training's own slow steps
+    (``--slow-every``, a long checkpoint's stand-in) are taken out of the time: each is the
+    seconds after rank 0's line of a step that many steps make, where the next line is at least
+    that late. Left in, a slow step's whole length falls in one stretch or the next, and whether
+    ten minutes hold three of them or four moves their pace by 3 %."""
     steps = [e for e in events if isinstance(e, Step) and e.rank == 0 and start <= e.t <= end]
     if len(steps) < 2 or steps[-1].t <= steps[0].t:
         return None
     seconds = steps[-1].t - steps[0].t
+    if slow is not None:
+        every, length = slow
+        seconds -= length * sum(
+            1
+            for a, b in itertools.pairwise(steps)
+            if a.step > 0 and a.step % every == 0 and b.t - a.t >= length
+        )
     samples = sum((b.step - a.step) * batch * b.size for a, b in itertools.pairwise(steps))
-    return Pace((steps[-1].step - steps[0].step) / seconds, samples / seconds)
+    return Stretch(steps[0].t, steps[-1].t, seconds, steps[-1].step - steps[0].step, samples)
+
+
+def pace(
+    events: Sequence[Event], start: float, end: float, batch: int, slow: tuple[int, float] | None = None
+) -> Pace | None:
+    """pace: ``stretch``'s steps and samples over its seconds; None where it has none."""
+    got = stretch(events, start, end, batch, slow)
+    if got is None or got.seconds <= 0:
+        return None
+    return Pace(got.steps / got.seconds, got.samples / got.seconds)

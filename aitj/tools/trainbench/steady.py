@@ -16,8 +16,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aitj.tools.trainbench.recovery import Fault, Pace, Recovery, pace
-from aitj.tools.trainbench.timeline import Event
+from aitj.tools.trainbench.recovery import Fault, Pace, Recovery, stretch
+from aitj.tools.trainbench.timeline import Event, Step
 
 
 @dataclass(frozen=True)
@@ -57,15 +57,27 @@ def goodput(without: Pace | None, through: Pace | None) -> float | None:
     return through.samples_per_second / without.samples_per_second
 
 
-def lost(events: Sequence[Event], fault: Fault, without: Pace | None, batch: int) -> float | None:
-    """lost: the seconds of training ``fault``'s window (until the next fault) is short of: its
-    length less the time the samples made in it take at the pace ``without`` faults. A window
-    that kept that pace loses 0 (or a little less: the pace wanders, within a percent or so).
-    None with no pace to go by."""
-    through = pace(events, fault.t, fault.until, batch)
-    if without is None or through is None or without.samples_per_second <= 0:
+def lost(
+    events: Sequence[Event],
+    fault: Fault,
+    without: Pace | None,
+    batch: int,
+    slow: tuple[int, float] | None = None,
+) -> float | None:
+    """lost: the seconds of training ``fault``'s window is short of, at the pace ``without``
+    faults: from rank 0's last step line before the fault to the window's end (the next fault),
+    its length less the time the samples made in it take at that pace. A window that kept the
+    pace loses 0 (or a little less: the pace wanders, within a percent or so). ``slow``: as
+    ``recovery.stretch``, the training's own slow steps neither lost nor trained (``without``
+    should be read the same way). None with no pace to go by."""
+    start = max(
+        (e.t for e in events if isinstance(e, Step) and e.rank == 0 and e.t < fault.t), default=fault.t
+    )
+    got = stretch(events, start, fault.until, batch, slow)
+    if without is None or got is None or without.samples_per_second <= 0:
         return None
-    return (fault.until - fault.t) * (1 - through.samples_per_second / without.samples_per_second)
+    seconds = got.seconds + (fault.until - got.last)  # a stall up to the window's end is lost too
+    return seconds - got.samples / without.samples_per_second
 
 
 def not_recovered(recoveries: Sequence[Recovery]) -> list[Recovery]:
