@@ -44,7 +44,7 @@ from aitj.core.trainlog import TrainingSeen, Waiting, fold, parse_tagged
 from aitj.core.wire import as_list, mapping
 
 JobKey = tuple[str, str]
-READ_SECONDS = 2.0  # how often a recovering job's master log is read
+READ_SECONDS = 1.0  # how often a recovering job's master log is read (a late read delays a mark)
 IDLE_READ_SECONDS = 5.0  # how often a job's is read while it does not recover (its width)
 # The same, for a log that never showed a step line: a fresh job's training has not stepped yet,
 # and a record of its driver's (a worker failed) counts from its first minute (seen: a worker

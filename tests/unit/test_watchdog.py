@@ -66,11 +66,11 @@ NARROW = {
     ("case", "training", "restart", "pods", "want"),
     [
         ("a survivor re-formed, another did not: the other", seen(T + 31, T0_RE_FORMED), T, PODS, {"t1"}),
-        ("t0 moved on 2 s ago, within the late bound: not yet", seen(T + 6, T0_RE_FORMED), T, PODS, set()),
-        ("t0 moved on 3 s ago: t1 is late", seen(T + 7, T0_RE_FORMED), T, PODS, {"t1"}),
+        ("t0 moved on 1 s ago, within the late bound: not yet", seen(T + 5, T0_RE_FORMED), T, PODS, set()),
+        ("t0 moved on 2 s ago: t1 is late", seen(T + 6, T0_RE_FORMED), T, PODS, {"t1"}),
         (
-            "the late bound is three of rank 0's p99 gaps where they are longer",
-            dataclasses.replace(seen(T + 9, T0_RE_FORMED), intervals=(2.0,) * 10),
+            "the late bound is one and a half of rank 0's p99 gaps where they are longer",
+            dataclasses.replace(seen(T + 9, T0_RE_FORMED), intervals=(4.0,) * 10),
             T,
             PODS,
             set(),
@@ -87,8 +87,8 @@ NARROW = {
             {"t0"},
         ),
         (
-            "t1 moved on 2 s ago, within the late bound",
-            seen(T + 11, NARROW, last_step=T + 8, width=2),
+            "t1 moved on 1 s ago, within the late bound",
+            seen(T + 10, NARROW, last_step=T + 8, width=2),
             T,
             PODS,
             set(),
@@ -140,7 +140,7 @@ def test_the_pods_of_ranks_still_waiting_once_the_bound_has_passed(
     found = watchdog.waiting(status(restart), training, pods, wanted=3)
     assert set(found) == want, case
     for w in found.values():
-        assert w.since >= T and "recovery watchdog, bound 3 s" in w.description
+        assert w.since >= T and "recovery watchdog, bound 1.5 s" in w.description
 
 
 # t0's worker killed inside its pod at T - 0.1: t1 reported READY at once, the driver's FAILURE
@@ -224,11 +224,11 @@ def test_the_bound_is_ten_of_rank_0s_p99_gaps_and_at_least_30_s() -> None:
     assert watchdog.bound(TrainingSeen(0)) == 30  # cadence unknown yet
 
 
-def test_the_late_bound_is_three_of_rank_0s_p99_gaps_and_at_least_3_s() -> None:
-    assert watchdog.late_bound(TrainingSeen(0, intervals=(0.1,) * 10)) == 3
-    assert watchdog.late_bound(TrainingSeen(0, intervals=(1.1,) * 10)) == pytest.approx(3.3)
-    assert watchdog.late_bound(TrainingSeen(0, intervals=(5.0,) * 10)) == 15
-    assert watchdog.late_bound(TrainingSeen(0)) == 3  # cadence unknown yet
+def test_the_late_bound_is_one_and_a_half_of_rank_0s_p99_gaps_and_at_least_1_5_s() -> None:
+    assert watchdog.late_bound(TrainingSeen(0, intervals=(0.1,) * 10)) == 1.5
+    assert watchdog.late_bound(TrainingSeen(0, intervals=(1.1,) * 10)) == pytest.approx(1.65)
+    assert watchdog.late_bound(TrainingSeen(0, intervals=(5.0,) * 10)) == 7.5
+    assert watchdog.late_bound(TrainingSeen(0)) == 1.5  # cadence unknown yet
 
 
 def test_a_stall_is_restarted_by_the_watchdogs_own_rung_whatever_the_rules() -> None:

@@ -65,7 +65,7 @@ from aitj.core.policy import FORCED, VANISHED, WATCHDOG_KINDS, FailureKind
 from aitj.core.trainlog import TrainingSeen
 from aitj.core.wire import as_list, mapping, parse_time
 
-PROBE_SECONDS = 10.0  # held, unread: the watchdog reads a recovering job's log every 2 s
+PROBE_SECONDS = 10.0  # held, unread: the watchdog reads a recovering job's log every second
 GRACE_SECONDS = 30.0  # held past the watchdog's bound: its restart, then the driver's reset
 # After a pass that records a force delete: the other deletes of the same call come 0.1 to 0.2 s
 # later; the kill, about 2 s after the delete, must find the list changed and read already.

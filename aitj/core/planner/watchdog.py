@@ -45,7 +45,7 @@ Off where no such line was ever read (no signal), and while nothing recovers: a 
 slows, or checkpoints for minutes, with no restart behind it is never a stall (spec.progress's
 hang detection is for that). ``bound``: ten times rank 0's p99 gap between steps, at least
 FLOOR_SECONDS. A survivor is judged late sooner, ``late_bound`` after the first worker moved on
-(three of the same gaps, at least LATE_FLOOR_SECONDS): that a new ring forms without it is the
+(one and a half of the same gaps, at least LATE_FLOOR_SECONDS): that a new ring forms without it is the
 stronger sign, and a survivor that is merely slow reports within a step or two (seen: the other
 survivor of a SIGKILL reported READY within a second, every time).
 """
@@ -67,12 +67,15 @@ CADENCES = 10  # the bound in rank 0's p99 gaps between steps
 # nodes (py-spy and ss, taken 8 s after a SIGKILL): the survivor that moved on reported READY
 # within a second, and the late one waited in the old ring's allreduce on that survivor's
 # sockets, which Horovod's reset leaves open and silent: only Gloo's timeout ends that wait. At
-# a 10 s floor a SIGKILL cost about 20 s; at the first version's 30 s, about 40 s.
-LATE_FLOOR_SECONDS = 3.0
-# ... or three of rank 0's p99 gaps between step lines, where longer: a survivor still in a step
-# reaches the collective, and fails there, within one (the seed's prints a line every 10 steps,
-# about 1.1 s at p99: ten such gaps made every late survivor cost 11 s more).
-LATE_CADENCES = 3
+# a 10 s floor a SIGKILL cost about 20 s; at the first version's 30 s, about 40 s. A survivor
+# that is not stuck moves on within a step of the first (the READY records of every worker of a
+# re-forming that completed: 3 ms apart at p50, 0.17 s at most, in the 241 of a bench run's
+# launcher log of 140 faults, 2026-11-28; the seed steps every 0.08 s).
+LATE_FLOOR_SECONDS = 1.5
+# ... or one and a half of rank 0's p99 gaps between step lines, where longer: a survivor still
+# in a step reaches the collective, and fails there, within one (the seed's prints a line every
+# 10 steps, about 1.1 s at p99: ten such gaps made every late survivor cost 11 s more, three 2 s).
+LATE_CADENCES = 1.5
 # A fault's time is the kubelet's finishedAt, in whole seconds: a step line within that second
 # may be the broken ring's last (seen: rank 0's step 0.1 s before its SIGKILL, in the second the
 # exit was stamped with, taken for training running again, and the recovery never watched).
@@ -203,7 +206,7 @@ def waiting(
     stuck = {host_pod(h) for h in late}
     words = (
         f"stall: no step since {_clock(quiet)}, after the restart; {why} "
-        f"(recovery watchdog, bound {int(late_bound(seen))} s)"
+        f"(recovery watchdog, bound {late_bound(seen):.1f} s)"
     )
     return {name: Waiting(quiet, words) for name in stuck}
 
