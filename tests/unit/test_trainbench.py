@@ -95,6 +95,23 @@ FORCE = [
         ([step(9, 0, 3, 50), step(11, 0, 3, 60)], 3, 12, 1.0, 1.0, 0, 0),
         # ... unless training stopped after it.
         ([step(9, 0, 3, 50), step(11, 0, 3, 60)], 3, 30, None, None, 0, 0),
+        # After a whole-job restart (a new run from step 0, before this fault), a re-forming
+        # redoes what was done since the restart, not the old run's steps.
+        (
+            [
+                step(1, 0, 3, 1000),
+                reset(2, 0, 3, 0),
+                step(5, 0, 3, 57),
+                reset(12, 0, 3, 50),
+                step(13, 0, 3, 60),
+            ],
+            3,
+            17,
+            3.0,
+            3.0,
+            7,
+            1,
+        ),
     ],
 )
 def test_recovery_reads_running_again_full_width_and_steps_redone(
