@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from aitj.core import trainlog
 from aitj.tools.trainbench.recovery import Fault, healed, pace, recovery
 from aitj.tools.trainbench.report import rows, table
 from aitj.tools.trainbench.timeline import Reset, Step, parse, parse_line, ring, runtime_time
@@ -231,19 +232,14 @@ def test_the_ring_is_the_hosts_of_rank_0s_latest_step(
 def test_a_trainings_start_is_a_re_forming_at_step_0_for_the_bench() -> None:
     """A whole-job restart's new horovodrun prints a start line per rank and no reset line: the
     bench reads it as the world re-formed at step 0, so the fault before it heals."""
-    from aitj.tools.trainbench import timeline
-    from aitj.tools.trainbench.recovery import Fault, healed
-
     lines = [
         "2026-11-29T02:19:39.900000000Z [0]<stdout>:[02:19:39] t-a rank 0/3: step 2000/1000000 loss 0.1",
         "2026-11-29T02:20:00.850350577Z [0]<stdout>:[02:20:00] t-b rank 0/3: start: 1000000 steps, batch 32",
         "2026-11-29T02:20:01.927076781Z [0]<stdout>:[02:20:01] t-b rank 0/3: step 10/1000000 loss 0.5779",
     ]
-    events = timeline.parse(lines)
+    events = parse(lines)
     assert [type(e).__name__ for e in events] == ["Step", "Reset", "Step"]
-    from aitj.core import trainlog
-
     assert [type(e).__name__ for e in trainlog.parse(lines)] == ["Step", "Step"]  # not the operator's
-    fault_at = timeline.runtime_time("2026-11-29T02:19:40.000000Z")
+    fault_at = runtime_time("2026-11-29T02:19:40.000000Z")
     assert healed(events, Fault("two force deletes at once", fault_at, 3, until=fault_at + 60))
-    assert not healed(timeline.parse([lines[0], lines[2]]), Fault("x", fault_at, 3, until=fault_at + 60))
+    assert not healed(parse([lines[0], lines[2]]), Fault("x", fault_at, 3, until=fault_at + 60))

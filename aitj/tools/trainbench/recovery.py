@@ -130,11 +130,11 @@ class Pace:
 
 @dataclass(frozen=True)
 class Stretch:
-    """Stretch: rank 0's progress from its first step line in a stretch to its last: the
-    seconds between them (the training's own slow steps out, where asked), the steps made (net:
-    steps redone count once) and the samples (each step at the world size it ran with)."""
+    """Stretch: rank 0's progress from its first step line in a stretch to its last (``last``,
+    epoch s): the seconds between them (the training's own slow steps out, where asked), the
+    steps made (net: steps redone count once) and the samples (each step at the world size it
+    ran with)."""
 
-    first: float
     last: float
     seconds: float
     steps: int
@@ -162,7 +162,7 @@ def stretch(
             if a.step > 0 and a.step % every == 0 and b.t - a.t >= length
         )
     samples = sum((b.step - a.step) * batch * b.size for a, b in itertools.pairwise(steps))
-    return Stretch(steps[0].t, steps[-1].t, seconds, steps[-1].step - steps[0].step, samples)
+    return Stretch(steps[-1].t, seconds, steps[-1].step - steps[0].step, samples)
 
 
 def pace(

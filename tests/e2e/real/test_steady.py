@@ -111,8 +111,12 @@ def watched(run: Training, t: float) -> None:
 
 
 @pytest.mark.parametrize(
-    ("training", "job"),
-    [("horovod", horovod), ("mpi", example("mpi.yaml")), ("torchrun", example("torchrun.yaml"))],
+    ("training", "job", "slow_every"),
+    [
+        ("horovod", horovod, SLOW_EVERY),
+        ("mpi", example("mpi.yaml"), EXAMPLES_SLOW_EVERY),
+        ("torchrun", example("torchrun.yaml"), EXAMPLES_SLOW_EVERY),
+    ],
 )
 def test_training_keeps_its_goodput_under_a_fault_every_few_minutes(
     real_cluster: KubeCluster,
@@ -120,6 +124,7 @@ def test_training_keeps_its_goodput_under_a_fault_every_few_minutes(
     real_operator: OperatorProcess,
     training: str,
     job: Callable[[], Doc],
+    slow_every: int,
 ) -> None:
     ns = real_namespace
     alone(real_cluster, ns)
@@ -146,7 +151,7 @@ def test_training_keeps_its_goodput_under_a_fault_every_few_minutes(
     recoveries = [recovery(events, f) for f in steady.faults(made, WIDTH, chaos_to)]
     # Against as long a stretch without faults, its last part (the first may hold the start). The
     # slow steps out of both (recovery.stretch): whether a stretch holds one more of them is luck.
-    slow = (SLOW_EVERY if training == "horovod" else EXAMPLES_SLOW_EVERY, SLOW_SECONDS)
+    slow = (slow_every, SLOW_SECONDS)
     quiet = (max(quiet_from, quiet_to - (chaos_to - chaos_from)), quiet_to)
     without, through = pace(events, *quiet, BATCH, slow), pace(events, chaos_from, chaos_to, BATCH, slow)
     share = steady.goodput(without, through)
