@@ -28,6 +28,14 @@ trainer over ssh, as horovodrun runs its workers.
   same compare-and-set the agents use. The state is torch 1.13's (``_RendezvousState``,
   pickled and base64-encoded at ``torch.rendezvous.<rdzv_id>``): this part is for this image's
   torch, and does nothing if it finds anything else.
+- **A round closes once everyone is in**: torch's agents close a round at the first of their
+  one-second polls after ``last_call_timeout`` has passed since enough joined, and each sees it
+  closed at its next poll: 2 to 3 s a round, and a lost trainer costs two rounds (without it,
+  then with its replacement). The launcher knows who is coming: one agent per listed host with a
+  session. Once an agent of each of them has joined an open round, it marks the round complete
+  itself, ranks in torch's order (the sorted members), as the agents' own last call would a
+  second or two later; a host whose session has not started, or whose agent has not joined yet,
+  leaves the round to torch's last call, as before.
 
 Everything the sessions print reaches the launcher's own output, each line as it comes.
 """
@@ -44,8 +52,6 @@ import sys
 import time
 from pathlib import Path
 
-from torch.distributed import TCPStore
-
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--port", type=int, default=29400, help="the rendezvous store's port")
 parser.add_argument("--hosts", default="/etc/edl/hosts", help="the trainers, one host[:slots] a line")
@@ -53,10 +59,6 @@ parser.add_argument("--poll", type=float, default=0.2, help="seconds between rea
 parser.add_argument("--retry-seconds", type=float, default=1.0, help="before a failed session is run again")
 parser.add_argument("--finish-seconds", type=float, default=20.0, help="for the others, once one finished")
 parser.add_argument("command", nargs=argparse.REMAINDER, help="run on each trainer over ssh, after --")
-args = parser.parse_args()
-command = args.command[1:] if args.command[:1] == ["--"] else args.command
-if not command:
-    parser.error("give the command to run on each trainer after --")
 
 
 def say(message):
@@ -97,6 +99,7 @@ def run():
                 say(f"{host}: session started")
                 sessions[host] = subprocess.Popen(["ssh", host, *command], stdin=subprocess.DEVNULL)
                 known.add(host)
+        close_when_all_in(set(sessions))
         time.sleep(args.poll)
 
 
@@ -105,7 +108,7 @@ def forget(hosts):
     says why); a conflict with an agent's own write is tried again."""
     if not hosts or RDZV_KEY is None:
         return
-    names = {host.split(".")[0] for host in hosts}
+    names = {short(host) for host in hosts}
     for _ in range(20):
         token = STORE.get(RDZV_KEY)
         if token == NULL_STATE:
@@ -113,7 +116,7 @@ def forget(hosts):
         try:
             state = pickle.loads(base64.b64decode(token))
             gone = {n for n in {*state.participants, *state.wait_list, *state.last_heartbeats}
-                    if n.fqdn.split(".")[0] in names}
+                    if short(n.fqdn) in names}
         except Exception as error:  # not the state this was written for: leave it to torch
             say(f"rendezvous state not understood, left alone: {error!r}")
             return
@@ -133,6 +136,50 @@ def forget(hosts):
         if STORE.compare_set(RDZV_KEY, token, desired) == desired:
             say(f"rendezvous: forgot {', '.join(sorted(map(repr, gone)))}")
             return
+
+
+def short(name):
+    """short: the first label of a host or agent name, the pod's name."""
+    return name.split(".")[0]
+
+
+def all_in(state, hosts, min_nodes):
+    """all_in: whether ``state`` is an open round that every host of ``hosts`` has an agent in
+    (and at least ``min_nodes`` members), so waiting out the last call can only delay it."""
+    if state.closed or state.complete or len(state.participants) < max(min_nodes, 1):
+        return False
+    joined = {short(node.fqdn) for node in state.participants}
+    return {short(host) for host in hosts} <= joined
+
+
+def close_round(state):
+    """close_round marks ``state``'s round complete as torch's _mark_rendezvous_complete does:
+    the members ranked in sorted order, no deadline."""
+    state.complete = True
+    state.deadline = None
+    for rank, node in enumerate(sorted(state.participants)):
+        state.participants[node] = rank
+
+
+def close_when_all_in(hosts):
+    """close_when_all_in closes the open round once every host in ``hosts`` (those with a
+    session) has an agent in it (the docstring above says why); a conflict with an agent's own
+    write leaves it to the next poll."""
+    if not hosts or RDZV_KEY is None:
+        return
+    token = STORE.get(RDZV_KEY)
+    if token == NULL_STATE:
+        return
+    try:
+        state = pickle.loads(base64.b64decode(token))
+        if not all_in(state, hosts, MIN_NODES):
+            return
+        close_round(state)
+    except Exception:  # not the state this was written for: leave it to torch (forget says so)
+        return
+    desired = base64.b64encode(pickle.dumps(state))
+    if STORE.compare_set(RDZV_KEY, token, desired) == desired:
+        say(f"rendezvous: round {state.round} closed with all {len(state.participants)} in")
 
 
 def stop(host):
@@ -156,16 +203,30 @@ def finish(sessions, first):
     return 0
 
 
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-# Kept for the process's life: the store's server runs as long as this object lives.
-STORE = TCPStore(socket.gethostname(), args.port, is_master=True, wait_for_workers=False,
-                 timeout=datetime.timedelta(seconds=60))
-say(f"rendezvous store on port {args.port}")
-# The rendezvous' key, from the command's --rdzv_id (or --rdzv-id); c10d's backend starts it
-# with this null value, so a get never waits for a key that is not there yet.
-NULL_STATE = b"Y2FuaW1hZGFt"
-_ID = next((m[1] for m in (re.fullmatch(r"--rdzv[_-]id=(.+)", a) for a in command) if m), None)
-RDZV_KEY = None if _ID is None else f"torch.rendezvous.{_ID}"
-if RDZV_KEY is not None:
-    STORE.compare_set(RDZV_KEY, "", NULL_STATE.decode())
-sys.exit(run())
+def option(pattern, default=None):
+    """option: the first group of the first word of the command that matches ``pattern``."""
+    return next((m[1] for m in (re.fullmatch(pattern, a) for a in command) if m), default)
+
+
+if __name__ == "__main__":  # a module too, for the unit tests of its pure parts
+    from torch.distributed import TCPStore
+
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the command to run on each trainer after --")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # Kept for the process's life: the store's server runs as long as this object lives.
+    STORE = TCPStore(socket.gethostname(), args.port, is_master=True, wait_for_workers=False,
+                     timeout=datetime.timedelta(seconds=60))
+    say(f"rendezvous store on port {args.port}")
+    # The rendezvous' key, from the command's --rdzv_id (or --rdzv-id); c10d's backend starts it
+    # with this null value, so a get never waits for a key that is not there yet.
+    NULL_STATE = b"Y2FuaW1hZGFt"
+    _ID = option(r"--rdzv[_-]id=(.+)")
+    RDZV_KEY = None if _ID is None else f"torch.rendezvous.{_ID}"
+    # The fewest members a round may close with, from the command's --nnodes=MIN:MAX (or MIN).
+    MIN_NODES = int(option(r"--nnodes=([0-9]+)(?::[0-9]+)?", "1"))
+    if RDZV_KEY is not None:
+        STORE.compare_set(RDZV_KEY, "", NULL_STATE.decode())
+    sys.exit(run())
