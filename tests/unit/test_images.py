@@ -119,6 +119,18 @@ def test_a_file_renamed_is_a_new_input() -> None:
     assert input_key(PAUSE, {"a": b"1"}) != input_key(PAUSE, {"b": b"1"})
 
 
+def test_an_images_inputs_are_the_files_of_its_folder_not_what_running_them_left(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("print()")
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "train.cpython-311.pyc").write_bytes(b"\0")
+    (tmp_path / "stray.pyc").write_bytes(b"\0")
+    spec = dataclasses.replace(PAUSE, name="files-test", kind="debian", source=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(type(spec), "files_dir", property(lambda _: tmp_path))
+        files, _ = builder.inputs(spec, {})
+    assert files == {"train.py": b"print()"}
+
+
 def test_a_new_build_keeps_the_newest_other_build_and_no_unfinished_one(tmp_path: Path) -> None:
     for age, name in enumerate(["newest", "older", "oldest", "stopped.partial", "new.partial"]):
         (tmp_path / name).mkdir()

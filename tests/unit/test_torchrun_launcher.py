@@ -6,6 +6,7 @@ is tests/e2e/real/test_torchrun.py's."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -21,7 +22,11 @@ def _load() -> ModuleType:
     spec = importlib.util.spec_from_file_location("torchrun_launcher", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # its run is under __main__: nothing starts
+    written, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__ in an image's files
+    try:
+        spec.loader.exec_module(module)  # its run is under __main__: nothing starts
+    finally:
+        sys.dont_write_bytecode = written
     return module
 
 

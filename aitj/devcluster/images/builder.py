@@ -95,7 +95,8 @@ def inputs(spec: Spec, built: Mapping[str, Built]) -> tuple[dict[str, bytes], di
     extra: dict[str, str] = {}
     if spec.files_dir.is_dir():
         for path in sorted(spec.files_dir.iterdir()):
-            files[path.name] = path.read_bytes()
+            if path.is_file() and path.suffix != ".pyc":  # not a __pycache__ a run of a script left
+                files[path.name] = path.read_bytes()
     if spec.source:
         files.update({f"src/{p}": data for p, data in source_files(repo_root()).items()})
     if spec.kind == "busybox":
