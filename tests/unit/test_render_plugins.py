@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from aitj.core import api, naming
+from aitj.core.api import parse_job
 from aitj.core.render import (
     DISCOVER_HOSTS_SCRIPT,
     hosts_file,
@@ -194,7 +195,16 @@ def test_discovery_configmap() -> None:
             "test-horovod-elastic-trainer-q7gmp-0.test-horovod-elastic:1\n"
             "test-horovod-elastic-trainer-q7gmp-1.test-horovod-elastic:1\n"
         ),
+        "wanted": "0\n",  # this job has no replicas
     }
+
+
+def test_the_configmap_says_how_many_hosts_the_job_asks_for_whatever_runs_now() -> None:
+    seed = parse_job(yaml.safe_load(SEED.read_text()))  # 3 trainers (workers) and a launcher (master)
+    assert render_discovery_configmap(seed, [])["data"]["wanted"] == "3\n"
+    manifest = yaml.safe_load(SEED.read_text())
+    manifest["spec"]["replicaSpecs"]["trainer"]["replicas"] = 5
+    assert render_discovery_configmap(parse_job(manifest), [("a.b", 1)])["data"]["wanted"] == "5\n"
 
 
 def test_the_script_is_the_same_whatever_the_hosts() -> None:

@@ -1,7 +1,8 @@
 """The torchrun launcher's pure parts (aitj/devcluster/images/files/train/torchrun_launcher.py,
-run in the train image): when it closes a rendezvous round itself, and how. The state here has
-the fields of torch 1.13's ``_RendezvousState`` it reads; the script's run against real torch
-is tests/e2e/real/test_torchrun.py's."""
+run in the train image): when it keeps a lost agent in its round, when it forgets it, when it
+closes a round itself, and how. The state here has the fields of torch 1.13's
+``_RendezvousState`` it reads; the script's run against real torch is
+tests/e2e/real/test_torchrun.py's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 
@@ -48,12 +49,17 @@ class State:
     complete: bool = False
     closed: bool = False
     deadline: object = "in a second"
+    round: int = 4
+    wait_list: set[Node] = field(default_factory=set)
+    last_heartbeats: dict[Node, float] = field(default_factory=dict)
 
 
 A = Node("job-trainer-aaaaa-0.job.ns.svc.cluster.local", 10)
 B = Node("job-trainer-bbbbb-1.job.ns.svc.cluster.local", 10)
 C = Node("job-trainer-ccccc-2.job.ns.svc.cluster.local", 11)
+D = Node("job-trainer-ddddd-2.job.ns.svc.cluster.local", 12)  # C's replacement
 HOSTS = {"job-trainer-aaaaa-0.job", "job-trainer-bbbbb-1.job", "job-trainer-ccccc-2.job"}
+HOLD = 10.0
 
 
 @pytest.mark.parametrize(
@@ -92,7 +98,74 @@ def test_a_closed_round_ranks_its_members_in_torchs_order_and_has_no_deadline() 
     ],
 )
 def test_the_options_it_needs_are_read_from_the_command(
-    command: list[str], pattern: str, default: str | None, expected: str
+    command: list[str], pattern: str, default: str | None, expected: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    launcher.command = command
+    monkeypatch.setattr(launcher, "command", command, raising=False)
     assert launcher.option(pattern, default) == expected
+
+
+@pytest.fixture
+def limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher's options and the command's --nnodes=1:5, as its main sets them."""
+    monkeypatch.setattr(launcher, "args", SimpleNamespace(hold_seconds=HOLD), raising=False)
+    monkeypatch.setattr(launcher, "MIN_NODES", 1, raising=False)
+    monkeypatch.setattr(launcher, "MAX_NODES", 5, raising=False)
+
+
+def lost_c(waiting: set[Node], *, still_in: tuple[Node, ...] = (), complete: bool = True) -> State:
+    """C gone from a round of A, B and C; ``waiting`` wait for the next one, ``still_in`` have
+    not noticed yet."""
+    everyone = {A, B, C, D}
+    return State(
+        participants={n: 0 for n in (C, *still_in)},
+        complete=complete,
+        wait_list=set(waiting),
+        last_heartbeats={n: 0.0 for n in everyone},
+    )
+
+
+@pytest.mark.usefixtures("limits")
+@pytest.mark.parametrize(
+    ("state", "want", "since", "held", "expected"),
+    [
+        pytest.param(lost_c({A, B}), 3, 1.0, True, None, id="the replacement not waiting yet: held"),
+        pytest.param(lost_c({A}, still_in=(B,)), 3, 1.0, True, None, id="a survivor not there yet: held"),
+        pytest.param(lost_c({A, B}), 2, 1.0, False, "closed", id="a scale-in wants no more: closed at once"),
+        pytest.param(lost_c({A, B, D}), 3, 1.0, False, "closed", id="everyone wanted waits: closed at once"),
+        pytest.param(lost_c({A, B}), 3, HOLD, False, "reopened", id="held as long as allowed: reopened"),
+        pytest.param(lost_c({A, B}, complete=False), 3, 1.0, False, "reopened", id="an open round: forgot"),
+    ],
+)
+def test_a_lost_agent_is_kept_in_its_round_while_its_replacement_comes_and_no_longer(
+    state: State, want: int, since: float, held: bool, expected: str | None
+) -> None:
+    waiting = set(state.wait_list)
+    message = launcher.settle(state, {C: 0.0}, want, since)
+    if held:
+        assert message is None and C in state.participants and state.complete
+        return
+    assert C not in launcher.members(state) and message is not None and "forgot" in message
+    assert state.round == 5 or not state.complete
+    if expected == "closed":
+        assert state.complete and set(state.participants) == waiting
+        assert state.participants == {n: rank for rank, n in enumerate(sorted(waiting))}
+        assert not state.wait_list and "closed" in message
+    else:  # torch's own agents join the open round
+        assert not state.complete and not state.participants and state.wait_list
+
+
+@pytest.mark.usefixtures("limits")
+def test_an_agent_forgotten_already_is_let_go() -> None:
+    held = {C: 0.0}
+    state = State(participants={A: 0, B: 1}, complete=True, last_heartbeats={A: 0.0, B: 0.0})
+    assert launcher.settle(state, held, 3, 1.0) is None
+    assert held == {} and state.participants == {A: 0, B: 1}
+
+
+@pytest.mark.usefixtures("limits")
+def test_a_round_larger_than_the_command_allows_is_left_to_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(launcher, "MAX_NODES", 2)
+    state = lost_c({A, B, D})
+    message = launcher.settle(state, {C: 0.0}, 3, 1.0)
+    assert message is not None and "closed" not in message
+    assert not state.complete and state.wait_list == {A, B, D}

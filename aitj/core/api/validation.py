@@ -66,8 +66,9 @@ _WHOLE = re.compile(r"[0-9]+")
 # "<host>," in VC_<REPLICA>_HOSTS, where <host> is "<pod>.<job>" and a replica's longest pod
 # name is "<job>-<replica>-xxxxx-<last index>" (aitj.core.naming). Counting master pods as if
 # they were in ``hosts`` too only errs on the safe side. A pod's slots (its GPUs) are assumed
-# to take at most SLOT_DIGITS digits; the script, the keys and the VC_<REPLICA>_NUM values fit
-# in DISCOVERY_RESERVE. hack/gen_crd.py writes the same sum as the CRD's CEL rule.
+# to take at most SLOT_DIGITS digits; the script, the keys, the wanted count and the
+# VC_<REPLICA>_NUM values fit in DISCOVERY_RESERVE. hack/gen_crd.py writes the same sum as the
+# CRD's CEL rule.
 CONFIGMAP_MAX_BYTES = 1024 * 1024
 DISCOVERY_RESERVE = 8 * 1024
 DISCOVERY_BUDGET = CONFIGMAP_MAX_BYTES - DISCOVERY_RESERVE

@@ -4,7 +4,10 @@ and the per-replica host files of Volcano's svc plugin (``aitj.core.render.volca
 The ConfigMap holds two files for Horovod, and ``<replica>.host`` per replica for Volcano (with
 the ``VC_<REPLICA>_HOSTS`` / ``_NUM`` keys the pods' variables are read from).
 ``hosts`` is the list, one ``host:slots`` per line; the operator rewrites it (and the host
-files) whenever the set of Running pods changes. ``discover_hosts.sh`` only prints that file,
+files) whenever the set of Running pods changes. ``wanted`` is how many hosts the job asks for
+(the workers' ``replicas``), written with the list: a launcher that sees a host leave can tell a
+replacement coming (fewer listed than wanted) from a scale-in (aitj's torchrun launcher holds
+the lost agent's rendezvous round for it). ``discover_hosts.sh`` only prints that file,
 so it never changes. The kubelet swaps a ConfigMap volume's files atomically (one
 ``..data`` symlink), so the script sees either the old list or the new one, never half of each;
 expect the usual kubelet sync delay (up to about a minute) between the API write and the file.
@@ -25,6 +28,7 @@ DISCOVERY_MOUNT_PATH = "/etc/edl"  # the path et-operator and Arena use (--host-
 DISCOVERY_VOLUME = "aitj-discovery"
 DISCOVERY_SCRIPT_KEY = "discover_hosts.sh"
 DISCOVERY_HOSTS_KEY = "hosts"
+DISCOVERY_WANTED_KEY = "wanted"
 DISCOVERY_MODE = 0o755  # the script must be executable; horovodrun runs it directly
 
 # Prints the hosts file that sits next to it. $0 is the path it was run by (horovodrun runs
@@ -116,6 +120,12 @@ def hosts_file(hosts: Sequence[tuple[str, int]]) -> str:
     return "".join(lines)
 
 
+def wanted_hosts(job: api.Job) -> int:
+    """wanted_hosts: how many pods the host list holds when the job runs whole: the replicas of
+    its worker replicas (those the list is made of)."""
+    return sum(r.replicas for r in job.spec.replicas if r.replica_type is api.ReplicaType.WORKER)
+
+
 def render_discovery_configmap(
     job: api.Job, hosts: Sequence[tuple[str, int]], running: Mapping[str, Sequence[str]] | None = None
 ) -> dict[str, Any]:
@@ -133,6 +143,7 @@ def render_discovery_configmap(
         "data": {
             DISCOVERY_SCRIPT_KEY: DISCOVER_HOSTS_SCRIPT,
             DISCOVERY_HOSTS_KEY: hosts_file(hosts),
+            DISCOVERY_WANTED_KEY: f"{wanted_hosts(job)}\n",
             **host_files(job, running or {}),
             **env_data(job, running or {}),
         },

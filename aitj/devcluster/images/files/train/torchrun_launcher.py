@@ -18,24 +18,31 @@ trainer over ssh, as horovodrun runs its workers.
   host is listed is started again after ``--retry-seconds`` (a new pod's name may not resolve
   yet, or its sshd may not listen yet).
 
-- **A trainer gone is forgotten at once**: torch 1.13 keeps a member that left without a word
+- **A trainer gone is forgotten**: torch 1.13 keeps a member that left without a word
   (a force-deleted pod, or an agent ended by a signal) in a completed rendezvous round until its
   heartbeat is 15 s old (5 s x 3, not settable there), and the others' next round waits for
   that. The launcher knows sooner: when a host leaves the list, or its session ends (its agent
   killed inside a pod that runs on: the next agent there registers anew, and the others waited
   15 s for the dead one, 17 to 18 s in all before training ran again), it removes that host's
-  agents from the rendezvous state in its store, as torch's own sanitizer would 15 s later, with the
-  same compare-and-set the agents use. The state is torch 1.13's (``_RendezvousState``,
+  agents from the rendezvous state in its store (at once, or once the replacement waits: below),
+  as torch's own sanitizer would 15 s later, with the same compare-and-set the agents use. The state is torch 1.13's (``_RendezvousState``,
   pickled and base64-encoded at ``torch.rendezvous.<rdzv_id>``): this part is for this image's
   torch, and does nothing if it finds anything else.
-- **A round closes once everyone is in**: torch's agents close a round at the first of their
-  one-second polls after ``last_call_timeout`` has passed since enough joined, and each sees it
-  closed at its next poll: 2 to 3 s a round, and a lost trainer costs two rounds (without it,
-  then with its replacement). The launcher knows who is coming: one agent per listed host with a
-  session. Once an agent of each of them has joined an open round, it marks the round complete
-  itself, ranks in torch's order (the sorted members), as the agents' own last call would a
-  second or two later; a host whose session has not started, or whose agent has not joined yet,
-  leaves the round to torch's last call, as before.
+- **A lost agent's round is kept for its replacement**: torch's agents re-form a round without
+  the lost agent, then again with its replacement, each round starting every worker anew (torch
+  imported, the checkpoint read) and each taking the agents' one-second polls and
+  ``last_call_timeout``: a lost trainer cost two re-formings. While fewer agents wait for the
+  next round than the job wants (``--wanted``: the file the operator writes beside the host list,
+  the workers' ``replicas``), the launcher keeps the lost agent in its completed round, so the
+  survivors wait rather than re-form; once every agent wanted waits (the replacement's too) it
+  forgets the lost one and closes the next round with all of them at once, ranked as torch ranks
+  (the sorted members). It waits ``--hold-seconds`` at most (a replacement slow to come, or none:
+  the survivors then re-form as before); a scale-in, whose listed hosts are all it wants, is not
+  held, and neither is an agent lost in a round not yet complete.
+- **A round closes once everyone is in**: for the same reason, once an agent of each listed host
+  with a session has joined an open round, the launcher marks it complete rather than let the
+  agents' last call and polls do it a second or two later; a host whose session has not started,
+  or whose agent has not joined yet, leaves the round to torch's last call, as before.
 
 Everything the sessions print reaches the launcher's own output, each line as it comes.
 """
@@ -58,6 +65,9 @@ parser.add_argument("--hosts", default="/etc/edl/hosts", help="the trainers, one
 parser.add_argument("--poll", type=float, default=0.2, help="seconds between reads of --hosts")
 parser.add_argument("--retry-seconds", type=float, default=1.0, help="before a failed session is run again")
 parser.add_argument("--finish-seconds", type=float, default=20.0, help="for the others, once one finished")
+parser.add_argument("--wanted", default="/etc/edl/wanted", help="how many trainers the job asks for")
+parser.add_argument("--hold-seconds", type=float, default=10.0,
+                    help="at most, a gone agent is kept in its round while its replacement comes")
 parser.add_argument("command", nargs=argparse.REMAINDER, help="run on each trainer over ssh, after --")
 
 
@@ -75,10 +85,10 @@ def listed():
 
 
 def run():
-    sessions, failed_at, known = {}, {}, set()
+    sessions, failed_at, known, held = {}, {}, set(), {}
     while True:
         hosts = listed()
-        forget(known - set(hosts))
+        lose(known - set(hosts), held)
         known &= set(hosts)
         for host, proc in list(sessions.items()):
             code = proc.poll()
@@ -88,7 +98,7 @@ def run():
                 say(f"{host}: session ended with {code}")
                 del sessions[host]
                 failed_at[host] = time.monotonic()
-                forget({host})  # its agent is gone; the next session's registers anew
+                lose({host}, held)  # its agent is gone; the next session's registers anew
             elif host not in hosts:
                 say(f"{host}: no longer listed, session ended")
                 proc.terminate()
@@ -99,43 +109,102 @@ def run():
                 say(f"{host}: session started")
                 sessions[host] = subprocess.Popen(["ssh", host, *command], stdin=subprocess.DEVNULL)
                 known.add(host)
-        close_when_all_in(set(sessions))
+        if held:
+            update(lambda state: settle(state, held, wanted(len(sessions)), time.monotonic()))
+        update(lambda state: close_when_all_in(state, set(sessions)))
         time.sleep(args.poll)
 
 
-def forget(hosts):
-    """forget removes the agents of ``hosts`` from the rendezvous state (the docstring above
-    says why); a conflict with an agent's own write is tried again."""
-    if not hosts or RDZV_KEY is None:
+def wanted(default):
+    """wanted: how many trainers the job asks for (``--wanted``, which the operator writes beside
+    the host list), or ``default`` where there is no such file."""
+    try:
+        return int(Path(args.wanted).read_text())
+    except (OSError, ValueError):
+        return default
+
+
+def update(change):
+    """update applies ``change`` (state -> a message, or None for no change) to the rendezvous
+    state in the store with the compare-and-set the agents use, again on a conflict with an
+    agent's own write; a state it does not understand is left to torch."""
+    if RDZV_KEY is None:
         return
-    names = {short(host) for host in hosts}
     for _ in range(20):
         token = STORE.get(RDZV_KEY)
         if token == NULL_STATE:
             return
         try:
             state = pickle.loads(base64.b64decode(token))
-            gone = {n for n in {*state.participants, *state.wait_list, *state.last_heartbeats}
-                    if short(n.fqdn) in names}
-        except Exception as error:  # not the state this was written for: leave it to torch
+            message = change(state)
+        except Exception as error:  # not the state this was written for
             say(f"rendezvous state not understood, left alone: {error!r}")
             return
-        if not gone:
+        if message is None:
             return
-        for node in gone:
-            state.participants.pop(node, None)
-            state.wait_list.discard(node)
-            state.last_heartbeats.pop(node, None)
-        # What torch's _remove_participant_epilogue does when a member leaves.
-        if state.complete and not state.participants:
-            state.complete = False
-            state.round += 1
-        elif not state.complete and not state.participants:
-            state.deadline = None
         desired = base64.b64encode(pickle.dumps(state))
         if STORE.compare_set(RDZV_KEY, token, desired) == desired:
-            say(f"rendezvous: forgot {', '.join(sorted(map(repr, gone)))}")
+            say(f"rendezvous: {message}")
             return
+
+
+def lose(hosts, held):
+    """lose notes the agents of ``hosts`` as gone (``held``: agent -> when), for settle."""
+    if not hosts:
+        return
+    names = {short(host) for host in hosts}
+
+    def note(state):
+        for node in members(state):
+            if short(node.fqdn) in names:
+                held.setdefault(node, time.monotonic())
+
+    update(note)
+
+
+def members(state):
+    """members: every agent the state names."""
+    return {*state.participants, *state.wait_list, *state.last_heartbeats}
+
+
+def settle(state, held, want, now):
+    """settle forgets the gone agents in ``held`` (agent -> when it went) once nothing is
+    gained by keeping them (the docstring above says why and when), and closes the next round
+    at once when every agent wanted waits for it; a message, or None while it holds them."""
+    for node in [node for node in held if node not in members(state)]:
+        del held[node]  # forgotten already (or by torch's sanitizer): a retry may see this too
+    if not held:
+        return None
+    gone = set(held)
+    waiting = state.wait_list - gone
+    blocking = state.complete and any(node in state.participants for node in gone)
+    all_waiting = set(state.participants) <= gone and len(waiting) >= max(want, MIN_NODES, 1)
+    if blocking and not all_waiting and now - min(held.values()) < args.hold_seconds:
+        return None
+    forget(state, gone)
+    message = f"forgot {', '.join(sorted(map(repr, gone)))}"
+    fits = MAX_NODES is None or len(waiting) <= MAX_NODES
+    if all_waiting and fits and not state.complete and not state.participants:
+        state.participants.update(dict.fromkeys(waiting, 0))
+        state.wait_list -= waiting
+        close_round(state)
+        message += f"; round {state.round} closed with the {len(waiting)} waiting"
+    return message
+
+
+def forget(state, gone):
+    """forget removes the agents ``gone`` from the state, as torch's sanitizer does once their
+    heartbeats have expired."""
+    for node in gone:
+        state.participants.pop(node, None)
+        state.wait_list.discard(node)
+        state.last_heartbeats.pop(node, None)
+    # What torch's _remove_participant_epilogue does when a member leaves.
+    if state.complete and not state.participants:
+        state.complete = False
+        state.round += 1
+    elif not state.complete and not state.participants:
+        state.deadline = None
 
 
 def short(name):
@@ -161,25 +230,13 @@ def close_round(state):
         state.participants[node] = rank
 
 
-def close_when_all_in(hosts):
+def close_when_all_in(state, hosts):
     """close_when_all_in closes the open round once every host in ``hosts`` (those with a
-    session) has an agent in it (the docstring above says why); a conflict with an agent's own
-    write leaves it to the next poll."""
-    if not hosts or RDZV_KEY is None:
-        return
-    token = STORE.get(RDZV_KEY)
-    if token == NULL_STATE:
-        return
-    try:
-        state = pickle.loads(base64.b64decode(token))
-        if not all_in(state, hosts, MIN_NODES):
-            return
-        close_round(state)
-    except Exception:  # not the state this was written for: leave it to torch (forget says so)
-        return
-    desired = base64.b64encode(pickle.dumps(state))
-    if STORE.compare_set(RDZV_KEY, token, desired) == desired:
-        say(f"rendezvous: round {state.round} closed with all {len(state.participants)} in")
+    session) has an agent in it (the docstring above says why)."""
+    if not hosts or not all_in(state, hosts, MIN_NODES):
+        return None
+    close_round(state)
+    return f"round {state.round} closed with all {len(state.participants)} in"
 
 
 def stop(host):
@@ -225,8 +282,10 @@ if __name__ == "__main__":  # a module too, for the unit tests of its pure parts
     NULL_STATE = b"Y2FuaW1hZGFt"
     _ID = option(r"--rdzv[_-]id=(.+)")
     RDZV_KEY = None if _ID is None else f"torch.rendezvous.{_ID}"
-    # The fewest members a round may close with, from the command's --nnodes=MIN:MAX (or MIN).
+    # The fewest and most members of a round, from the command's --nnodes=MIN:MAX (or MIN).
     MIN_NODES = int(option(r"--nnodes=([0-9]+)(?::[0-9]+)?", "1"))
+    _MAX = option(r"--nnodes=[0-9]+:([0-9]+)")
+    MAX_NODES = None if _MAX is None else int(_MAX)
     if RDZV_KEY is not None:
         STORE.compare_set(RDZV_KEY, "", NULL_STATE.decode())
     sys.exit(run())
