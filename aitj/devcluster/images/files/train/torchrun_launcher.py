@@ -25,9 +25,10 @@ trainer over ssh, as horovodrun runs its workers.
   killed inside a pod that runs on: the next agent there registers anew, and the others waited
   15 s for the dead one, 17 to 18 s in all before training ran again), it removes that host's
   agents from the rendezvous state in its store (at once, or once the replacement waits: below),
-  as torch's own sanitizer would 15 s later, with the same compare-and-set the agents use. The state is torch 1.13's (``_RendezvousState``,
-  pickled and base64-encoded at ``torch.rendezvous.<rdzv_id>``): this part is for this image's
-  torch, and does nothing if it finds anything else.
+  as torch's own sanitizer would 15 s later, with the same compare-and-set the agents use. The
+  state is torch 1.13's (``_RendezvousState``, pickled and base64-encoded at
+  ``torch.rendezvous.<rdzv_id>``): this part is for this image's torch, and does nothing if it
+  finds anything else.
 - **A lost agent's round is kept for its replacement**: torch's agents re-form a round without
   the lost agent, then again with its replacement, each round starting every worker anew (torch
   imported, the checkpoint read) and each taking the agents' one-second polls and
